@@ -1,0 +1,161 @@
+"""Settings: sizes, ages, the cache directory and the ``JAX_PCACHE_*`` environment.
+
+Environment variables are read once, validated, and a malformed value raises
+:class:`ConfigError` naming the accepted forms (never silently ignored).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from pcache._errors import PcacheError
+
+
+class ConfigError(PcacheError, ValueError):
+    """A setting (argument or environment variable) has a malformed value."""
+
+
+_SIZE_UNITS = {
+    "": 1,
+    "B": 1,
+    "K": 1000,
+    "KB": 1000,
+    "M": 1000**2,
+    "MB": 1000**2,
+    "G": 1000**3,
+    "GB": 1000**3,
+    "T": 1000**4,
+    "TB": 1000**4,
+    "KIB": 1024,
+    "MIB": 1024**2,
+    "GIB": 1024**3,
+    "TIB": 1024**4,
+}
+SIZE_FORMS = "a byte count or a number with a unit: 1048576, 512KB, 512MiB, 10GB, 1.5GiB, 2TB"
+
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+AGE_FORMS = "a number with a unit s, m, h, d or w: 90s, 30m, 12h, 30d, 2w"
+
+_NUMBER_UNIT = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*$")
+
+
+def parse_size(text: str | int) -> int:
+    """Parse a byte size such as ``10GB`` or ``512MiB`` (decimal and binary units)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text < 0:
+            raise ConfigError(f"size must not be negative: {text}")
+        return text
+    m = _NUMBER_UNIT.match(str(text))
+    unit = m.group(2).upper() if m else None
+    if m is None or unit not in _SIZE_UNITS:
+        raise ConfigError(f"invalid size {text!r}; expected {SIZE_FORMS}")
+    return int(float(m.group(1)) * _SIZE_UNITS[unit])
+
+
+def parse_age(text: str | float) -> float:
+    """Parse an age such as ``30d`` or ``12h`` into seconds."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if text < 0:
+            raise ConfigError(f"age must not be negative: {text}")
+        return float(text)
+    m = _NUMBER_UNIT.match(str(text))
+    unit = m.group(2).lower() if m else None
+    if m is None or unit not in _AGE_UNITS:
+        raise ConfigError(f"invalid age {text!r}; expected {AGE_FORMS}")
+    return float(m.group(1)) * _AGE_UNITS[unit]
+
+
+def format_size(n: float) -> str:
+    """``1536`` -> ``'1.5 KiB'``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
+BOOL_FORMS = "1/true/yes/on or 0/false/no/off"
+
+
+def parse_bool(text: str, name: str = "value") -> bool:
+    v = text.strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise ConfigError(f"invalid {name} {text!r}; expected {BOOL_FORMS}")
+
+
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$JAX_PCACHE_DIR``, else ``$XDG_CACHE_HOME/pcache``, else ``~/.cache/pcache``."""
+    env = os.environ if environ is None else environ
+    if env.get("JAX_PCACHE_DIR"):
+        return Path(env["JAX_PCACHE_DIR"]).expanduser()
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pcache"
+
+
+DEFAULT_MAX_DISK = 10 * 1000**3
+DEFAULT_MAX_MEMORY = 1024**3
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSettings:
+    """The ``JAX_PCACHE_*`` environment, parsed and validated."""
+
+    dir: str | None
+    max_disk: int | None
+    max_memory: int | None
+    disable: bool
+    raise_errors: bool
+    explain: bool
+    lock_timeout: float | None
+
+
+ENV_VARS = {
+    "JAX_PCACHE_DIR": "cache directory; setting it switches pcache on with no code change",
+    "JAX_PCACHE_MAX_DISK": f"byte bound of the on-disk store ({SIZE_FORMS}); default 10GB",
+    "JAX_PCACHE_MAX_MEMORY": f"byte bound of the in-memory tier ({SIZE_FORMS}); default 1GiB",
+    "JAX_PCACHE_DISABLE": f"switch pcache off even when JAX_PCACHE_DIR is set ({BOOL_FORMS})",
+    "JAX_PCACHE_RAISE_ERRORS": f"raise cache errors instead of warning (tests) ({BOOL_FORMS})",
+    "JAX_PCACHE_EXPLAIN": f"log, for every miss, which key parts differ from the nearest entries ({BOOL_FORMS})",
+    "JAX_PCACHE_LOCK_TIMEOUT": f"how long to wait for another process compiling the same key ({AGE_FORMS})",
+}
+
+
+def read_env(environ: Mapping[str, str] | None = None) -> EnvSettings:
+    """Read and validate every ``JAX_PCACHE_*`` variable; unknown ones are an error."""
+    env = os.environ if environ is None else environ
+    unknown = sorted(k for k in env if k.startswith("JAX_PCACHE_") and k not in ENV_VARS)
+    if unknown:
+        raise ConfigError(
+            f"unknown environment variable(s) {', '.join(unknown)}; pcache reads "
+            + ", ".join(ENV_VARS)
+        )
+
+    def get(name, parse):
+        raw = env.get(name)
+        if raw is None or raw.strip() == "":
+            return None
+        try:
+            return parse(raw)
+        except ConfigError as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+
+    return EnvSettings(
+        dir=env.get("JAX_PCACHE_DIR") or None,
+        max_disk=get("JAX_PCACHE_MAX_DISK", parse_size),
+        max_memory=get("JAX_PCACHE_MAX_MEMORY", parse_size),
+        disable=bool(get("JAX_PCACHE_DISABLE", lambda v: parse_bool(v, "JAX_PCACHE_DISABLE"))),
+        raise_errors=bool(
+            get("JAX_PCACHE_RAISE_ERRORS", lambda v: parse_bool(v, "JAX_PCACHE_RAISE_ERRORS"))
+        ),
+        explain=bool(get("JAX_PCACHE_EXPLAIN", lambda v: parse_bool(v, "JAX_PCACHE_EXPLAIN"))),
+        lock_timeout=get("JAX_PCACHE_LOCK_TIMEOUT", parse_age),
+    )
