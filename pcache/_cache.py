@@ -1,0 +1,475 @@
+"""The cache runtime: memory tier, store tier, single-flight, stats and error policy.
+
+No JAX internals here (only the public `jax.monitoring`): `pcache._jax` (the only module that touches JAX internals) asks
+this module for executables by key and hands it closures that compile, serialize
+and deserialize. Everything here degrades to "compile normally": a failure of the
+cache is counted, warned about once per cause, and never reaches the user's program
+unless ``raise_errors`` is set (``JAX_PCACHE_RAISE_ERRORS=1``, for tests).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+import stat
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import filelock
+import jax.monitoring
+
+from pcache._errors import PcacheError
+from pcache._key import CacheKey
+
+logger = logging.getLogger("pcache")
+
+ENTRY_FORMAT = 1  # version of what pcache puts in an entry (raw XLA bytes + `extra`)
+
+
+class IntegrityError(PcacheError):
+    """An entry failed its HMAC check: it was not written by a holder of this cache's secret."""
+
+
+# --------------------------------------------------------------------------- stats
+
+_COUNTERS = (
+    "memory_hits",
+    "disk_hits",
+    "misses",
+    "compiles",
+    "bypasses",
+    "evictions",
+    "errors",
+    "bytes_read",
+    "bytes_written",
+    "seconds_saved",
+    "lock_waits",
+    "hlo_hits",
+    "hlo_misses",
+)
+
+
+class Stats:
+    """In-process counters; `snapshot()` is what `pcache.stats()` returns."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._c: dict[str, float] = dict.fromkeys(_COUNTERS, 0)
+        self._bypass: collections.Counter[str] = collections.Counter()
+        self._errors: collections.Counter[str] = collections.Counter()
+
+    def add(self, name: str, n: float = 1) -> None:
+        with self._lock:
+            self._c[name] += n
+
+    def bypass(self, reason: str) -> None:
+        with self._lock:
+            self._c["bypasses"] += 1
+            self._bypass[reason] += 1
+
+    def error(self, cause: str) -> None:
+        with self._lock:
+            self._c["errors"] += 1
+            self._errors[cause] += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            out: dict[str, Any] = dict(self._c)
+            out["bypass_reasons"] = dict(self._bypass)
+            out["error_causes"] = dict(self._errors)
+        return out
+
+    def reset(self) -> None:
+        with self._lock:
+            self._c = dict.fromkeys(_COUNTERS, 0)
+            self._bypass.clear()
+            self._errors.clear()
+
+
+# --------------------------------------------------------------------- memory tier
+
+
+class MemoryTier:
+    """An LRU of ready-to-run executables bounded by a byte count.
+
+    Sizes are the serialized executable's length: a stable, cheap proxy for what
+    the loaded executable holds (its code and constants).
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._d: collections.OrderedDict[str, tuple[Any, int]] = collections.OrderedDict()
+        self.bytes = 0
+
+    def get(self, key: str) -> Any | None:
+        with self._lock:
+            item = self._d.get(key)
+            if item is None:
+                return None
+            self._d.move_to_end(key)
+            return item[0]
+
+    def put(self, key: str, value: Any, nbytes: int) -> int:
+        """Insert; returns how many entries were evicted to stay within the bound."""
+        if nbytes > self.max_bytes:
+            return 0
+        evicted = 0
+        with self._lock:
+            old = self._d.pop(key, None)
+            if old is not None:
+                self.bytes -= old[1]
+            self._d[key] = (value, nbytes)
+            self.bytes += nbytes
+            while self.bytes > self.max_bytes and self._d:
+                _, (_, n) = self._d.popitem(last=False)
+                self.bytes -= n
+                evicted += 1
+        return evicted
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+            self.bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+
+# ------------------------------------------------------------------- the runtime
+
+
+@dataclass
+class Compiled:
+    """What a miss produces: the loaded executable and its serialized bytes."""
+
+    executable: Any
+    serialized: bytes | None  # None: could not serialize (kept in memory only)
+    compile_seconds: float
+
+
+class Runtime:
+    """One enabled pcache: a directory, its store, the memory tier and the counters."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_disk_bytes: int | None,
+        max_memory_bytes: int,
+        raise_errors: bool,
+        lock_timeout: float,
+        explain: bool,
+    ) -> None:
+        import store  # JAX-free; imported here so `import pcache` stays light
+
+        self.path = path
+        self.raise_errors = raise_errors
+        self.lock_timeout = lock_timeout
+        self.explain = explain
+        self.stats = Stats()
+        self.memory = MemoryTier(max_memory_bytes)
+        self._warned: set[str] = set()
+        self._warn_lock = threading.Lock()
+        self._inflight: dict[str, threading.Lock] = {}
+        self._inflight_lock = threading.Lock()
+        _make_private_dir(path)
+        self.locks_dir = path / "locks"
+        self.locks_dir.mkdir(mode=0o700, exist_ok=True)
+        self._secret = _load_or_create_secret(path / "secret.key")
+        self.store = store.Store(path / "store", max_bytes=max_disk_bytes)
+
+    def close(self) -> None:
+        self.memory.clear()
+        try:
+            self.store.close()
+        except Exception as exc:  # closing must not break interpreter shutdown
+            self.error("close", exc)
+
+    # -- error policy ---------------------------------------------------------
+
+    def error(self, cause: str, exc: BaseException) -> None:
+        """A cache failure: count it, warn once per cause, or raise in test mode."""
+        self.stats.error(cause)
+        _record_event("/pcache/errors")
+        if self.raise_errors:
+            raise exc
+        tag = f"{cause}:{type(exc).__name__}"
+        with self._warn_lock:
+            first = tag not in self._warned
+            self._warned.add(tag)
+        if first:
+            warnings.warn(
+                f"pcache: {cause} failed ({type(exc).__name__}: {exc}); compiling normally. "
+                "Further failures of this kind are counted in pcache.stats() without a warning.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        else:
+            logger.debug("pcache: %s failed again: %r", cause, exc)
+
+    def bypass(self, reason: str, detail: str = "") -> None:
+        self.stats.bypass(reason)
+        _record_event("/pcache/bypasses")
+        logger.debug("pcache: bypass (%s) %s", reason, detail)
+
+    # -- HMAC -----------------------------------------------------------------
+
+    def sign(self, key: str, value: bytes) -> str:
+        return hmac.new(self._secret, key.encode() + b"\0" + value, hashlib.sha256).hexdigest()
+
+    def check(self, key: str, value: bytes, tag: str | None) -> None:
+        if not tag or not hmac.compare_digest(self.sign(key, value), tag):
+            raise IntegrityError(
+                f"entry {key[:12]} failed its HMAC check (written without this cache's "
+                f"secret {self.path / 'secret.key'}); ignoring and removing it"
+            )
+
+    # -- lookups --------------------------------------------------------------
+
+    def lookup(self, key: CacheKey, load: Callable[[bytes], Any]) -> Any | None:
+        """Memory tier, then store. Returns a ready executable or None."""
+        digest = key.digest
+        exe = self.memory.get(digest)
+        if exe is not None:
+            self.stats.add("memory_hits")
+            _record_event("/pcache/memory_hits")
+            return exe
+        if not key.persistent:
+            return None
+        return self._load_from_store(key, load)
+
+    def _load_from_store(self, key: CacheKey, load: Callable[[bytes], Any]) -> Any | None:
+        digest = key.digest
+        t0 = time.perf_counter()
+        try:
+            got = self.store.get_entry(digest)
+        except Exception as exc:
+            self.error("store read", exc)
+            return None
+        if got is None:
+            return None
+        raw, entry = got
+        try:
+            self.check(digest, raw, entry.extra.get("hmac"))
+            if entry.extra.get("format") != ENTRY_FORMAT:
+                raise PcacheError(f"unknown entry format {entry.extra.get('format')!r}")
+            exe = load(raw)
+        except Exception as exc:
+            self.error("load entry", exc)
+            self._drop(digest)
+            return None
+        load_s = time.perf_counter() - t0
+        self.stats.add("disk_hits")
+        self.stats.add("bytes_read", len(raw))
+        saved = max(0.0, (entry.compile_seconds or 0.0) - load_s)
+        self.stats.add("seconds_saved", saved)
+        _record_event("/pcache/disk_hits")
+        _record_duration("/pcache/load_time_sec", load_s)
+        self._bump({"disk_hits": 1, "seconds_saved": saved})
+        self._memory_put(digest, exe, len(raw))
+        return exe
+
+    def _drop(self, digest: str) -> None:
+        try:
+            self.store.delete(digest)
+        except Exception as exc:
+            self.error("store delete", exc)
+
+    def _bump(self, counters: dict[str, float]) -> None:
+        try:
+            self.store.bump(counters)
+        except Exception as exc:
+            self.error("store counters", exc)
+
+    def _memory_put(self, digest: str, exe: Any, nbytes: int) -> None:
+        evicted = self.memory.put(digest, exe, nbytes)
+        if evicted:
+            self.stats.add("evictions", evicted)
+
+    # -- the miss path --------------------------------------------------------
+
+    def compile_through(
+        self,
+        key: CacheKey,
+        compile_fn: Callable[[], Compiled],
+        load: Callable[[bytes], Any],
+        meta: dict[str, Any],
+    ) -> Any:
+        """Compile on a miss, with single-flight across threads and processes.
+
+        If another process is compiling the same key, wait for it (bounded by
+        ``lock_timeout``) and load its result; if it dies, its lock is released by
+        the OS and this process takes over.
+        """
+        digest = key.digest
+        self.stats.add("misses")
+        _record_event("/pcache/misses")
+        self._bump({"misses": 1})
+        with self._thread_lock(digest):
+            exe = self.memory.get(digest)
+            if exe is not None:  # another thread of this process just compiled it
+                self.stats.add("memory_hits")
+                return exe
+            if not key.persistent:
+                return self._compile_and_fill(key, compile_fn, meta)
+            lock = filelock.FileLock(str(self.locks_dir / f"{digest}.lock"), is_singleton=False)
+            acquired = False
+            try:
+                lock.acquire(timeout=0)
+                acquired = True
+            except filelock.Timeout:
+                self.stats.add("lock_waits")
+                logger.debug("pcache: waiting for another process compiling %s", digest[:12])
+                try:
+                    lock.acquire(timeout=self.lock_timeout)
+                    acquired = True
+                except filelock.Timeout as exc:
+                    self.error("single-flight lock", exc)
+                except OSError as exc:
+                    self.error("single-flight lock", exc)
+            except OSError as exc:
+                self.error("single-flight lock", exc)
+            try:
+                # Whoever held the lock before us has probably stored the result;
+                # one indexed read is nothing next to a compile.
+                exe = self._load_from_store(key, load)
+                if exe is not None:
+                    return exe
+                return self._compile_and_fill(key, compile_fn, meta)
+            finally:
+                if acquired:
+                    lock.release()
+
+    def _compile_and_fill(
+        self, key: CacheKey, compile_fn: Callable[[], Compiled], meta: dict[str, Any]
+    ) -> Any:
+        digest = key.digest
+        compiled = compile_fn()
+        self.stats.add("compiles")
+        nbytes = len(compiled.serialized) if compiled.serialized is not None else 1 << 20
+        self._memory_put(digest, compiled.executable, nbytes)
+        if key.persistent and compiled.serialized is not None:
+            raw = compiled.serialized
+            extra = dict(meta.pop("extra", {}))
+            extra.update(
+                format=ENTRY_FORMAT,
+                key_parts=[list(p) for p in key.parts],
+                hmac=self.sign(digest, raw),
+            )
+            try:
+                self.store.put(
+                    digest, raw, meta={**meta, "compile_seconds": compiled.compile_seconds, "extra": extra}
+                )
+                self.stats.add("bytes_written", len(raw))
+            except Exception as exc:
+                self.error("store write", exc)
+        return compiled.executable
+
+    def _thread_lock(self, digest: str) -> _KeyedLock:
+        return _KeyedLock(self, digest)
+
+    # -- JAX's HLO-level cache interface (pmap, eager, what the jit seam misses) --
+
+    def hlo_get(self, key: str) -> bytes | None:
+        digest = "hlo-" + key
+        try:
+            got = self.store.get_entry(digest)
+        except Exception as exc:
+            self.error("store read", exc)
+            return None
+        if got is None:
+            self.stats.add("hlo_misses")
+            return None
+        raw, entry = got
+        try:
+            self.check(digest, raw, entry.extra.get("hmac"))
+        except Exception as exc:
+            self.error("load entry", exc)
+            self._drop(digest)
+            return None
+        self.stats.add("hlo_hits")
+        self.stats.add("bytes_read", len(raw))
+        return raw
+
+    def hlo_put(self, key: str, value: bytes, meta: dict[str, Any]) -> None:
+        digest = "hlo-" + key
+        extra = dict(meta.pop("extra", {}))
+        extra.update(format=ENTRY_FORMAT, seam="hlo", hmac=self.sign(digest, value))
+        try:
+            self.store.put(digest, value, meta={**meta, "extra": extra})
+            self.stats.add("bytes_written", len(value))
+        except Exception as exc:
+            self.error("store write", exc)
+
+
+class _KeyedLock:
+    """A per-key threading lock, dropped from the table when nobody holds it."""
+
+    def __init__(self, rt: Runtime, digest: str) -> None:
+        self.rt, self.digest = rt, digest
+
+    def __enter__(self) -> None:
+        with self.rt._inflight_lock:
+            lk = self.rt._inflight.setdefault(self.digest, threading.Lock())
+        lk.acquire()
+        self._lk = lk
+
+    def __exit__(self, *exc: object) -> None:
+        self._lk.release()
+        with self.rt._inflight_lock:
+            if not self._lk.locked():
+                self.rt._inflight.pop(self.digest, None)
+
+
+# ------------------------------------------------------------------- helpers
+
+
+def _make_private_dir(path: Path) -> None:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def _load_or_create_secret(path: Path) -> bytes:
+    """The per-directory HMAC secret (mode 0600, owned by us).
+
+    Entries are signed with it, so someone who can write the cache directory but
+    cannot read this file cannot plant an executable that pcache would load. A
+    secret file that another user owns or that others can read is refused.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(32))
+            f.flush()
+            os.fsync(f.fileno())
+    st = os.stat(path, follow_symlinks=False)
+    if not stat.S_ISREG(st.st_mode):
+        raise PcacheError(f"{path} is not a regular file")
+    if st.st_uid != os.geteuid():
+        raise PcacheError(f"{path} is owned by uid {st.st_uid}, not by this user")
+    if st.st_mode & 0o077:
+        raise PcacheError(f"{path} is readable or writable by others (mode {st.st_mode & 0o777:o})")
+    data = path.read_bytes()
+    if len(data) < 16:
+        raise PcacheError(f"{path} is truncated; delete it (and the cache) to start afresh")
+    return data
+
+
+def _record_event(name: str) -> None:
+    jax.monitoring.record_event(name)
+
+
+def _record_duration(name: str, secs: float) -> None:
+    jax.monitoring.record_event_duration_secs(name, secs)
