@@ -1,0 +1,71 @@
+"""Loading ``schemas/store.sql`` and bringing a database to the current version."""
+
+from __future__ import annotations
+
+import importlib.resources
+import math
+import re
+import sqlite3
+from functools import cache
+
+__all__ = ["SCHEMA_VERSION", "sections", "statements"]
+
+#: ``PRAGMA user_version`` of a database this code writes.
+SCHEMA_VERSION = 2
+
+_SECTION = re.compile(r"^-- @section (.+?)\s*$", re.MULTILINE)
+
+
+@cache
+def sections() -> dict[str, str]:
+    """The named sections of store.sql: ``"create"`` and ``"migrate N"`` for each step."""
+    text = importlib.resources.files("store.schemas").joinpath("store.sql").read_text("utf-8")
+    parts = _SECTION.split(text)
+    # parts = [preamble, name1, body1, name2, body2, ...]
+    out = {name: body for name, body in zip(parts[1::2], parts[2::2])}
+    missing = [f"migrate {v}" for v in range(2, SCHEMA_VERSION + 1) if f"migrate {v}" not in out]
+    if "create" not in out or missing:
+        raise RuntimeError(f"store.sql lacks sections: {['create'] + missing}")
+    return out
+
+
+def statements(sql: str) -> list[str]:
+    """Split a section into complete statements (trigger bodies contain ';')."""
+    out: list[str] = []
+    buf = ""
+    for line in sql.splitlines(keepends=True):
+        if not buf and (not line.strip() or line.lstrip().startswith("--")):
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        raise RuntimeError(f"incomplete statement in store.sql: {buf[:200]!r}")
+    return out
+
+
+def _log2(x: float) -> float:
+    return math.log2(x) if x and x > 0 else 0.0
+
+
+def register_functions(con: sqlite3.Connection) -> None:
+    """SQL functions the migrate sections may call."""
+    con.create_function("pcache_log2", 1, _log2, deterministic=True)
+
+
+def create(con: sqlite3.Connection) -> None:
+    """Create the current schema; the caller holds a write transaction."""
+    for stmt in statements(sections()["create"]):
+        con.execute(stmt)
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def migrate(con: sqlite3.Connection, from_version: int) -> None:
+    """Apply each step from ``from_version`` to :data:`SCHEMA_VERSION`; the caller holds a
+    write transaction (so a failed step leaves the old version intact)."""
+    register_functions(con)
+    for v in range(from_version + 1, SCHEMA_VERSION + 1):
+        for stmt in statements(sections()[f"migrate {v}"]):
+            con.execute(stmt)
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

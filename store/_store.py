@@ -1,0 +1,1088 @@
+"""The Store: SQLite rows, transactions, coalesced bookkeeping, eviction, gc.
+
+Values are framed by :mod:`store._codec` and kept inline (table ``blobs``) or in
+side files (:mod:`store._sidefiles`) depending on their stored size.
+
+Inline vs side file.  SQLite's own guidance ("Internal Versus External BLOBs")
+puts the break-even near 100 KB.  Measured here (2 cores, ext4-on-virtio,
+``scripts/bench_store.py``, random incompressible bytes, p50 ms, fsync on):
+
+    size      get inline  get file   put inline  put file
+    16 KiB    0.05        0.07       0.12        0.9
+    64 KiB    0.08        0.09       0.25        1.1
+    256 KiB   0.25        0.17       0.7         1.5
+    1 MiB     0.9         0.5        2.3         3.1
+    4 MiB     3.9         2.1        9.5         9.8
+
+Puts to side files pay an fsync (needed: the file must be durable before the
+row that names it commits), so they lose below ~1 MiB; gets from files win
+from ~256 KiB.  Large inline blobs also bloat the WAL (every byte is written
+twice) and make VACUUM slow.  Default ``inline_threshold`` = 256 KiB.
+
+Concurrency.  One connection per thread (thread-local) and per process: a
+connection is reopened when ``os.getpid()`` changes, and connections
+inherited over fork are abandoned, never closed or used.  Writes run in
+``BEGIN IMMEDIATE`` and are retried with backoff until a deadline
+(``busy_timeout``), then raise StoreLockedError.  sqlite3's ``timeout=``
+alone is not trusted because (a) SQLite returns SQLITE_BUSY without calling
+the busy handler in several cases (WAL recovery, BUSY_SNAPSHOT, a read
+transaction that must upgrade, "schema is locked"), and (b) the handler's
+timeout applies per statement, so an operation of several statements could
+wait several times ``timeout``.  Our loop gives one deadline per operation.
+The file lock ``store.lock`` (filelock) is used only where SQLite cannot
+serialize: schema creation/migration and gc (orphan sweeping, vacuum).
+
+Coalescing.  Hits and ``last_used`` are buffered in memory and written in one
+transaction when a threshold or interval passes (checked on each call), at
+any other write (piggybacked), at ``close()``, and at interpreter exit.  So a
+get costs no write.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import random
+import sqlite3
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from . import _codec, _schema
+from ._entry import ENTRY_COLUMNS, Entry, GcResult, VerifyResult, validate_meta
+from ._errors import (
+    StoreCorruptError,
+    StoreCorruptionWarning,
+    StoreError,
+    StoreLockedError,
+    StoreVersionError,
+    is_busy,
+    translate,
+)
+from ._policy import POLICIES, cost_log, get_policy
+from ._sidefiles import SideFiles
+
+__all__ = ["DB_NAME", "INLINE_THRESHOLD", "Store"]
+
+DB_NAME = "store.db"
+LOCK_NAME = "store.lock"
+VALUES_DIR = "values"
+INLINE_THRESHOLD = 256 * 1024
+
+_COLS = ", ".join(ENTRY_COLUMNS)
+_E_COLS = ", ".join(f"e.{c}" for c in ENTRY_COLUMNS)
+_ORDERABLE = frozenset(ENTRY_COLUMNS) - {"extra"}
+_FILTERABLE = ("backend", "device_kind", "jax_version", "jaxlib_version", "function_name")
+_BUILTIN_COUNTERS = ("hits", "misses", "puts", "evictions", "corrupt")
+
+# Connections inherited over fork: never used or closed (closing one in the
+# child could checkpoint or unlink the parent's WAL), only kept alive.
+_ABANDONED: list[sqlite3.Connection] = []
+_LIVE: weakref.WeakSet[Store] = weakref.WeakSet()
+
+
+class Store:
+    """A persistent, multi-process key -> bytes store with metadata, in one directory.
+
+    Args:
+        directory: created if missing.  Holds ``store.db`` (+ ``-wal``/``-shm``),
+            ``store.lock`` and ``values/`` (side files).
+        max_bytes: bound on the sum of stored (compressed) value sizes; puts evict
+            by ``policy`` to stay within it.  ``None`` = unbounded (gc can still trim).
+        level: zstd level (1-22; negative = faster levels).
+        busy_timeout: seconds a call may wait for another process's write lock
+            before raising StoreLockedError.  ``0`` = try once.
+        policy: eviction order, one of ``"cost"`` (default), ``"lru"``, ``"fifo"``;
+            see :mod:`store._policy`.
+        inline_threshold: values whose stored size is at least this many bytes go to
+            side files.
+        flush_interval: seconds between flushes of coalesced hit/counter updates.
+        flush_threshold: pending updates that force a flush.
+        orphan_grace: seconds an unreferenced side file must age before gc deletes it
+            (protects a writer that has written its file but not yet committed; keep
+            well above ``busy_timeout``).
+        fsync: fsync side files before committing their rows.  Turning it off is only
+            safe against process crashes, not power loss.
+
+    Use as a context manager or call :meth:`close`.  Safe to share between threads;
+    each thread and each forked process gets its own SQLite connection.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        max_bytes: int | None = None,
+        level: int = 3,
+        busy_timeout: float = 30.0,
+        policy: str = "cost",
+        inline_threshold: int = INLINE_THRESHOLD,
+        flush_interval: float = 5.0,
+        flush_threshold: int = 1000,
+        orphan_grace: float = 900.0,
+        fsync: bool = True,
+    ) -> None:
+        if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 0):
+            raise ValueError(f"max_bytes must be None or an int >= 0, got {max_bytes!r}")
+        if not isinstance(level, int) or not -7 <= level <= 22:
+            raise ValueError(f"level must be an int in [-7, 22], got {level!r}")
+        if busy_timeout < 0:
+            raise ValueError(f"busy_timeout must be >= 0, got {busy_timeout!r}")
+        if inline_threshold < 0:
+            raise ValueError(f"inline_threshold must be >= 0, got {inline_threshold!r}")
+        self.directory = Path(directory)
+        self.max_bytes = max_bytes
+        self.level = level
+        self.busy_timeout = float(busy_timeout)
+        self.policy = get_policy(policy)
+        self.inline_threshold = inline_threshold
+        self.flush_interval = float(flush_interval)
+        self.flush_threshold = int(flush_threshold)
+        self.orphan_grace = float(orphan_grace)
+        self._db_path = self.directory / DB_NAME
+        self._files = SideFiles(self.directory / VALUES_DIR, fsync=fsync)
+        self._flock = filelock.FileLock(str(self.directory / LOCK_NAME))
+        self._closed = False
+        self._reset_process_state()
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise translate(exc, f"creating store directory {self.directory}") from exc
+        self._open_schema()
+        _LIVE.add(self)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _reset_process_state(self) -> None:
+        self._pid = os.getpid()
+        self._local = threading.local()
+        self._cons: list[sqlite3.Connection] = []
+        self._cons_lock = threading.Lock()
+        self._pending_lock = threading.Lock()
+        self._pending_hits: dict[str, list[float]] = {}  # key -> [hits, last_used]
+        self._pending_counters: dict[str, float] = {}
+        self._pending_n = 0
+        self._last_flush = time.monotonic()
+
+    def _check_pid(self) -> None:
+        if os.getpid() != self._pid:
+            # Forked: the parent's connections and pending updates are the parent's.
+            _ABANDONED.extend(self._cons)
+            self._reset_process_state()
+
+    def _con(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError(f"store {self.directory} is closed")
+        self._check_pid()
+        con = getattr(self._local, "con", None)
+        if con is None:
+            try:
+                con = sqlite3.connect(
+                    self._db_path,
+                    # A per-statement slice; the real deadline is our retry loop.
+                    timeout=min(self.busy_timeout, 0.25),
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                con.execute("PRAGMA synchronous = NORMAL")
+            except sqlite3.Error as exc:
+                raise translate(exc, f"opening {self._db_path}") from exc
+            self._local.con = con
+            with self._cons_lock:
+                self._cons.append(con)
+        return con
+
+    def _retry(self, what: str, attempt: Callable[[], Any], timeout: float | None) -> Any:
+        deadline = time.monotonic() + (self.busy_timeout if timeout is None else timeout)
+        delay = 0.001
+        while True:
+            try:
+                return attempt()
+            except sqlite3.Error as exc:
+                if is_busy(exc) and time.monotonic() < deadline:
+                    time.sleep(min(delay * (0.5 + random.random()), deadline - time.monotonic()))
+                    delay = min(delay * 2, 0.05)
+                    continue
+                if is_busy(exc):
+                    raise StoreLockedError(
+                        f"{what}: {self._db_path} stayed locked beyond "
+                        f"{self.busy_timeout if timeout is None else timeout:.3g}s ({exc})"
+                    ) from exc
+                raise translate(exc, what) from exc
+            except OSError as exc:
+                raise translate(exc, what) from exc
+
+    def _read(self, what: str, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        return self._retry(what, lambda: fn(self._con()), None)
+
+    def _write(
+        self,
+        what: str,
+        fn: Callable[[sqlite3.Connection], Any],
+        *,
+        timeout: float | None = None,
+        flush: bool = True,
+    ) -> Any:
+        """Run ``fn(con)`` in ``BEGIN IMMEDIATE`` ... ``COMMIT``, retried while busy.
+
+        ``fn`` may run several times (each failed attempt is rolled back).  Pending
+        coalesced updates are applied in the same transaction when ``flush``.
+        """
+        pending = self._take_pending() if flush else None
+
+        def attempt() -> Any:
+            con = self._con()
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(con)
+                if pending:
+                    _apply_pending(con, *pending)
+                con.execute("COMMIT")
+            except BaseException:
+                if con.in_transaction:
+                    try:
+                        con.execute("ROLLBACK")
+                    except sqlite3.Error:  # SQLite already rolled back (e.g. SQLITE_FULL)
+                        pass
+                raise
+            return result
+
+        try:
+            return self._retry(what, attempt, timeout)
+        except BaseException:
+            if pending:
+                self._restore_pending(*pending)
+            raise
+
+    # ----------------------------------------------------------- schema / open
+
+    def _open_schema(self) -> None:
+        version = self._read("reading schema version", _user_version)
+        if version == _schema.SCHEMA_VERSION:
+            return
+        if version > _schema.SCHEMA_VERSION:
+            raise StoreVersionError(
+                f"{self._db_path} has schema version {version}; this pcache understands "
+                f"<= {_schema.SCHEMA_VERSION}. Upgrade pcache or use another directory."
+            )
+        with self._file_lock("creating/migrating the schema"):
+            version = self._read("reading schema version", _user_version)
+            if version == _schema.SCHEMA_VERSION:
+                return  # another process did it while we waited
+            if version == 0:
+                self._create()
+            else:
+                self._write(
+                    f"migrating schema {version} -> {_schema.SCHEMA_VERSION}",
+                    lambda con: _schema.migrate(con, version),
+                    flush=False,
+                )
+
+    def _create(self) -> None:
+        def tables(con: sqlite3.Connection) -> list[str]:
+            return [r[0] for r in con.execute("SELECT name FROM sqlite_master")]
+
+        existing = self._read("inspecting database", tables)
+        if existing:
+            raise StoreCorruptError(
+                f"{self._db_path} is a SQLite database but not a pcache store "
+                f"(user_version 0, tables {existing[:5]})"
+            )
+
+        def pragmas() -> None:
+            con = self._con()
+            con.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only effective before tables
+            con.execute("PRAGMA journal_mode = WAL")  # persistent in the file
+
+        self._retry("configuring database", pragmas, None)
+
+        def create(con: sqlite3.Connection) -> None:
+            _schema.create(con)
+            con.execute(
+                "INSERT OR REPLACE INTO meta (name, value) VALUES ('created', ?)",
+                (repr(time.time()),),
+            )
+
+        self._write("creating schema", create, flush=False)
+
+    def _file_lock(self, what: str) -> filelock.BaseFileLock:
+        try:
+            self._flock.acquire(timeout=self.busy_timeout)
+        except filelock.Timeout as exc:
+            raise StoreLockedError(
+                f"{what}: {self._flock.lock_file} held by another process beyond "
+                f"{self.busy_timeout:.3g}s"
+            ) from exc
+        except OSError as exc:
+            raise translate(exc, f"{what}: locking {self._flock.lock_file}") from exc
+        # acquire() above counted once; the context manager releases once.
+        return _Release(self._flock)
+
+    # -------------------------------------------------------- coalesced updates
+
+    def _note_hit(self, key: str) -> None:
+        self._check_pid()
+        now = time.time()
+        with self._pending_lock:
+            h = self._pending_hits.get(key)
+            if h is None:
+                self._pending_hits[key] = [1, now]
+            else:
+                h[0] += 1
+                h[1] = now
+            self._pending_counters["hits"] = self._pending_counters.get("hits", 0) + 1
+            self._pending_n += 1
+
+    def _note_counters(self, counters: Mapping[str, float]) -> None:
+        self._check_pid()
+        with self._pending_lock:
+            for name, value in counters.items():
+                self._pending_counters[name] = self._pending_counters.get(name, 0) + value
+            self._pending_n += 1
+
+    def _take_pending(self) -> tuple[dict, dict] | None:
+        with self._pending_lock:
+            if not self._pending_n:
+                return None
+            hits, counters = self._pending_hits, self._pending_counters
+            self._pending_hits, self._pending_counters, self._pending_n = {}, {}, 0
+            self._last_flush = time.monotonic()
+        return hits, counters
+
+    def _restore_pending(self, hits: dict, counters: dict) -> None:
+        with self._pending_lock:
+            for key, (n, t) in hits.items():
+                h = self._pending_hits.setdefault(key, [0, t])
+                h[0] += n
+                h[1] = max(h[1], t)
+            for name, v in counters.items():
+                self._pending_counters[name] = self._pending_counters.get(name, 0) + v
+            self._pending_n += max(1, len(hits))
+
+    def _maybe_flush(self) -> None:
+        if self._pending_n >= self.flush_threshold or (
+            self._pending_n and time.monotonic() - self._last_flush >= self.flush_interval
+        ):
+            try:
+                # Opportunistic: if another process holds the lock, keep the updates
+                # buffered and try again later instead of stalling a get.
+                self._write("flushing hit counts", lambda con: None, timeout=0.05)
+            except StoreLockedError:
+                pass
+
+    def flush(self) -> None:
+        """Write buffered hits, ``last_used`` times and counters now."""
+        if self._pending_n:
+            self._write("flushing hit counts", lambda con: None)
+
+    # ------------------------------------------------------------------ values
+
+    def put(self, key: str, value: bytes, *, meta: Mapping[str, Any] | None = None) -> None:
+        """Store ``value`` under ``key``, replacing any previous value.
+
+        ``meta`` keys: backend, device_kind, jax_version, jaxlib_version,
+        function_name (str), compile_seconds (float >= 0), extra (JSON-able dict);
+        others raise ValueError.  Evicts by policy afterwards if over ``max_bytes``.
+        Raises StoreFullError, StorePermissionError, StoreLockedError.
+        """
+        _check_key(key)
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise TypeError(f"value must be bytes-like, got {type(value).__name__}")
+        raw = bytes(value)
+        m = validate_meta(meta)
+        stored, codec = _codec.encode(raw, self.level)
+        digest = _codec.checksum(raw)
+        file = None
+        if len(stored) >= self.inline_threshold:
+            try:
+                file = self._files.write(stored)
+            except OSError as exc:
+                raise translate(exc, f"writing side file for {key!r}") from exc
+        now = time.time()
+        row = (
+            key,
+            m["backend"],
+            m["device_kind"],
+            m["jax_version"],
+            m["jaxlib_version"],
+            m["function_name"],
+            len(raw),
+            len(stored),
+            m["compile_seconds"],
+            now,
+            now,
+            0,
+            codec,
+            digest,
+            m["extra"],
+            file,
+            cost_log(m["compile_seconds"], len(stored)),
+        )
+        unlink: list[str] = []
+
+        def txn(con: sqlite3.Connection) -> None:
+            unlink.clear()
+            old = con.execute("SELECT id, file FROM entries WHERE key = ?", (key,)).fetchone()
+            if old is not None:
+                con.execute("DELETE FROM entries WHERE id = ?", (old[0],))
+                if old[1]:
+                    unlink.append(old[1])
+            cur = con.execute(
+                f"INSERT INTO entries ({_COLS}, file, cost_log) VALUES ({', '.join('?' * 17)})",
+                row,
+            )
+            if file is None:
+                con.execute("INSERT INTO blobs (id, data) VALUES (?, ?)", (cur.lastrowid, stored))
+            evicted = 0
+            if self.max_bytes is not None:
+                victims = self._victims(con, self.max_bytes, set())
+                evicted = len(victims)
+                unlink.extend(self._delete_rows(con, victims))
+            _add_counters(con, {"puts": 1, "evictions": evicted} if evicted else {"puts": 1})
+
+        try:
+            self._write(f"put {key!r}", txn)
+        except BaseException:
+            if file is not None:
+                self._files.unlink(file)
+            raise
+        for name in unlink:
+            self._unlink_file(name)
+
+    def get(self, key: str) -> bytes | None:
+        """The value stored under ``key``, or None.
+
+        The value's checksum is verified; on mismatch the entry is removed, a
+        StoreCorruptionWarning is issued, and None is returned.
+        """
+        got = self._get(key, with_entry=False)
+        return None if got is None else got[0]
+
+    def get_entry(self, key: str) -> tuple[bytes, Entry] | None:
+        """``(value, entry)`` for ``key``, or None; checked like :meth:`get`."""
+        return self._get(key, with_entry=True)
+
+    def _get(self, key: str, *, with_entry: bool) -> tuple[bytes, Entry | None] | None:
+        _check_key(key)
+        cols = _E_COLS if with_entry else "e.key"
+        sql = (
+            f"SELECT e.id, e.codec, e.raw_size, e.stored_size, e.checksum, e.file, b.data, {cols} "
+            "FROM entries e LEFT JOIN blobs b ON b.id = e.id WHERE e.key = ?"
+        )
+        for _ in range(3):  # retried only when a concurrent overwrite moved the side file
+            row = self._read(f"get {key!r}", lambda con: con.execute(sql, (key,)).fetchone())
+            if row is None:
+                self._miss()
+                return None
+            rowid, codec, raw_size, stored_size, digest, file, data = row[:7]
+            if file is not None:
+                try:
+                    data = self._files.read(file)
+                except FileNotFoundError:
+                    if self._row_unchanged(rowid):
+                        self._corrupt(key, rowid, file, "its side file is missing")
+                        self._miss()
+                        return None
+                    continue  # overwritten or deleted meanwhile: look again
+                except OSError as exc:
+                    raise translate(exc, f"reading side file of {key!r}") from exc
+            problem = _check_value(data, codec, raw_size, stored_size, digest)
+            if isinstance(problem, str):
+                self._corrupt(key, rowid, file, problem)
+                self._miss()
+                return None
+            self._note_hit(key)
+            self._maybe_flush()
+            return problem, (Entry.from_row(row[7:]) if with_entry else None)
+        self._miss()
+        return None
+
+    def _miss(self) -> None:
+        self._note_counters({"misses": 1})
+        self._maybe_flush()
+
+    def _row_unchanged(self, rowid: int) -> bool:
+        return (
+            self._read(
+                "checking entry",
+                lambda con: con.execute("SELECT 1 FROM entries WHERE id = ?", (rowid,)).fetchone(),
+            )
+            is not None
+        )
+
+    def _corrupt(self, key: str, rowid: int, file: str | None, problem: str) -> None:
+        warnings.warn(
+            f"pcache store {self.directory}: entry {key!r} is corrupt ({problem}); removed",
+            StoreCorruptionWarning,
+            stacklevel=4,
+        )
+
+        def txn(con: sqlite3.Connection) -> None:
+            # Only the row we read: a concurrent put may have replaced it already.
+            if con.execute("DELETE FROM entries WHERE id = ?", (rowid,)).rowcount:
+                _add_counters(con, {"corrupt": 1})
+
+        try:
+            self._write(f"removing corrupt entry {key!r}", txn)
+        except StoreLockedError:
+            return  # still detected (and removed) on the next read
+        if file is not None:
+            self._unlink_file(file)
+
+    def _unlink_file(self, name: str) -> None:
+        try:
+            self._files.unlink(name)
+        except OSError as exc:
+            # The row is gone already; the file is now an orphan that gc will sweep.
+            warnings.warn(f"pcache store: could not remove side file {name}: {exc}", stacklevel=3)
+
+    def delete(self, key: str) -> bool:
+        """Remove ``key``; True if it was present."""
+        _check_key(key)
+        found: list[str | None] = []
+
+        def txn(con: sqlite3.Connection) -> bool:
+            found.clear()
+            row = con.execute("SELECT id, file FROM entries WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return False
+            con.execute("DELETE FROM entries WHERE id = ?", (row[0],))
+            found.append(row[1])
+            return True
+
+        removed = self._write(f"delete {key!r}", txn)
+        if found and found[0]:
+            self._unlink_file(found[0])
+        return removed
+
+    def clear(self) -> int:
+        """Remove every entry; return how many.  Counters are kept."""
+        files: list[str] = []
+
+        def txn(con: sqlite3.Connection) -> int:
+            files[:] = [r[0] for r in con.execute("SELECT file FROM entries WHERE file NOT NULL")]
+            return con.execute("DELETE FROM entries").rowcount
+
+        n = self._write("clear", txn)
+        for name in files:
+            self._unlink_file(name)
+        return n
+
+    # ---------------------------------------------------------------- metadata
+
+    def entry(self, key: str) -> Entry | None:
+        """Metadata of ``key`` without reading its value, or None."""
+        _check_key(key)
+        row = self._read(
+            f"entry {key!r}",
+            lambda con: con.execute(
+                f"SELECT {_COLS} FROM entries WHERE key = ?", (key,)
+            ).fetchone(),
+        )
+        return None if row is None else Entry.from_row(row)
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        return (
+            self._read(
+                "contains",
+                lambda con: con.execute("SELECT 1 FROM entries WHERE key = ?", (key,)).fetchone(),
+            )
+            is not None
+        )
+
+    def __len__(self) -> int:
+        return self._read(
+            "len", lambda con: con.execute("SELECT entries FROM totals WHERE id = 0").fetchone()[0]
+        )
+
+    def __iter__(self) -> Iterator[Entry]:
+        """Same as :meth:`entries` with no arguments (entries in key order)."""
+        return self.entries()
+
+    def entries(
+        self,
+        *,
+        order_by: str = "key",
+        descending: bool = False,
+        limit: int | None = None,
+        older_than: float | None = None,
+        **equal: str,
+    ) -> Iterator[Entry]:
+        """Entries' metadata, optionally filtered and sorted.
+
+        Args:
+            order_by: an Entry field name (not ``extra``), or ``"eviction"`` for the
+                store's eviction order (first = evicted first).
+            descending: reverse the order.
+            limit: at most this many.
+            older_than: only entries unused for at least this many seconds.
+            **equal: equality filters on backend, device_kind, jax_version,
+                jaxlib_version, function_name.
+
+        The rows are read in one statement up front (a consistent snapshot).
+        """
+        if order_by == "eviction":
+            order = self.policy.order_by
+        elif order_by in _ORDERABLE:
+            order = order_by
+        else:
+            raise ValueError(f"order_by must be 'eviction' or one of {sorted(_ORDERABLE)}")
+        where, params = [], []
+        for name, value in equal.items():
+            if name not in _FILTERABLE:
+                raise TypeError(f"unknown filter {name!r}; valid: {list(_FILTERABLE)}")
+            where.append(f"{name} = ?")
+            params.append(value)
+        if older_than is not None:
+            where.append("last_used <= ?")
+            params.append(time.time() - older_than)
+        sql = f"SELECT {_COLS} FROM entries"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        rows = self._read("listing entries", lambda con: con.execute(sql, params).fetchall())
+        return map(Entry.from_row, rows)
+
+    def bump(self, counters: Mapping[str, int | float]) -> None:
+        """Add to persisted named counters (coalesced like hits)."""
+        for name, value in counters.items():
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"counter names must be non-empty str, got {name!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"counter {name!r}: value must be int or float, got {value!r}")
+        if counters:
+            self._note_counters(counters)
+            self._maybe_flush()
+
+    def stats(self) -> dict[str, Any]:
+        """Sizes and persisted counters, plus this process's not-yet-flushed counts.
+
+        Keys: entries, raw_bytes, stored_bytes, file_bytes, disk_bytes, max_bytes,
+        policy, hits, misses, puts, evictions, corrupt, and every bumped counter.
+        """
+
+        def read(con: sqlite3.Connection) -> tuple:
+            t = con.execute(
+                "SELECT entries, raw_bytes, stored_bytes, file_bytes FROM totals WHERE id = 0"
+            ).fetchone()
+            return t, con.execute("SELECT name, value FROM counters").fetchall()
+
+        (n, raw, stored, file_bytes), counters = self._read("stats", read)
+        out: dict[str, Any] = {
+            "entries": n,
+            "raw_bytes": raw,
+            "stored_bytes": stored,
+            "file_bytes": file_bytes,
+            "disk_bytes": self._db_disk_bytes() + file_bytes,
+            "max_bytes": self.max_bytes,
+            "policy": self.policy.name,
+        }
+        out.update(dict.fromkeys(_BUILTIN_COUNTERS, 0))
+        out.update(dict(counters))
+        with self._pending_lock:
+            for name, v in self._pending_counters.items():
+                out[name] = out.get(name, 0) + v
+        return out
+
+    def _db_disk_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                total += os.stat(f"{self._db_path}{suffix}").st_size
+            except FileNotFoundError:
+                pass
+        return total
+
+    # ------------------------------------------------------------ eviction, gc
+
+    def _victims(self, con: sqlite3.Connection, limit: int, chosen: set[int]) -> list[tuple]:
+        """Rows ``(id, stored_size, file)`` to remove, in policy order, so that the
+        remaining stored bytes (minus those in ``chosen``, already going) <= limit."""
+        total = con.execute("SELECT stored_bytes FROM totals WHERE id = 0").fetchone()[0]
+        if chosen:
+            (already,) = con.execute(
+                f"SELECT coalesce(sum(stored_size), 0) FROM entries WHERE id IN ({','.join('?' * len(chosen))})",
+                list(chosen),
+            ).fetchone()
+            total -= already
+        excess = total - limit
+        out: list[tuple] = []
+        if excess <= 0:
+            return out
+        cur = con.execute(
+            f"SELECT id, stored_size, file FROM entries ORDER BY {self.policy.order_by}"
+        )
+        for rowid, size, file in cur:
+            if rowid in chosen:
+                continue
+            out.append((rowid, size, file))
+            excess -= size
+            if excess <= 0:
+                break
+        cur.close()
+        return out
+
+    @staticmethod
+    def _delete_rows(con: sqlite3.Connection, rows: list[tuple]) -> list[str]:
+        con.executemany("DELETE FROM entries WHERE id = ?", [(r[0],) for r in rows])
+        return [r[2] for r in rows if r[2]]
+
+    def gc(
+        self,
+        *,
+        max_bytes: int | None = None,
+        older_than: float | None = None,
+        predicate: Callable[[Entry], bool] | None = None,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> GcResult:
+        """Remove entries, evict to a size, sweep orphans, and give disk space back.
+
+        Removes entries unused for ``older_than`` seconds and those for which
+        ``predicate(entry)`` is True, then evicts by policy down to ``max_bytes``
+        (default: the store's ``max_bytes``).  Always removes corrupt rows (side file
+        missing, inline blob missing) and side files no row references that are older
+        than ``orphan_grace``.  With ``dry_run`` nothing is changed and ``removed`` lists
+        what would go.  ``progress(done, total)`` is called as entries are deleted.
+        Runs under the store's file lock (one gc at a time); other processes keep
+        reading and writing meanwhile.
+        """
+        limit = self.max_bytes if max_bytes is None else max_bytes
+        with self._file_lock("gc"):
+            before = self._disk_bytes_scan()
+            self.flush()
+            chosen: dict[int, Entry] = {}
+            if older_than is not None or predicate is not None:
+                sql = f"SELECT id, {_COLS} FROM entries"
+                params: list[Any] = []
+                if predicate is None:
+                    sql += " WHERE last_used <= ?"
+                    params.append(time.time() - older_than)
+                rows = self._read(
+                    "gc: listing entries", lambda con: con.execute(sql, params).fetchall()
+                )
+                cutoff = None if older_than is None else time.time() - older_than
+                for row in rows:
+                    e = Entry.from_row(row[1:])
+                    if (cutoff is not None and e.last_used <= cutoff) or (
+                        predicate is not None and predicate(e)
+                    ):
+                        chosen[row[0]] = e
+            if limit is not None:
+
+                def pick(con: sqlite3.Connection) -> list[tuple]:
+                    return self._victims(con, limit, set(chosen))
+
+                for rowid, _size, _file in self._read("gc: choosing victims", pick):
+                    chosen[rowid] = None  # type: ignore[assignment]
+            ids = list(chosen)
+            if ids and any(chosen[i] is None for i in ids):
+                need = [i for i in ids if chosen[i] is None]
+                for i in range(0, len(need), 500):
+                    batch = need[i : i + 500]
+                    rows = self._read(
+                        "gc: reading victims",
+                        lambda con, b=batch: con.execute(
+                            f"SELECT id, {_COLS} FROM entries WHERE id IN ({','.join('?' * len(b))})",
+                            b,
+                        ).fetchall(),
+                    )
+                    for row in rows:
+                        chosen[row[0]] = Entry.from_row(row[1:])
+                ids = [i for i in ids if chosen[i] is not None]
+            removed = [chosen[i] for i in ids]
+            freed = 0
+            corrupt = orphans = 0
+            if not dry_run:
+                freed = self._delete_ids(ids, progress, counter="evictions")
+                corrupt, orphans = self._sweep(self.orphan_grace)
+                self._reclaim()
+            else:
+                freed = sum(e.stored_size for e in removed)
+            after = self._disk_bytes_scan()
+        return GcResult(
+            removed=removed,
+            bytes_freed=freed,
+            orphans_removed=orphans,
+            corrupt_removed=corrupt,
+            dry_run=dry_run,
+            disk_bytes_before=before,
+            disk_bytes_after=after,
+        )
+
+    def _delete_ids(
+        self,
+        ids: list[int],
+        progress: Callable[[int, int], None] | None,
+        counter: str | None,
+        batch: int = 2000,
+    ) -> int:
+        """Delete rows by id in batches (short write locks); return stored bytes freed."""
+        freed = 0
+        total = len(ids)
+        if progress:
+            progress(0, total)
+        for i in range(0, total, batch):
+            chunk = ids[i : i + batch]
+            files: list[str] = []
+
+            def txn(con: sqlite3.Connection, chunk: list[int] = chunk) -> int:
+                files.clear()
+                marks = ",".join("?" * len(chunk))
+                rows = con.execute(
+                    f"SELECT id, stored_size, file FROM entries WHERE id IN ({marks})", chunk
+                ).fetchall()
+                con.execute(f"DELETE FROM entries WHERE id IN ({marks})", chunk)
+                files.extend(r[2] for r in rows if r[2])
+                if counter and rows:
+                    _add_counters(con, {counter: len(rows)})
+                return sum(r[1] for r in rows)
+
+            freed += self._write("gc: deleting entries", txn)
+            for name in files:
+                self._unlink_file(name)
+            if progress:
+                progress(min(i + batch, total), total)
+        return freed
+
+    def _sweep(self, grace: float) -> tuple[int, int]:
+        """Remove corrupt rows and orphan side files; return ``(rows, files)`` removed."""
+        listing = self._files.listing()  # first: a file committed after this is not judged
+
+        def read(con: sqlite3.Connection) -> tuple[list, list]:
+            with_files = con.execute("SELECT id, file FROM entries WHERE file NOT NULL").fetchall()
+            no_blob = con.execute(
+                "SELECT id FROM entries WHERE file IS NULL AND id NOT IN (SELECT id FROM blobs)"
+            ).fetchall()
+            return with_files, no_blob
+
+        with_files, no_blob = self._read("gc: reading side-file names", read)
+        referenced = {f for _, f in with_files}
+        bad = [i for (i,) in no_blob]
+        for rowid, name in with_files:
+            if name not in listing and not self._files.path(name).exists():
+                bad.append(rowid)
+        if bad:
+            self._delete_ids(bad, None, counter="corrupt")
+        self._write(
+            "gc: removing stray blobs",
+            lambda con: con.execute("DELETE FROM blobs WHERE id NOT IN (SELECT id FROM entries)"),
+        )
+        now = time.time()
+        orphans = 0
+        for name, (mtime, _size) in listing.items():
+            if name not in referenced and now - mtime >= grace:
+                self._unlink_file(name)
+                orphans += 1
+        return len(bad), orphans
+
+    def _reclaim(self) -> None:
+        """Give freed pages back to the OS and truncate the WAL (best effort)."""
+
+        def vacuum(con: sqlite3.Connection) -> None:
+            con.execute("PRAGMA incremental_vacuum").fetchall()
+
+        self._write("gc: incremental vacuum", vacuum, flush=False)
+        try:
+            self._con().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):  # busy = readers active; the WAL shrinks later
+                raise translate(exc, "gc: checkpoint") from exc
+
+    def _disk_bytes_scan(self) -> int:
+        return self._db_disk_bytes() + sum(s for _, s in self._files.listing().values())
+
+    def verify(
+        self, *, fix: bool = False, progress: Callable[[int, int], None] | None = None
+    ) -> VerifyResult:
+        """Check SQLite integrity, every entry's bytes against its checksum, side-file
+        existence, and orphan side files.  With ``fix``, bad entries and orphans older
+        than ``orphan_grace`` are removed.  ``progress(done, total)`` per entry."""
+        integrity = self._read(
+            "verify: integrity_check",
+            lambda con: [r[0] for r in con.execute("PRAGMA integrity_check").fetchall()],
+        )
+        integrity = [line for line in integrity if line != "ok"]
+        rows = self._read(
+            "verify: listing",
+            lambda con: con.execute(
+                "SELECT id, key, codec, raw_size, stored_size, checksum, file FROM entries ORDER BY id"
+            ).fetchall(),
+        )
+        listing = self._files.listing()
+        corrupt: list[str] = []
+        missing: list[str] = []
+        bad_ids: list[int] = []
+        for n, (rowid, key, codec, raw_size, stored_size, digest, file) in enumerate(rows, 1):
+            if file is not None:
+                try:
+                    data = self._files.read(file)
+                except FileNotFoundError:
+                    if self._row_unchanged(rowid):
+                        missing.append(key)
+                        bad_ids.append(rowid)
+                    data = None
+            else:
+                blob = self._read(
+                    "verify: reading value",
+                    lambda con, i=rowid: con.execute(
+                        "SELECT data FROM blobs WHERE id = ?", (i,)
+                    ).fetchone(),
+                )
+                data = None if blob is None else blob[0]
+                if data is None and self._row_unchanged(rowid):
+                    missing.append(key)
+                    bad_ids.append(rowid)
+            if data is not None and isinstance(
+                _check_value(data, codec, raw_size, stored_size, digest), str
+            ):
+                corrupt.append(key)
+                bad_ids.append(rowid)
+            if progress:
+                progress(n, len(rows))
+        referenced = {r[6] for r in rows if r[6]}
+        now = time.time()
+        orphans = sorted(
+            name
+            for name, (mtime, _) in listing.items()
+            if name not in referenced and now - mtime >= self.orphan_grace
+        )
+        # A file committed after our listing of rows is not an orphan.
+        if orphans:
+            live = self._read(
+                "verify: re-reading side files",
+                lambda con: {
+                    r[0] for r in con.execute("SELECT file FROM entries WHERE file NOT NULL")
+                },
+            )
+            orphans = [o for o in orphans if o not in live]
+        fixed = 0
+        if fix:
+            if bad_ids:
+                self._delete_ids(bad_ids, None, counter="corrupt")
+                fixed += len(bad_ids)
+            for name in orphans:
+                self._unlink_file(name)
+                fixed += 1
+        return VerifyResult(
+            checked=len(rows),
+            integrity=integrity,
+            corrupt=corrupt,
+            missing=missing,
+            orphans=orphans,
+            fixed=fixed,
+        )
+
+    # ---------------------------------------------------------------- lifetime
+
+    def close(self) -> None:
+        """Flush buffered updates and close this process's connections.  Idempotent."""
+        if self._closed:
+            return
+        try:
+            self._check_pid()
+            if self._pending_n:
+                try:
+                    self.flush()
+                except StoreError as exc:
+                    warnings.warn(
+                        f"pcache store {self.directory}: lost buffered hit counts at close: {exc}",
+                        stacklevel=2,
+                    )
+        finally:
+            self._closed = True
+            _LIVE.discard(self)
+            with self._cons_lock:
+                cons, self._cons = self._cons, []
+            for con in cons:
+                try:
+                    con.close()
+                except sqlite3.Error:  # a connection mid-use in another thread
+                    pass
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.directory)!r}, max_bytes={self.max_bytes}, policy={self.policy.name!r})"
+
+
+class _Release:
+    def __init__(self, lock: filelock.BaseFileLock) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+def _user_version(con: sqlite3.Connection) -> int:
+    return con.execute("PRAGMA user_version").fetchone()[0]
+
+
+def _check_key(key: object) -> None:
+    if not isinstance(key, str):
+        raise TypeError(f"key must be a str, got {type(key).__name__}")
+
+
+def _check_value(
+    data: bytes, codec: str, raw_size: int, stored_size: int, digest: str
+) -> bytes | str:
+    """The decoded value, or a string saying what is wrong with it."""
+    if len(data) != stored_size:
+        return f"stored size {len(data)} != recorded {stored_size}"
+    try:
+        raw = _codec.decode(data, codec, raw_size)
+    except _codec.DecodeError as exc:
+        return f"cannot decode: {exc}"
+    if len(raw) != raw_size:
+        return f"size {len(raw)} != recorded {raw_size}"
+    if _codec.checksum(raw) != digest:
+        return "checksum mismatch"
+    return raw
+
+
+def _add_counters(con: sqlite3.Connection, counters: Mapping[str, float]) -> None:
+    con.executemany(
+        "INSERT INTO counters (name, value) VALUES (?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+        [(k, v) for k, v in counters.items() if v],
+    )
+
+
+def _apply_pending(con: sqlite3.Connection, hits: dict, counters: dict) -> None:
+    con.executemany(
+        "UPDATE entries SET hits = hits + ?, last_used = max(last_used, ?) WHERE key = ?",
+        [(int(n), t, key) for key, (n, t) in hits.items()],
+    )
+    _add_counters(con, counters)
+
+
+@atexit.register
+def _flush_all_at_exit() -> None:
+    for store in list(_LIVE):
+        try:
+            if not store._closed and store._pid == os.getpid() and store._pending_n:
+                store.flush()
+        except StoreError:  # locked/full at exit: the counts are best effort
+            pass
+
+
+def policies() -> dict[str, str]:
+    """Eviction policy names and what they evict first."""
+    return {name: p.doc for name, p in POLICIES.items()}
