@@ -45,7 +45,6 @@ import jax
 import jaxlib
 import numpy as np
 
-from pcache import _canon
 from pcache._errors import Uncacheable
 from pcache._key import CacheKey
 
@@ -89,12 +88,19 @@ else:  # pragma: no cover - exercised by scripts/compat.sh on other JAX lines
 # --------------------------------------------------------------------------- keys
 
 
+def _canon_module():
+    # Imported lazily: _canon imports this module for the private names it needs.
+    from pcache import _canon
+
+    return _canon
+
+
 def _h(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
 def _vd(obj: Any) -> str:
-    return _canon.value_digest(obj).hex()
+    return _canon_module().value_digest(obj).hex()
 
 
 _ENV_CACHE: dict[tuple, list[tuple[str, str]]] = {}
@@ -110,7 +116,7 @@ def _environment_parts(backend) -> list[tuple[str, str]]:
     except TypeError:  # an unhashable config value: recompute each time
         got, memo_key = None, None
     if got is None:
-        got = [(name, _h(data)) for name, data in _canon.environment_parts(backend)]
+        got = [(name, _h(data)) for name, data in _canon_module().environment_parts(backend)]
         if memo_key is not None:
             _ENV_CACHE[memo_key] = got
     return got
@@ -134,7 +140,7 @@ def _compile_parts(tuple_args, allow_in, allow_out, device_list, compiler_option
 
 
 def _jaxpr_part(closed_jaxpr) -> tuple[str, bool]:
-    d = _canon.jaxpr_digest(closed_jaxpr)
+    d = _canon_module().jaxpr_digest(closed_jaxpr)
     if isinstance(d, tuple):  # (digest, persistent)
         return d[0].hex() if isinstance(d[0], bytes) else str(d[0]), bool(d[1])
     persistent = getattr(d, "persistent", True)

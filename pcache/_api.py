@@ -1,0 +1,188 @@
+"""Public functions: enable/disable, stats, fingerprint, explain."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pcache import _config
+from pcache._cache import Runtime
+from pcache._key import CacheKey
+
+logger = logging.getLogger("pcache")
+
+_LOCK = threading.RLock()
+_RUNTIME: Runtime | None = None
+_UNSET: Any = object()
+DEFAULT_LOCK_TIMEOUT = 600.0
+
+
+def enable(
+    path: str | Path | None = None,
+    *,
+    max_disk_bytes: int | str | None = _UNSET,
+    max_memory_bytes: int | str | None = _UNSET,
+    raise_errors: bool | None = None,
+    lock_timeout: float | str | None = None,
+    explain: bool | None = None,
+) -> Path:
+    """Switch the cache on for this process; returns the cache directory.
+
+    Args:
+      path: cache directory; default ``$JAX_PCACHE_DIR``, else
+        ``$XDG_CACHE_HOME/pcache`` or ``~/.cache/pcache`` (created with mode 0700).
+      max_disk_bytes: byte bound of the on-disk store (an int or ``"10GB"``);
+        default ``$JAX_PCACHE_MAX_DISK``, else 10 GB. ``None``: unbounded.
+      max_memory_bytes: byte bound of the in-memory tier of ready executables;
+        default ``$JAX_PCACHE_MAX_MEMORY``, else 1 GiB.
+      raise_errors: raise cache failures instead of warning once per cause
+        (default ``$JAX_PCACHE_RAISE_ERRORS``); for tests.
+      lock_timeout: seconds (or ``"10m"``) to wait for another process that is
+        compiling the same program before compiling it here too; default 600 s.
+      explain: log, for each miss, which key parts differ from the nearest stored
+        entries of the same function (default ``$JAX_PCACHE_EXPLAIN``).
+
+    Calling it again replaces the previous configuration.
+    """
+    global _RUNTIME
+    env = _config.read_env()
+    if max_disk_bytes is _UNSET:
+        max_disk_bytes = env.max_disk if env.max_disk is not None else _config.DEFAULT_MAX_DISK
+    if max_memory_bytes is _UNSET:
+        max_memory_bytes = env.max_memory if env.max_memory is not None else _config.DEFAULT_MAX_MEMORY
+    if max_disk_bytes is not None:
+        max_disk_bytes = _config.parse_size(max_disk_bytes)
+    max_memory_bytes = _config.parse_size(max_memory_bytes) if max_memory_bytes is not None else 1 << 62
+    timeout = _config.parse_age(lock_timeout) if lock_timeout is not None else (
+        env.lock_timeout if env.lock_timeout is not None else DEFAULT_LOCK_TIMEOUT)
+    directory = Path(path).expanduser() if path is not None else _config.default_cache_dir()
+    from pcache import _jax
+
+    with _LOCK:
+        _disable_locked()
+        rt = Runtime(
+            directory.resolve(),
+            max_disk_bytes=max_disk_bytes,
+            max_memory_bytes=max_memory_bytes,
+            raise_errors=env.raise_errors if raise_errors is None else raise_errors,
+            lock_timeout=timeout,
+            explain=env.explain if explain is None else explain,
+        )
+        _jax.install(rt)
+        _RUNTIME = rt
+    logger.debug("pcache enabled at %s", directory)
+    return rt.path
+
+
+def enable_from_env() -> Path | None:
+    """What the JAX plugin calls: enable at ``$JAX_PCACHE_DIR`` unless disabled."""
+    env = _config.read_env()
+    if env.disable or not env.dir:
+        return None
+    with _LOCK:
+        if _RUNTIME is not None:
+            return _RUNTIME.path
+        return enable(env.dir)
+
+
+def disable() -> None:
+    """Switch the cache off; executables already in use keep working."""
+    with _LOCK:
+        _disable_locked()
+
+
+def _disable_locked() -> None:
+    global _RUNTIME
+    if _RUNTIME is None:
+        return
+    from pcache import _jax
+
+    _jax.uninstall()
+    _RUNTIME.close()
+    _RUNTIME = None
+
+
+def is_enabled() -> bool:
+    return _RUNTIME is not None
+
+
+@contextlib.contextmanager
+def enabled(path: str | Path | None = None, **kwargs: Any) -> Iterator[Path]:
+    """``with pcache.enabled(path): ...`` enables the cache for a scope."""
+    with _LOCK:
+        previous = _RUNTIME
+        prev_conf = None
+        if previous is not None:
+            prev_conf = dict(
+                path=previous.path,
+                max_disk_bytes=previous.store.max_bytes,
+                max_memory_bytes=previous.memory.max_bytes,
+                raise_errors=previous.raise_errors,
+                lock_timeout=previous.lock_timeout,
+                explain=previous.explain,
+            )
+        where = enable(path, **kwargs)
+    try:
+        yield where
+    finally:
+        with _LOCK:
+            if prev_conf is None:
+                _disable_locked()
+            else:
+                enable(**prev_conf)
+
+
+def runtime() -> Runtime | None:
+    return _RUNTIME
+
+
+def stats() -> dict[str, Any]:
+    """Counters of this process: memory_hits, disk_hits, misses, compiles, bypasses
+    (and ``bypass_reasons``), evictions, errors (and ``error_causes``), bytes_read,
+    bytes_written, seconds_saved, plus the memory tier's size."""
+    rt = _RUNTIME
+    if rt is None:
+        return {"enabled": False}
+    out = rt.stats.snapshot()
+    out.update(enabled=True, path=str(rt.path), memory_entries=len(rt.memory),
+               memory_bytes=rt.memory.bytes, memory_max_bytes=rt.memory.max_bytes)
+    return out
+
+
+def clear_memory() -> None:
+    """Empty the in-memory tier (the store is untouched; use ``pcache clear`` for that)."""
+    rt = _RUNTIME
+    if rt is not None:
+        rt.memory.clear()
+
+
+def key(fun, *args, **kwargs) -> CacheKey:
+    """The full `CacheKey` (named parts) that ``jax.jit(fun)(*args, **kwargs)`` uses."""
+    from pcache import _jax
+
+    return _jax.fingerprint(fun, args, kwargs)
+
+
+def fingerprint(fun, *args, **kwargs) -> str:
+    """The cache key (hex digest) that ``jax.jit(fun)(*args, **kwargs)`` would be cached under.
+
+    If ``fun`` is already a ``jax.jit`` object its static_argnums, donate_argnums
+    and shardings are honoured. Raises `pcache.Uncacheable` (with the reason)
+    where the cache would bypass.
+    """
+    k = key(fun, *args, **kwargs)
+    return k.digest
+
+
+def explain(fun, *args, **kwargs) -> str:
+    """Print and return the key parts of this call and, if it would miss, which parts
+    differ from the nearest stored entries of the same function."""
+    from pcache import _explain
+
+    text = _explain.explain_call(_RUNTIME, key(fun, *args, **kwargs), fun)
+    print(text)
+    return text

@@ -1,0 +1,24 @@
+"""JAX plugin entry point: ``JAX_PCACHE_DIR`` switches pcache on with no code change.
+
+pcache registers this module in the ``jax_plugins`` entry-point group. JAX imports
+it and calls ``initialize()`` while it starts its backends, before the first
+compilation. It registers no PJRT plugin; it only enables the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+
+def initialize() -> None:
+    if not os.environ.get("JAX_PCACHE_DIR"):
+        return
+    from pcache import _api
+
+    try:
+        _api.enable_from_env()
+    except Exception as exc:  # never break the user's program at JAX start-up
+        if os.environ.get("JAX_PCACHE_RAISE_ERRORS", "").strip().lower() in {"1", "true", "yes", "on"}:
+            raise
+        warnings.warn(f"pcache: not enabled ({type(exc).__name__}: {exc})", RuntimeWarning, stacklevel=2)

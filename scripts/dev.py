@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Set up a virtual environment and run the demo or the tests.
+
+    python3 scripts/dev.py demo    # the JAX demo: cold, then warm in a fresh process
+    python3 scripts/dev.py test    # lint + the test suite (what CI runs)
+
+Only needs `python3`. The environment lives in `.venv/` next to pyproject.toml and
+is reinstalled when pyproject.toml changes. Extra arguments go to pytest/the demo.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def run(*cmd: str | Path) -> None:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    subprocess.run([str(c) for c in cmd], cwd=ROOT, check=True)
+
+
+def ensure_env() -> None:
+    stamp = VENV / ".pcache-installed"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if PY.exists() and stamp.exists() and stamp.read_text() == want:
+        return
+    if not PY.exists():
+        print(f"+ python3 -m venv {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    run(PY, "-m", "pip", "install", "--quiet", "-e", ".[test,bench]")
+    stamp.write_text(want)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"demo", "test"}:
+        print(__doc__)
+        return 2
+    ensure_env()
+    what, rest = argv[0], argv[1:]
+    try:
+        if what == "demo":
+            run(PY, "scripts/demo.py", *rest)
+        else:
+            run(PY, "-m", "ruff", "check", ".")
+            run(PY, "-m", "ruff", "format", "--check", ".")
+            run(PY, "-m", "pytest", "-q", *rest)
+    except subprocess.CalledProcessError as exc:
+        return exc.returncode or 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
