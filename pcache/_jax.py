@@ -139,13 +139,9 @@ def _compile_parts(tuple_args, allow_in, allow_out, device_list, compiler_option
     ]
 
 
-def _jaxpr_part(closed_jaxpr) -> tuple[str, bool]:
-    d = _canon_module().jaxpr_digest(closed_jaxpr)
-    if isinstance(d, tuple):  # (digest, persistent)
-        return d[0].hex() if isinstance(d[0], bytes) else str(d[0]), bool(d[1])
-    persistent = getattr(d, "persistent", True)
-    digest = getattr(d, "digest", d)
-    return (digest.hex() if isinstance(digest, bytes) else str(digest)), persistent
+def _jaxpr_part(closed_jaxpr, hoisted_consts: bool) -> tuple[str, bool]:
+    d = _canon_module().jaxpr_fingerprint(closed_jaxpr, hoisted_consts=hoisted_consts)
+    return d.digest.hex(), d.persistent
 
 
 class _LowerCtx:
@@ -191,7 +187,7 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
     if any(getattr(a, "shape", None) is not None and not all(isinstance(d, int) for d in a.shape)
            for a in in_avals):
         raise Uncacheable("dynamic-shapes", "symbolic dimensions")
-    jaxpr_hex, persistent = _jaxpr_part(closed_jaxpr)
+    jaxpr_hex, persistent = _jaxpr_part(closed_jaxpr, num_const_args > 0)
     ordered = list(_effects.ordered_effects.filter_in(closed_jaxpr.effects))
     tuple_args = _dispatch.should_tuple_args(len(in_avals), backend.platform)
     allow_in, allow_out = _pxla.get_prop_to_input_output(
@@ -607,6 +603,62 @@ def fingerprint(fun, args, kwargs) -> CacheKey:
 
 
 # --- begin: names used by _canon
-# (the lead rewrote this file at 08:10 and may have dropped names added here
-#  before then; _canon's owner: re-add what _canon imports)
+# Private JAX names that pcache._canon needs to canonicalize jaxprs. Each is pinned to
+# the jax/jaxlib version (which is part of every key), so a rename shows up as an
+# ImportError here rather than as a silent change of meaning in _canon.
+from jax._src import cache_key as _canon_cache_key  # noqa: E402
+from jax._src import config as _canon_config  # noqa: E402
+from jax._src import core as _canon_core  # noqa: E402
+from jax._src.callback import _FlatCallback as FlatCallback  # noqa: E402
+from jax._src.layout import AutoLayoutSingleton, Format, Layout  # noqa: E402
+from jax._src.mesh import AbstractMesh, Mesh  # noqa: E402
+from jax._src.named_sharding import UnspecifiedValue  # noqa: E402
+from jax._src.random.prng import KeyTy, PRNGImpl  # noqa: E402
+from jax._src.random.prng import prngs as registered_prng_impls  # noqa: E402
+from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding  # noqa: E402
+from jaxlib._jax import Device, PyTreeDef  # noqa: E402
+
+DropVar = _canon_core.DropVar
+JaxprEqnContext = _canon_core.JaxprEqnContext
+ShapedArray = _canon_core.ShapedArray
+AbstractToken = _canon_core.AbstractToken
+ManualAxisType = _canon_core.ManualAxisType
+AxisEnv = _canon_core.AxisEnv
+
+# XLA_FLAGS that JAX's own persistent cache leaves out of its key (dump/debug flags).
+xla_flags_to_exclude_from_cache_key = _canon_cache_key.xla_flags_to_exclude_from_cache_key
+xla_flag_prefixes = _canon_cache_key.get_flag_prefixes
+
+
+def is_hoistable_literal(val) -> bool:
+    """Mirror of core.is_hoistable for a Literal value (reads the live config)."""
+    return (
+        np.ndim(val) > 0
+        and getattr(val, "nbytes", 4) > _canon_config.embedded_constants_max_bytes.value
+    )
+
+
+def trace_context_items() -> list[tuple[str, object]]:
+    """(name, value) of every config/context value JAX keys its own trace caches on."""
+    return list(zip(_canon_config.trace_context_names(), _canon_config.trace_context()))
+
+
+def config_value(name: str):
+    """Current value of a JAX config option by its flag name (``jax_enable_x64``)."""
+    return getattr(_canon_config.config, name)
+
+
+def named_sharding_logical_device_ids(s):
+    """NamedSharding's optional device-id permutation (None in the common case)."""
+    return getattr(s, "_logical_device_ids", None)
+
+
+def gspmd_sharding_devices(s) -> tuple:
+    """A GSPMDSharding's device assignment, in order."""
+    return tuple(s._device_assignment)
+
+
+def gspmd_sharding_proto(s) -> bytes:
+    """Serialized OpSharding proto of a GSPMDSharding."""
+    return s._hlo_sharding.to_proto().SerializeToString()
 # --- end: names used by _canon
