@@ -22,7 +22,7 @@ def sections() -> dict[str, str]:
     text = importlib.resources.files("store.schemas").joinpath("store.sql").read_text("utf-8")
     parts = _SECTION.split(text)
     # parts = [preamble, name1, body1, name2, body2, ...]
-    out = {name: body for name, body in zip(parts[1::2], parts[2::2])}
+    out = {name: body for name, body in zip(parts[1::2], parts[2::2], strict=True)}
     missing = [f"migrate {v}" for v in range(2, SCHEMA_VERSION + 1) if f"migrate {v}" not in out]
     if "create" not in out or missing:
         raise RuntimeError(f"store.sql lacks sections: {['create'] + missing}")

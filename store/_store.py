@@ -836,7 +836,9 @@ class Store:
             chunk = ids[i : i + batch]
             files: list[str] = []
 
-            def txn(con: sqlite3.Connection, chunk: list[int] = chunk) -> int:
+            def txn(
+                con: sqlite3.Connection, chunk: list[int] = chunk, files: list[str] = files
+            ) -> int:
                 files.clear()
                 marks = ",".join("?" * len(chunk))
                 rows = con.execute(
