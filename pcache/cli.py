@@ -1,1 +1,855 @@
-def main(): print("help")
+"""The ``pcache`` command line: inspect and maintain a pcache directory.
+
+Modelled on the maintenance commands of ccache and sccache (``ccache -s``, ``-c``,
+``-C``, ``--evict-older-than``; ``sccache --show-stats --stats-format json``)::
+
+    pcache stats [--json]            what is cached, hit rate, space used
+    pcache ls [--sort F] [--limit N] one row per entry
+    pcache gc [--max-size S] [--older-than A] [--stale] [--dry-run]
+    pcache verify [--fix]            integrity and every checksum
+    pcache clear [--yes]             remove every entry
+    pcache explain KEY               metadata and key parts of one entry
+    pcache env                       the JAX_PCACHE_* environment variables
+
+Sizes and ages are parsed only by :mod:`pcache._config`; a malformed one is a
+usage error (exit 2) naming the accepted forms.  Errors of the store become a
+``click.ClickException`` (exit 1) with a plain message.  JAX is imported only by
+``gc --stale``, which has to ask the installed JAX what it can load.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pcache._config import (
+    AGE_FORMS,
+    DEFAULT_MAX_DISK,
+    ENV_VARS,
+    SIZE_FORMS,
+    ConfigError,
+    default_cache_dir,
+    format_size,
+    parse_age,
+    parse_size,
+)
+from store import Store, StoreError
+
+#: A pcache directory keeps its store in ``STORE_SUBDIR`` (see pcache/_cache.py), whose
+#: database is ``STORE_DB`` (the on-disk format, schemas/store.sql).
+STORE_SUBDIR = "store"
+STORE_DB = "store.db"
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+_EPILOG = (
+    "\b\nEnvironment:\n"
+    + "\n".join(f"  {name}" for name in ENV_VARS)
+    + "\n\nRun 'pcache env' for what each one does and its current value."
+)
+
+
+# -- option types ---------------------------------------------------------------------
+
+
+class SizeType(click.ParamType):
+    """A byte size parsed by :func:`pcache._config.parse_size` (``10GB``, ``512MiB``)."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        try:
+            return parse_size(value)
+        except ConfigError as exc:
+            self.fail(str(exc), param, ctx)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "SIZE"
+
+
+class AgeType(click.ParamType):
+    """An age parsed by :func:`pcache._config.parse_age` (``30d``, ``12h``), in seconds."""
+
+    name = "age"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            return parse_age(value)
+        except ConfigError as exc:
+            self.fail(str(exc), param, ctx)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "AGE"
+
+
+SIZE = SizeType()
+AGE = AgeType()
+
+
+def max_size_option(help_text: str) -> Callable:
+    return click.option(
+        "--max-size",
+        "max_size",
+        type=SIZE,
+        envvar="JAX_PCACHE_MAX_DISK",
+        show_envvar=True,
+        help=f"{help_text} [default: {format_size(DEFAULT_MAX_DISK)}; forms: {SIZE_FORMS}]",
+    )
+
+
+def json_option(fn: Callable) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Output JSON (see schemas/).")(fn)
+
+
+# -- shared state, opening the store ----------------------------------------------------
+
+
+@dataclasses.dataclass
+class _State:
+    directory: Path | None  # None: default_cache_dir(), resolved when a command runs
+
+    def resolve(self) -> Path:
+        return self.directory if self.directory is not None else default_cache_dir()
+
+
+@contextlib.contextmanager
+def _store_errors() -> Iterator[None]:
+    """Turn library errors into a one-line ``ClickException`` (exit 1)."""
+    try:
+        yield
+    except StoreError as exc:
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _store_dir(directory: Path) -> Path:
+    """Where the store of a pcache directory lives: ``DIR/store`` (the layout
+    pcache/_cache.py creates, next to ``secret.key`` and ``locks/``), or ``DIR``
+    itself when it is a bare store directory."""
+    if not (directory / STORE_DB).exists() and (directory / STORE_SUBDIR).is_dir():
+        return directory / STORE_SUBDIR
+    return directory
+
+
+@contextlib.contextmanager
+def _open_store(ctx: click.Context) -> Iterator[Store]:
+    """Open the store of ``--dir``.  Nothing is created: a missing directory, or one
+    holding no store, is an error (Store() would make both)."""
+    directory = ctx.find_object(_State).resolve()
+    if not directory.exists():
+        raise click.ClickException(
+            f"cache directory {directory} does not exist (nothing has been cached there; "
+            "pass --dir or set JAX_PCACHE_DIR)"
+        )
+    if not directory.is_dir():
+        raise click.ClickException(f"{directory} is not a directory")
+    where = _store_dir(directory)
+    if not (where / STORE_DB).exists():
+        raise click.ClickException(
+            f"{directory} holds no pcache store (no {STORE_SUBDIR}/{STORE_DB}); "
+            "nothing has been cached there"
+        )
+    with _store_errors():
+        store = Store(where)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+# -- formatting ---------------------------------------------------------------------------
+
+
+def _ago(t: float | None, now: float) -> str:
+    """``now - t`` as ``'3m ago'``; ``'never'`` for a missing time."""
+    if not t:
+        return "never"
+    d = now - t
+    if d < 0:
+        return "in the future"
+    if d < 1:
+        return "just now"
+    for unit, seconds in (("d", 86400), ("h", 3600), ("m", 60)):
+        if d >= seconds:
+            return f"{int(d // seconds)}{unit} ago"
+    return f"{int(d)}s ago"
+
+
+def _seconds(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s < 60:
+        return f"{s:.2f}s"
+    if s < 3600:
+        return f"{s / 60:.1f}m"
+    return f"{s / 3600:.1f}h"
+
+
+def _timestamp(t: float | None) -> str:
+    if not t:
+        return "never"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def _table(headers: list[str], rows: Iterable[list[str]], right: set[int] = frozenset()) -> str:
+    rows = [headers, *rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(headers))]
+
+    def line(row: list[str]) -> str:
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        return "  ".join(cells).rstrip()
+
+    return "\n".join(line(r) for r in rows)
+
+
+def _echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=False))
+
+
+def _device(e: Any) -> str:
+    return f"{e.backend or '?'}/{e.device_kind or '?'}"
+
+
+def _saved(e: Any) -> float:
+    return (e.hits or 0) * (e.compile_seconds or 0.0)
+
+
+class _Progress:
+    """A ``progress(done, total)`` callback for the store drawing a click progress bar.
+
+    The bar goes to stderr, and only when stderr is a terminal and the run has lasted
+    longer than ``delay`` seconds: short runs and pipes stay quiet.
+    """
+
+    def __init__(self, label: str, *, delay: float = 0.5) -> None:
+        self.label = label
+        self.delay = delay
+        self.enabled = sys.stderr.isatty()
+        self._start = time.monotonic()
+        self._bar: Any = None
+        self._done = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            if not self.enabled or time.monotonic() - self._start < self.delay or not total:
+                return
+            self._bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(max(0, done - self._done))
+        self._done = done
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+
+# -- the group ------------------------------------------------------------------------------
+
+
+@click.group(context_settings=CONTEXT_SETTINGS, epilog=_EPILOG)
+@click.version_option(package_name="jax-pcache", prog_name="pcache")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The pcache directory (the one given to pcache.enable), or its store/ "
+    "subdirectory. [default: $JAX_PCACHE_DIR, else $XDG_CACHE_HOME/pcache, "
+    "else ~/.cache/pcache]",
+)
+@click.pass_context
+def cli(ctx: click.Context, directory: Path | None) -> None:
+    """Inspect and maintain a pcache directory (JAX's persistent compilation cache).
+
+    \b
+    Examples:
+        pcache stats
+        pcache ls --sort hits --limit 10
+        pcache gc --max-size 2GB --older-than 30d --stale
+        pcache --dir /scratch/pcache verify --fix
+    """
+    ctx.obj = _State(directory)
+
+
+# -- gc ---------------------------------------------------------------------------------------
+
+
+def _stale_predicate(store: Store) -> tuple[Callable[[Any], bool], dict[str, Any]]:
+    """Build ``entry -> True when the installed JAX can never load it``.
+
+    Stale: a jax or jaxlib version other than the installed one, a backend this
+    process has no devices for, or a device kind none of that backend's devices has.
+    Backends are probed before the store's gc runs, so the predicate is cheap.
+    """
+    import jax  # noqa: PLC0415  (only gc --stale needs JAX)
+    import jaxlib  # noqa: PLC0415
+
+    kinds: dict[str, frozenset[str]] = {}
+
+    def device_kinds(backend: str) -> frozenset[str]:
+        if backend not in kinds:
+            try:
+                devices = jax.devices(backend)
+            except (RuntimeError, ValueError):  # "Unknown backend" / no such platform here
+                devices = []
+            kinds[backend] = frozenset(d.device_kind for d in devices)
+        return kinds[backend]
+
+    for e in store.entries():
+        if e.backend:
+            device_kinds(e.backend)
+    installed = {"jax_version": jax.__version__, "jaxlib_version": jaxlib.__version__}
+
+    def stale(e: Any) -> bool:
+        if e.jax_version and e.jax_version != installed["jax_version"]:
+            return True
+        if e.jaxlib_version and e.jaxlib_version != installed["jaxlib_version"]:
+            return True
+        if e.backend:
+            available = device_kinds(e.backend)
+            if not available or (e.device_kind and e.device_kind not in available):
+                return True
+        return False
+
+    installed["backends"] = {b: sorted(k) for b, k in sorted(kinds.items()) if k}
+    return stale, installed
+
+
+@cli.command()
+@max_size_option(
+    "Evict until the store fits in SIZE (cheapest to recompile per byte, least recently used first)."
+)
+@click.option("--older-than", type=AGE, help=f"Remove entries not used for AGE ({AGE_FORMS}).")
+@click.option(
+    "--stale",
+    is_flag=True,
+    help="Remove entries the installed JAX can never load: other jax/jaxlib versions, "
+    "backends or device kinds not present here.",
+)
+@click.option("--dry-run", is_flag=True, help="Show what would be removed; change nothing.")
+@json_option
+@click.pass_context
+def gc(
+    ctx: click.Context,
+    max_size: int | None,
+    older_than: float | None,
+    stale: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Remove entries by size, age and staleness, then give disk space back.
+
+    Corrupt entries are always removed.  When the store is over SIZE (default:
+    $JAX_PCACHE_MAX_DISK, else 10 GB) the store's eviction order decides what goes:
+    the least compile time saved per stored byte, the least recently used first.  Safe while
+    other processes read and write the cache: each removal is decided inside the
+    store's own transaction, so an entry written or used meanwhile is kept.
+
+    \b
+    Examples:
+        pcache gc                       # enforce the size limit, drop corrupt entries
+        pcache gc --older-than 30d      # like ccache --evict-older-than
+        pcache gc --stale --dry-run     # what a JAX upgrade left behind
+    """
+    limit = max_size if max_size is not None else DEFAULT_MAX_DISK
+    with _open_store(ctx) as store:
+        predicate, installed = _stale_predicate(store) if stale else (None, None)
+        with _Progress("Collecting garbage") as progress:
+            result = store.gc(
+                max_bytes=limit,
+                older_than=older_than,
+                predicate=predicate,
+                dry_run=dry_run,
+                progress=progress,
+            )
+        after = store.stats()
+    removed = list(result.removed)
+    if as_json:
+        data = {
+            "directory": str(ctx.find_object(_State).resolve()),
+            "dry_run": dry_run,
+            "max_bytes": limit,
+            "older_than_seconds": older_than,
+            "stale": stale,
+            "removed": [_gc_row(e) for e in removed],
+            "removed_count": len(removed),
+            "bytes_freed": result.bytes_freed,
+            "corrupt_removed": result.corrupt_removed,
+            "orphans_removed": result.orphans_removed,
+            "entries_after": after["entries"],
+            "disk_bytes_before": result.disk_bytes_before,
+            "disk_bytes_after": result.disk_bytes_after,
+        }
+        if installed is not None:
+            data["installed"] = installed
+        _echo_json(data)
+        return
+    if removed:
+        verb = "Would remove" if dry_run else "Removed"
+        noun = "entry" if len(removed) == 1 else "entries"
+        click.echo(f"{verb} {len(removed)} {noun} ({format_size(result.bytes_freed)}):")
+        rows = [
+            [e.key[:12], e.function_name or "?", _device(e), format_size(e.stored_size)]
+            for e in removed
+        ]
+        _echo_indented(_table(["KEY", "FUNCTION", "BACKEND/DEVICE", "SIZE"], rows, {3}))
+    else:
+        click.echo("Nothing to remove.")
+    if result.corrupt_removed:
+        click.echo(f"Corrupt entries removed: {result.corrupt_removed}")
+    if result.orphans_removed:
+        click.echo(f"Orphan value files removed: {result.orphans_removed}")
+    click.echo(
+        f"Left: {after['entries']} entries, {format_size(after['stored_bytes'])} stored; "
+        f"disk {format_size(result.disk_bytes_before)} -> "
+        f"{format_size(result.disk_bytes_after)} (limit {format_size(limit)})"
+    )
+
+
+def _gc_row(e: Any) -> dict[str, Any]:
+    return {
+        "key": e.key,
+        "function_name": e.function_name,
+        "backend": e.backend,
+        "device_kind": e.device_kind,
+        "jax_version": e.jax_version,
+        "jaxlib_version": e.jaxlib_version,
+        "stored_size": e.stored_size,
+        "last_used": e.last_used,
+    }
+
+
+# -- stats ----------------------------------------------------------------------------------
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return a / b if b else None
+
+
+def _stats_data(store: Store, directory: Path, limit: int, top: int) -> dict[str, Any]:
+    st = dict(store.stats())
+    entries = list(store.entries())
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    functions: dict[str, dict[str, Any]] = {}
+    for e in entries:
+        g = groups.setdefault(
+            (e.backend or "", e.device_kind or ""),
+            {
+                "backend": e.backend or "",
+                "device_kind": e.device_kind or "",
+                "entries": 0,
+                "stored_bytes": 0,
+                "raw_bytes": 0,
+                "hits": 0,
+            },
+        )
+        g["entries"] += 1
+        g["stored_bytes"] += e.stored_size
+        g["raw_bytes"] += e.raw_size
+        g["hits"] += e.hits or 0
+        name = e.function_name or "?"
+        f = functions.setdefault(
+            name,
+            {
+                "function_name": name,
+                "entries": 0,
+                "hits": 0,
+                "compile_seconds": 0.0,
+                "seconds_saved": 0.0,
+            },
+        )
+        f["entries"] += 1
+        f["hits"] += e.hits or 0
+        f["compile_seconds"] += e.compile_seconds or 0.0
+        f["seconds_saved"] += _saved(e)
+    hits, misses = int(st.get("hits", 0)), int(st.get("misses", 0))
+    known = {"entries", "raw_bytes", "stored_bytes", "file_bytes", "disk_bytes", "max_bytes"}
+    known |= {"hits", "misses", "evictions", "puts"}
+    counters = {
+        k: v
+        for k, v in st.items()
+        if k not in known and isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+    fn_rows = list(functions.values())
+    return {
+        "directory": str(directory),
+        "entries": int(st["entries"]),
+        "raw_bytes": int(st["raw_bytes"]),
+        "stored_bytes": int(st["stored_bytes"]),
+        "compression_ratio": _ratio(st["raw_bytes"], st["stored_bytes"]),
+        "disk_bytes": int(st["disk_bytes"]),
+        "max_bytes": limit,
+        "disk_fraction": _ratio(st["disk_bytes"], limit),
+        "hits": hits,
+        "misses": misses,
+        "hit_rate": _ratio(hits, hits + misses),
+        "puts": int(st.get("puts", 0)),
+        "evictions": int(st.get("evictions", 0)),
+        "seconds_saved": sum(f["seconds_saved"] for f in fn_rows),
+        "counters": counters,
+        "by_device": sorted(groups.values(), key=lambda g: (-g["entries"], g["backend"])),
+        "top_by_hits": sorted(fn_rows, key=lambda f: (-f["hits"], f["function_name"]))[:top],
+        "top_by_seconds_saved": sorted(
+            fn_rows, key=lambda f: (-f["seconds_saved"], f["function_name"])
+        )[:top],
+    }
+
+
+@cli.command()
+@max_size_option("Size limit to report disk usage against.")
+@click.option(
+    "--top",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="How many functions to list.",
+)
+@json_option
+@click.pass_context
+def stats(ctx: click.Context, max_size: int | None, top: int, as_json: bool) -> None:
+    """Show entries, sizes, hit rate and the functions that save the most time.
+
+    Hits and misses are the counters persisted in the store by every process that
+    used it; "saved" is hits x compile seconds, summed per function.
+
+    \b
+    Examples:
+        pcache stats
+        pcache stats --json | jq .hit_rate
+    """
+    limit = max_size if max_size is not None else DEFAULT_MAX_DISK
+    directory = ctx.find_object(_State).resolve()
+    with _open_store(ctx) as store:
+        data = _stats_data(store, directory, limit, top)
+    if as_json:
+        _echo_json(data)
+        return
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:.1f}%"
+
+    ratio = data["compression_ratio"]
+    lines = [
+        ("Cache directory", data["directory"]),
+        ("Entries", str(data["entries"])),
+        (
+            "Stored size",
+            f"{format_size(data['stored_bytes'])} (raw {format_size(data['raw_bytes'])}, "
+            + ("compression -)" if ratio is None else f"compression {ratio:.2f}x)"),
+        ),
+        (
+            "Disk usage",
+            f"{format_size(data['disk_bytes'])} of {format_size(limit)} "
+            f"({pct(data['disk_fraction'])})",
+        ),
+        (
+            "Hits / misses",
+            f"{data['hits']} / {data['misses']} (hit rate {pct(data['hit_rate'])})",
+        ),
+        ("Puts / evictions", f"{data['puts']} / {data['evictions']}"),
+        ("Compile time saved", _seconds(data["seconds_saved"])),
+    ]
+    lines += [(k.replace("_", " ").capitalize(), f"{v:g}") for k, v in data["counters"].items()]
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        click.echo(f"{k.ljust(width)}  {v}")
+    if data["by_device"]:
+        click.echo("\nBy backend / device kind:")
+        rows = [
+            [
+                f"{g['backend'] or '?'}/{g['device_kind'] or '?'}",
+                str(g["entries"]),
+                format_size(g["stored_bytes"]),
+                str(g["hits"]),
+            ]
+            for g in data["by_device"]
+        ]
+        _echo_indented(_table(["BACKEND/DEVICE", "ENTRIES", "STORED", "HITS"], rows, {1, 2, 3}))
+    for title, key in (
+        ("Top functions by hits:", "top_by_hits"),
+        ("Top functions by compile time saved:", "top_by_seconds_saved"),
+    ):
+        if not data[key]:
+            continue
+        click.echo(f"\n{title}")
+        rows = [
+            [
+                f["function_name"],
+                str(f["entries"]),
+                str(f["hits"]),
+                _seconds(f["compile_seconds"]),
+                _seconds(f["seconds_saved"]),
+            ]
+            for f in data[key]
+        ]
+        _echo_indented(
+            _table(["FUNCTION", "ENTRIES", "HITS", "COMPILE", "SAVED"], rows, {1, 2, 3, 4})
+        )
+
+
+def _echo_indented(text: str) -> None:
+    for line in text.split("\n"):
+        click.echo(f"  {line}")
+
+
+# -- ls ---------------------------------------------------------------------------------------
+
+# field -> (sort key, descending?).  Sizes, times and counts sort biggest/newest first.
+SORT_FIELDS: dict[str, tuple[Callable[[Any], Any], bool]] = {
+    "last_used": (lambda e: e.last_used or 0.0, True),
+    "created": (lambda e: e.created or 0.0, True),
+    "size": (lambda e: e.stored_size, True),
+    "raw_size": (lambda e: e.raw_size, True),
+    "compile_seconds": (lambda e: e.compile_seconds or 0.0, True),
+    "hits": (lambda e: e.hits or 0, True),
+    "saved": (_saved, True),
+    "function": (lambda e: e.function_name or "", False),
+    "backend": (lambda e: (e.backend or "", e.device_kind or ""), False),
+    "key": (lambda e: e.key, False),
+}
+
+
+def _ls_row(e: Any) -> dict[str, Any]:
+    row = dict(e.to_dict())
+    row["short_key"] = e.key[:12]
+    row["seconds_saved"] = _saved(e)
+    return row
+
+
+@cli.command(name="ls")
+@click.option(
+    "--sort",
+    "sort_field",
+    type=click.Choice(list(SORT_FIELDS)),
+    default="last_used",
+    show_default=True,
+    help="Order rows by this field (numbers and times: largest/newest first).",
+)
+@click.option("--limit", type=click.IntRange(min=0), help="Show at most N rows.")
+@json_option
+@click.pass_context
+def ls_(ctx: click.Context, sort_field: str, limit: int | None, as_json: bool) -> None:
+    """List entries: key, function, backend/device, size, compile time, hits, last use.
+
+    \b
+    Examples:
+        pcache ls --sort hits --limit 10
+        pcache ls --json | jq '.[].function_name'
+    """
+    key, descending = SORT_FIELDS[sort_field]
+    with _open_store(ctx) as store:
+        entries = sorted(store.entries(), key=key, reverse=descending)
+    if limit is not None:
+        entries = entries[:limit]
+    if as_json:
+        _echo_json([_ls_row(e) for e in entries])
+        return
+    if not entries:
+        click.echo("No entries.", err=True)
+        return
+    now = time.time()
+    rows = [
+        [
+            e.key[:12],
+            e.function_name or "?",
+            _device(e),
+            format_size(e.stored_size),
+            _seconds(e.compile_seconds),
+            str(e.hits or 0),
+            _ago(e.last_used, now),
+        ]
+        for e in entries
+    ]
+    click.echo(
+        _table(
+            ["KEY", "FUNCTION", "BACKEND/DEVICE", "SIZE", "COMPILE", "HITS", "LAST USED"],
+            rows,
+            {3, 4, 5},
+        )
+    )
+
+
+# -- clear --------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def clear(ctx: click.Context, yes: bool) -> None:
+    """Remove every entry (like ccache -C).
+
+    Asks first unless --yes; with nothing to answer on stdin it refuses.
+    """
+    directory = ctx.find_object(_State).resolve()
+    with _open_store(ctx) as store:
+        st = store.stats()
+        if not yes:
+            prompt = (
+                f"Remove all {st['entries']} entries "
+                f"({format_size(st['stored_bytes'])}) from {directory}?"
+            )
+            try:
+                confirmed = click.confirm(prompt, default=False, err=True)
+            except click.Abort:  # end of input: nobody there to say yes
+                raise click.ClickException("not cleared: no answer on stdin; pass --yes") from None
+            if not confirmed:
+                raise click.ClickException("not cleared")
+        with _store_errors():
+            n = store.clear()
+    click.echo(f"Removed {n} {'entry' if n == 1 else 'entries'} from {directory}.")
+
+
+# -- verify -------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--fix", is_flag=True, help="Remove the entries that fail, and repair the index.")
+@click.pass_context
+def verify(ctx: click.Context, fix: bool) -> None:
+    """Check the store's integrity and every entry's checksum.
+
+    Exit status 1 when problems are found and not fixed.
+    """
+    with _open_store(ctx) as store:
+        with _Progress("Verifying") as progress:
+            result = store.verify(fix=fix, progress=progress)
+    problems = _verify_problems(result)
+    noun = "entry" if result.checked == 1 else "entries"
+    if not problems:
+        click.echo(f"OK: {result.checked} {noun} verified, every checksum matches.")
+        return
+    for p in problems:
+        click.echo(p)
+    count = f"{len(problems)} {'problem' if len(problems) == 1 else 'problems'}"
+    if fix:
+        click.echo(f"{count} in {result.checked} {noun}; fixed ({result.fixed} removed).")
+        return
+    click.echo(f"{count} in {result.checked} {noun}; run 'pcache verify --fix' to remove them.")
+    ctx.exit(1)
+
+
+def _verify_problems(result: Any) -> list[str]:
+    return (
+        [f"integrity: {line}" for line in result.integrity]
+        + [f"corrupt: {key}" for key in result.corrupt]
+        + [f"missing value file: {key}" for key in result.missing]
+        + [f"orphan file: values/{name}" for name in result.orphans]
+    )
+
+
+# -- explain -------------------------------------------------------------------------------------
+
+_HEX_PREFIX = re.compile(r"^[0-9a-f]{6,64}$")
+
+
+def _find_entry(store: Store, prefix: str) -> Any:
+    if len(prefix) == 64:
+        entry = store.entry(prefix)
+        matches = [entry] if entry is not None else []
+    else:
+        matches = [e for e in store.entries() if e.key.startswith(prefix)]
+    if not matches:
+        raise click.ClickException(f"no entry with key {prefix}")
+    if len(matches) > 1:
+        shown = "\n".join(f"  {e.key}  {e.function_name or '?'}" for e in matches[:20])
+        more = f"\n  ... and {len(matches) - 20} more" if len(matches) > 20 else ""
+        raise click.ClickException(
+            f"key prefix {prefix} is ambiguous; it matches {len(matches)} entries:\n{shown}{more}"
+        )
+    return matches[0]
+
+
+@cli.command()
+@click.argument("key")
+@json_option
+@click.pass_context
+def explain(ctx: click.Context, key: str, as_json: bool) -> None:
+    """Show one entry's metadata and the named parts of its key.
+
+    KEY is the full 64-hex key or a unique prefix of at least 6 hex digits (as 'ls'
+    shows).  Comparing the key parts of two entries for the same function tells
+    which input (jaxpr, shapes, flags, versions...) made them differ.
+    """
+    prefix = key.strip().lower()
+    if not _HEX_PREFIX.match(prefix):
+        raise click.BadParameter(
+            f"{key!r} is not a key: expected 6 to 64 hex digits", param_hint="KEY"
+        )
+    with _open_store(ctx) as store:
+        entry = _find_entry(store, prefix)
+    if as_json:
+        _echo_json(_ls_row(entry))
+        return
+    now = time.time()
+    extra = dict(entry.extra or {})
+    parts = extra.pop("key_parts", None) or []
+    fields = [
+        ("key", entry.key),
+        ("function", entry.function_name or "?"),
+        ("backend", entry.backend or "?"),
+        ("device kind", entry.device_kind or "?"),
+        ("jax", entry.jax_version or "?"),
+        ("jaxlib", entry.jaxlib_version or "?"),
+        ("size", f"{format_size(entry.stored_size)} stored, {format_size(entry.raw_size)} raw"),
+        ("codec", f"{entry.codec}, checksum {entry.checksum}"),
+        ("compile time", _seconds(entry.compile_seconds)),
+        ("hits", str(entry.hits or 0)),
+        ("saved", _seconds(_saved(entry))),
+        ("created", f"{_timestamp(entry.created)} ({_ago(entry.created, now)})"),
+        ("last used", f"{_timestamp(entry.last_used)} ({_ago(entry.last_used, now)})"),
+    ]
+    fields += [
+        (k.replace("_", " "), v if isinstance(v, str) else json.dumps(v))
+        for k, v in sorted(extra.items())
+    ]
+    width = max(len(k) for k, _ in fields)
+    for k, v in fields:
+        click.echo(f"{k.ljust(width)}  {v}")
+    click.echo(f"key parts ({len(parts)}):")
+    if parts:
+        name_width = max(len(str(p[0])) for p in parts)
+        for name, digest in parts:
+            click.echo(f"  {str(name).ljust(name_width)}  {digest}")
+
+
+# -- env ------------------------------------------------------------------------------------------
+
+
+@cli.command()
+def env() -> None:
+    """List the JAX_PCACHE_* environment variables, what they do and their values."""
+    for name, doc in ENV_VARS.items():
+        value = os.environ.get(name)
+        click.echo(f"{name}={value}" if value is not None else f"{name} (unset)")
+        click.echo(f"    {doc}")
+    click.echo(f"Cache directory now: {default_cache_dir()}")
+
+
+def main() -> None:
+    cli(prog_name="pcache")
+
+
+if __name__ == "__main__":
+    main()
