@@ -1,0 +1,951 @@
+"""Canonical form and digest of jaxprs, and of the values that go into a cache key.
+
+One walker turns a (Closed)Jaxpr into a list of canonical lines; the digest is the
+sha256 of those lines, the text form (``canonical_text``) is the same lines joined,
+with sub-jaxprs expanded in place where the digest form writes their digest.
+
+Canonical form:
+
+* variables are numbered by first appearance (constvars, invars, then equation
+  outvars in order); a DropVar is ``_`` and never shares a number;
+* equations in order: outvars with avals, primitive name, params sorted by name,
+  invars, the equation context (``eqn.ctx``) and effects;
+* literals by dtype and exact bytes (so ``-0.0 != 0.0`` and NaN payloads count);
+* closed-over constants (``ClosedJaxpr.consts``) by content: lowering embeds them;
+* sub-jaxprs in params (any Jaxpr/ClosedJaxpr, alone or in a tuple) by their own
+  digest, found generically, so new higher-order primitives are covered;
+* nothing from ``source_info``/``debug_info``, and no param that only names things.
+
+Values are encoded by ``canonicalize``: an injective, type-tagged text encoding
+that never goes through ``repr``/``str`` of an arbitrary object (those may contain
+memory addresses). An unknown type raises ``Uncacheable``.
+
+Python callables bound into the executable (pure_callback, io_callback, debug
+callbacks, custom_partitioning) cannot be persisted: they are keyed by object
+identity, and the result is marked ``persistent=False`` (memory tier only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import itertools
+import json
+import os
+import struct
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+from jax.extend import core as jcore
+
+from pcache import _jax
+from pcache._errors import Uncacheable
+
+__all__ = [
+    "JaxprDigest",
+    "canonical_text",
+    "canonicalize",
+    "environment_parts",
+    "jaxpr_digest",
+    "jaxpr_fingerprint",
+    "value_digest",
+]
+
+# Bumped whenever the canonical form changes meaning, so old keys can never match.
+CANON_VERSION = "pcache-canon-1"
+
+_Jaxpr = jcore.Jaxpr
+_ClosedJaxpr = jcore.ClosedJaxpr
+_Literal = jcore.Literal
+_Var = jcore.Var
+_DropVar = _jax.DropVar
+
+
+class JaxprDigest(NamedTuple):
+    """``digest``: 32-byte sha256. ``persistent``: False when the digest involves
+    process-local objects (callback functions), so only the memory tier may use it."""
+
+    digest: bytes
+    persistent: bool
+
+
+# ----------------------------------------------------------------------------
+# Errors inside the encoder
+
+
+class _Unknown(Exception):
+    """An object the encoder has no rule for; re-raised as Uncacheable with context."""
+
+    def __init__(self, qualname: str) -> None:
+        super().__init__(qualname)
+        self.qualname = qualname
+
+
+def _qual(t: type) -> str:
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+# ----------------------------------------------------------------------------
+# Identity memo: maps live objects (by identity) to a value, forgetting an entry
+# when its object dies, so a recycled id() can never return a stale value.
+
+
+class _IdMemo:
+    def __init__(self) -> None:
+        self._d: dict[int, tuple[Any, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, obj: Any) -> Any:
+        e = self._d.get(id(obj))
+        if e is not None and e[0]() is obj:
+            return e[1]
+        return None
+
+    def put(self, obj: Any, value: Any) -> None:
+        k = id(obj)
+        d = self._d
+
+        def _drop(ref: weakref.ref, k: int = k) -> None:
+            e = d.get(k)
+            if e is not None and e[0] is ref:
+                d.pop(k, None)
+
+        try:
+            ref = weakref.ref(obj, _drop)
+        except TypeError:  # not weak-referenceable: don't memoize
+            return
+        with self._lock:
+            d[k] = (ref, value)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+
+# Cross-call memos. Jaxpr/ClosedJaxpr objects are reused by JAX (an inner jitted
+# function's jaxpr stays the same object while outer wrappers are re-created).
+_JAXPR_MEMO = _IdMemo()  # Jaxpr | ClosedJaxpr -> (hex digest, persistent)
+_AVAL_MEMO = _IdMemo()  # interned ShapedArray -> encoding
+_CTX_MEMO = _IdMemo()  # interned JaxprEqnContext -> encoding
+_ARRAY_MEMO = _IdMemo()  # immutable jax.Array -> encoding (content hash)
+
+# Process-local identity tokens for objects that cannot be persisted (callbacks).
+_LOCAL_LOCK = threading.Lock()
+_LOCAL_SERIAL = itertools.count()
+_LOCAL_IDS = _IdMemo()
+_LOCAL_STRONG: dict[int, tuple[Any, int]] = {}  # for objects without weakref support
+
+
+def clear_caches() -> None:
+    """Forget all memoized digests (tests, or after monkeypatching JAX)."""
+    for m in (_JAXPR_MEMO, _AVAL_MEMO, _CTX_MEMO, _ARRAY_MEMO):
+        m.clear()
+
+
+def _local_token(obj: Any) -> str:
+    """A token unique to this live object in this process (never reused for another)."""
+    with _LOCAL_LOCK:
+        serial = _LOCAL_IDS.get(obj)
+        if serial is None:
+            e = _LOCAL_STRONG.get(id(obj))
+            if e is not None and e[0] is obj:
+                serial = e[1]
+        if serial is None:
+            serial = next(_LOCAL_SERIAL)
+            try:
+                weakref.ref(obj)
+            except TypeError:
+                # Keep it alive so its id() is never reused for another object.
+                _LOCAL_STRONG[id(obj)] = (obj, serial)
+            else:
+                _LOCAL_IDS.put(obj, serial)
+    return f"local:{os.getpid()}:{serial}"
+
+
+# ----------------------------------------------------------------------------
+# Walk context
+
+
+class _Ctx:
+    __slots__ = (
+        "persistent",
+        "allow_local",
+        "text",
+        "hoisted",
+        "hoist_val_ids",
+        "hoist_lit_ids",
+        "saw_hoisted",
+        "call_memo",
+        "depth",
+    )
+
+    def __init__(self, *, text: bool = False, hoisted: bool = False) -> None:
+        self.persistent = True
+        self.allow_local = False  # True while encoding a callback primitive's params
+        self.text = text
+        self.hoisted = hoisted
+        self.hoist_val_ids: dict[int, int] = {}
+        self.hoist_lit_ids: dict[int, int] = {}
+        self.saw_hoisted = False
+        self.call_memo: dict[int, tuple[Any, str]] = {}
+        self.depth = 0
+
+
+# ----------------------------------------------------------------------------
+# Value encoding
+
+
+def _enc_float(x: float) -> str:
+    return "f" + struct.pack("<d", x).hex()
+
+
+def _enc_str(x: str) -> str:
+    return json.dumps(x)  # quoted, escaped, ASCII: injective
+
+
+def _enc_dtype(dt: Any) -> str:
+    if isinstance(dt, np.dtype):
+        # name separates ml_dtypes (bfloat16, float8_*) whose .str is an opaque 'V';
+        # a non-native byte order is spelled out.
+        return dt.name if dt.isnative else f"{dt.name}:{dt.str}"
+    if isinstance(dt, _jax.KeyTy):
+        return f"dt:key<{_enc_prng_impl(dt._impl)}>"
+    raise _Unknown(_qual(type(dt)))
+
+
+def _enc_prng_impl(impl: Any) -> str:
+    # A PRNGImpl is a NamedTuple of functions; it is identified by its registered name.
+    # Only accept the impl that is registered under that name, so a user impl that
+    # reuses a name can't alias a built-in one.
+    if _jax.registered_prng_impls.get(impl.name) is not impl:
+        raise _Unknown("unregistered-prng-impl:" + _qual(type(impl)))
+    return f"prng:{_enc_str(impl.name)}:{_enc_str(impl.tag)}:{impl.key_shape!r}"
+
+
+def _array_content(a: np.ndarray) -> str:
+    a = np.asarray(a)
+    shape = ",".join(map(str, a.shape))
+    data = np.ascontiguousarray(a).tobytes() if a.dtype != object else None
+    if data is None:
+        raise _Unknown("object-array")
+    if len(data) <= 64:
+        body = data.hex()
+    else:
+        body = "sha256:" + hashlib.sha256(data).hexdigest()
+    return f"nd({_enc_dtype(a.dtype)};{shape};{body})"
+
+
+def _enc_jax_array(x: Any) -> str:
+    if isinstance(x, jax.core.Tracer):
+        raise Uncacheable("tracer-in-jaxpr", "a Tracer leaked into a jaxpr param/const")
+    e = _ARRAY_MEMO.get(x)
+    if e is None:
+        dt = x.dtype
+        if isinstance(dt, np.dtype):
+            e = _array_content(np.asarray(x))
+        else:  # typed PRNG keys: key data + key type
+            e = f"keyarr({_enc_dtype(dt)};{_array_content(np.asarray(jax.random.key_data(x)))})"
+        _ARRAY_MEMO.put(x, e)  # jax.Arrays are immutable
+    return e
+
+
+def _enc_seq(items: Any, ctx: _Ctx) -> str:
+    return ",".join([_enc(v, ctx) for v in items])
+
+
+def _enc_partition_spec(p: Any, ctx: _Ctx) -> str:
+    parts = []
+    for e in p:
+        if e is None:
+            parts.append("N")
+        elif e is jax.sharding.PartitionSpec.UNCONSTRAINED:
+            parts.append("UNC")
+        elif isinstance(e, str):
+            parts.append(_enc_str(e))
+        elif isinstance(e, tuple):
+            parts.append("(" + _enc_seq(e, ctx) + ")")
+        else:
+            raise _Unknown("partition-spec-entry:" + _qual(type(e)))
+    return (
+        f"P({','.join(parts)};u={_enc(frozenset(p.unreduced), ctx)};"
+        f"r={_enc(frozenset(p.reduced), ctx)})"
+    )
+
+
+def _enc_device(d: Any) -> str:
+    return f"dev({_enc_str(d.platform)},{int(d.id)})"
+
+
+def _enc_mesh(m: Any, ctx: _Ctx) -> str:
+    if m.empty:
+        return "Mesh()"
+    ids = ",".join(str(int(d.id)) for d in m.devices.flat)
+    plat = m.devices.flat[0].platform if m.devices.size else ""
+    return (
+        f"Mesh(names=({_enc_seq(m.axis_names, ctx)});sizes={tuple(m.axis_sizes)!r};"
+        f"types=({_enc_seq(m.axis_types, ctx)});plat={_enc_str(plat)};ids=({ids}))"
+    )
+
+
+def _enc_abstract_mesh(m: Any, ctx: _Ctx) -> str:
+    ad = m.abstract_device
+    ad_enc = (
+        "N"
+        if ad is None
+        else f"AD({_enc(ad.device_kind, ctx)},{_enc(ad.num_cores, ctx)},{_enc(ad.platform, ctx)})"
+    )
+    return (
+        f"AMesh(names=({_enc_seq(m.axis_names, ctx)});sizes={tuple(m.axis_sizes)!r};"
+        f"types=({_enc_seq(m.axis_types, ctx)});dev={ad_enc})"
+    )
+
+
+def _enc_named_sharding(s: Any, ctx: _Ctx) -> str:
+    return (
+        f"NS({_enc(s.mesh, ctx)};{_enc_partition_spec(s.spec, ctx)};"
+        f"mk={_enc(s.memory_kind, ctx)};"
+        f"ids={_enc(_jax.named_sharding_logical_device_ids(s), ctx)})"
+    )
+
+
+def _enc_shaped_array(a: Any, ctx: _Ctx) -> str:
+    e = _AVAL_MEMO.get(a)
+    if e is not None:
+        return e
+    shape = []
+    for d in a.shape:
+        if type(d) is not int:
+            raise Uncacheable("dynamic-shapes", f"symbolic dimension of type {_qual(type(d))}")
+        shape.append(str(d))
+    head = f"{_enc_dtype(a.dtype)}[{','.join(shape)}]" + ("w" if a.weak_type else "")
+    extras = _aval_extras(a, ctx)
+    # The common case (no sharding, no manual axes, device memory) is written as the
+    # bare head; anything else as head + "{extras}". Injective: omitted means default.
+    if extras != _default_extras(len(shape), ctx):
+        head += "{" + extras + "}"
+    parts = [head]
+    e = ";".join(parts)
+    _AVAL_MEMO.put(a, e)
+    return e
+
+
+def _aval_extras(a: Any, ctx: _Ctx) -> str:
+    # Every slot of ShapedArray, including ones added by future JAX versions.
+    return ";".join(
+        f"{slot}={_enc(getattr(a, slot, None), ctx)}"
+        for slot in _SHAPED_ARRAY_SLOTS
+        if slot not in ("shape", "dtype", "weak_type")
+    )
+
+
+_DEFAULT_EXTRAS: dict[int, str] = {}
+
+
+def _default_extras(ndim: int, ctx: _Ctx) -> str:
+    e = _DEFAULT_EXTRAS.get(ndim)
+    if e is None:
+        e = _DEFAULT_EXTRAS[ndim] = _aval_extras(_jax.ShapedArray((1,) * ndim, np.float32), ctx)
+    return e
+
+
+_SHAPED_ARRAY_SLOTS = tuple(s for s in _jax.ShapedArray.__slots__ if s != "__weakref__")
+
+
+def _enc_aval(a: Any, ctx: _Ctx) -> str:
+    t = type(a)
+    if t is _jax.ShapedArray:
+        return _enc_shaped_array(a, ctx)
+    if t is _jax.AbstractToken:
+        return "token"
+    raise Uncacheable("unknown-aval", _qual(t))
+
+
+def _enc_slots(obj: Any, ctx: _Ctx) -> str:
+    """Type name + every slot/attribute value (for small JAX records without __eq__)."""
+    names: list[str] = []
+    for klass in type(obj).__mro__:
+        for s in getattr(klass, "__slots__", ()):
+            if s not in ("__weakref__", "__dict__") and s not in names:
+                names.append(s)
+    items = [(n, getattr(obj, n)) for n in names if hasattr(obj, n)]
+    if hasattr(obj, "__dict__"):
+        items += sorted(vars(obj).items())
+    body = ",".join(f"{n}={_enc(v, ctx)}" for n, v in items)
+    return f"{_qual(type(obj))}({body})"
+
+
+def _enc_callable(fn: Any, ctx: _Ctx) -> str:
+    if not ctx.allow_local:
+        raise _Unknown(_qual(type(fn)))
+    ctx.persistent = False
+    return _local_token(fn)
+
+
+def _enc_treedef(t: Any, ctx: _Ctx) -> str:
+    try:
+        return "treedef:" + t.serialize_using_proto().hex()
+    except Exception:  # noqa: BLE001 - custom pytree nodes can't be serialized
+        # Process-local, by equality: PyTreeDef is hashable and compares structurally,
+        # including custom node aux data.
+        ctx.persistent = False
+        return "treedef:" + _local_eq_token(t)
+
+
+_LOCAL_EQ: dict[Any, int] = {}
+
+
+def _local_eq_token(obj: Any) -> str:
+    with _LOCAL_LOCK:
+        serial = _LOCAL_EQ.get(obj)
+        if serial is None:
+            serial = _LOCAL_EQ[obj] = next(_LOCAL_SERIAL)
+    return f"localeq:{os.getpid()}:{serial}"
+
+
+def _enc(obj: Any, ctx: _Ctx) -> str:
+    """Canonical, injective, type-tagged text encoding of a value."""
+    t = type(obj)
+    f = _EXACT.get(t)
+    if f is not None:
+        return f(obj, ctx)
+    # Subclasses and families (order matters: bool < int, NamedTuple < tuple).
+    if isinstance(obj, enum.Enum):
+        return f"E:{_qual(t)}.{obj.name}"
+    if isinstance(obj, np.dtype):
+        return _enc_dtype(obj)
+    if isinstance(obj, np.generic):
+        return f"ns({_enc_dtype(obj.dtype)};{obj.tobytes().hex()})"
+    if isinstance(obj, np.ndarray):
+        return _array_content(obj)
+    if isinstance(obj, (_Jaxpr, _ClosedJaxpr)):
+        return _sub_jaxpr(obj, ctx)
+    if isinstance(obj, jax.Array):
+        return _enc_jax_array(obj)
+    if isinstance(obj, _jax.KeyTy):
+        return _enc_dtype(obj)
+    if isinstance(obj, tuple) and hasattr(t, "_fields"):
+        if isinstance(obj, _jax.PRNGImpl):
+            return _enc_prng_impl(obj)
+        return f"T:{_qual(t)}(" + _enc_seq(obj, ctx) + ")"
+    if isinstance(obj, bool):
+        return "T" if obj else "F"
+    if isinstance(obj, int):
+        return f"i:{_qual(t)}:{int(obj)}"
+    if isinstance(obj, float):
+        return f"{_qual(t)}:{_enc_float(float(obj))}"
+    if isinstance(obj, str):
+        return f"{_qual(t)}:{_enc_str(str(obj))}"
+    if isinstance(obj, tuple):
+        return f"{_qual(t)}(" + _enc_seq(obj, ctx) + ")"
+    if isinstance(obj, jax.sharding.NamedSharding):
+        return _enc_named_sharding(obj, ctx)
+    if isinstance(obj, jax.sharding.PartitionSpec):
+        return _enc_partition_spec(obj, ctx)
+    if isinstance(obj, (frozenset, set)):
+        return "fs{" + ",".join(sorted(_enc(v, ctx) for v in obj)) + "}"
+    if isinstance(obj, Mapping):
+        items = sorted((_enc(k, ctx), _enc(v, ctx)) for k, v in obj.items())
+        return f"M:{_qual(t)}{{" + ",".join(f"{k}:{v}" for k, v in items) + "}"
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        body = ",".join(
+            f"{fl.name}={_enc(getattr(obj, fl.name), ctx)}" for fl in dataclasses.fields(obj)
+        )
+        return f"D:{_qual(t)}({body})"
+    if isinstance(obj, (_Var, _Literal)):
+        raise _Unknown("unbound-" + _qual(t))
+    if callable(obj):
+        return _enc_callable(obj, ctx)
+    raise _Unknown(_qual(t))
+
+
+def _enc_tuple(x: tuple, ctx: _Ctx) -> str:
+    return "(" + _enc_seq(x, ctx) + ")"
+
+
+def _enc_list(x: list, ctx: _Ctx) -> str:
+    return "[" + _enc_seq(x, ctx) + "]"
+
+
+def _enc_dict(x: dict, ctx: _Ctx) -> str:
+    items = sorted((_enc(k, ctx), _enc(v, ctx)) for k, v in x.items())
+    return "{" + ",".join(f"{k}:{v}" for k, v in items) + "}"
+
+
+def _enc_set(x: Any, ctx: _Ctx) -> str:
+    return "fs{" + ",".join(sorted(_enc(v, ctx) for v in x)) + "}"
+
+
+_EXACT: dict[type, Callable[[Any, _Ctx], str]] = {
+    type(None): lambda x, c: "N",
+    bool: lambda x, c: "T" if x else "F",
+    int: lambda x, c: f"i{x}",
+    float: lambda x, c: _enc_float(x),
+    complex: lambda x, c: "c" + struct.pack("<dd", x.real, x.imag).hex(),
+    str: lambda x, c: _enc_str(x),
+    bytes: lambda x, c: "y" + x.hex(),
+    tuple: _enc_tuple,
+    list: _enc_list,
+    dict: _enc_dict,
+    frozenset: _enc_set,
+    set: _enc_set,
+    _jax.ShapedArray: _enc_aval,
+    _jax.AbstractToken: _enc_aval,
+    _jax.Mesh: _enc_mesh,
+    _jax.AbstractMesh: _enc_abstract_mesh,
+    _jax.UnspecifiedValue: lambda x, c: "UNSPECIFIED",
+    _jax.AutoLayoutSingleton: lambda x, c: "AUTO_LAYOUT",
+    _jax.Layout: lambda x, c: (
+        f"Layout({_enc(x.major_to_minor, c)};{_enc(x.tiling, c)};"
+        f"{_enc(x.sub_byte_element_size_in_bits, c)})"
+    ),
+    _jax.Format: lambda x, c: f"Format({_enc(x.layout, c)};{_enc(x.sharding, c)})",
+    _jax.SingleDeviceSharding: lambda x, c: (
+        f"SDS({_enc_device(next(iter(x.device_set)))};mk={_enc(x.memory_kind, c)})"
+    ),
+    _jax.GSPMDSharding: lambda x, c: (
+        f"GSPMD(({','.join(_enc_device(d) for d in _jax.gspmd_sharding_devices(x))});"
+        f"{_jax.gspmd_sharding_proto(x).hex()};mk={_enc(x.memory_kind, c)})"
+    ),
+    _jax.Device: lambda x, c: _enc_device(x),
+    _jax.JaxprEqnContext: lambda x, c: _enc_eqn_ctx(x, c),
+    _jax.ManualAxisType: _enc_slots,
+    _jax.AxisEnv: _enc_slots,
+    _jax.PyTreeDef: _enc_treedef,
+    _jax.FlatCallback: lambda x, c: (
+        f"FlatCallback({_enc_callable(x.callback_func, c)};{_enc_treedef(x.in_tree, c)})"
+    ),
+}
+
+
+def _enc_eqn_ctx(x: Any, ctx: _Ctx) -> str:
+    e = _CTX_MEMO.get(x)
+    if e is None:
+        # All slots: compute_type, threefry_partitionable, cur_abstract_mesh,
+        # remove_size_one_mesh_axis, xla_metadata (+ any future ones). Lowering
+        # re-enters this context per equation (JaxprEqnContextManager).
+        e = "ctx" + _enc_slots(x, ctx)[len(_qual(type(x))) :]
+        _CTX_MEMO.put(x, e)
+    return e
+
+
+# ----------------------------------------------------------------------------
+# Per-primitive param policy
+
+# Params that do not reach the compiled program. Each entry is justified by the
+# primitive's lowering rule in jax 0.10.2.
+_SKIP_PARAMS: dict[str, frozenset[str]] = {
+    # pjit lowering uses `name` only for the MLIR function's symbol name.
+    "jit": frozenset({"name"}),
+    "pjit": frozenset({"name"}),
+    # core_call/closed_call lower `call_jaxpr`; `name` names the function only.
+    "closed_call": frozenset({"name"}),
+    "core_call": frozenset({"name"}),
+    # _custom_jvp_vjp_call_lowering lowers `call_jaxpr` and ignores the rest: the JVP
+    # rule only matters under differentiation, which has already happened (its output
+    # is explicit in the jaxpr).
+    "custom_jvp_call": frozenset({"jvp_jaxpr_fun", "jvp_jaxpr_thunk"}),
+    # Same lowering rule; fwd/bwd only matter for AD, after which the jaxpr contains
+    # the backward pass explicitly. out_trees is a thunk over pytree structure.
+    "custom_vjp_call": frozenset({"fwd_jaxpr_thunk", "bwd", "out_trees"}),
+    "custom_vjp_call_jaxpr": frozenset({"fwd_jaxpr_thunk", "bwd", "out_trees"}),
+    # custom_lin only exists mid-linearization and has no lowering rule; if it ever
+    # reaches lowering, lowering fails. Its bwd is a Python function.
+    "custom_lin": frozenset({"bwd"}),
+}
+
+# Primitives whose params hold Python functions that are bound into the executable
+# (host callbacks) or called by XLA at compile time (custom_partitioning). They are
+# keyed by object identity and make the key memory-tier only.
+_LOCAL_CALLABLE_PRIMS = frozenset(
+    {
+        "pure_callback",
+        "io_callback",
+        "debug_callback",
+        "debug_print",
+        "inspect_sharding",
+        "custom_partitioning",
+    }
+)
+
+
+def _enc_policy(policy: Any, ctx: _Ctx) -> str:
+    """remat2's `policy`.
+
+    _remat_lowering (ad_checkpoint.py) never reads `policy`: the policy decides what
+    partial evaluation saves, and after differentiation that choice is explicit in the
+    jaxpr. So it cannot change the compiled program. It is still included when it has
+    a canonical form (dataclass policies, module-level functions), and an arbitrary
+    closure becomes a fixed tag rather than making the program uncacheable.
+    """
+    if policy is None:
+        return "N"
+    if dataclasses.is_dataclass(policy):
+        try:
+            return _enc(policy, ctx)
+        except _Unknown:
+            return "opaque-policy"
+    qn = getattr(policy, "__qualname__", None)
+    mod = getattr(policy, "__module__", None)
+    if (
+        isinstance(qn, str)
+        and isinstance(mod, str)
+        and "<" not in qn
+        and getattr(sys.modules.get(mod), qn, None) is policy
+    ):
+        return f"fn:{mod}.{qn}"
+    return "opaque-policy"
+
+
+def _enc_params(prim: str, params: dict, ctx: _Ctx) -> str:
+    skip = _SKIP_PARAMS.get(prim, ())
+    allow_local = prim in _LOCAL_CALLABLE_PRIMS
+    out = []
+    prev_allow = ctx.allow_local
+    ctx.allow_local = allow_local
+    try:
+        for k in sorted(params):
+            if k in skip:
+                continue
+            v = params[k]
+            try:
+                if prim == "remat2" and k == "policy":
+                    s = _enc_policy(v, ctx)
+                else:
+                    s = _enc(v, ctx)
+            except _Unknown as e:
+                raise Uncacheable(
+                    f"unknown-param:{prim}.{k}:{e.qualname}",
+                    "pcache has no canonical form for this parameter",
+                ) from None
+            out.append(f"{k}={s}")
+    finally:
+        ctx.allow_local = prev_allow
+    return ";".join(out)
+
+
+# ----------------------------------------------------------------------------
+# Jaxpr walker
+
+
+def _enc_effects(effs: Any, names: dict, ctx: _Ctx) -> str:
+    if not effs:
+        return ""
+    encs = []
+    for eff in effs:
+        inp = getattr(eff, "input", None)
+        if isinstance(inp, _Var):
+            # JaxprInputEffect refers to a binder of this jaxpr: use its number.
+            n = names.get(inp)
+            if n is None:
+                raise Uncacheable("unbound-effect-input", _qual(type(eff)))
+            encs.append(f"{_qual(type(eff))}(input={n})")
+            continue
+        try:
+            encs.append(_enc_slots(eff, ctx))
+        except _Unknown as e:
+            raise Uncacheable(f"unknown-effect:{_qual(type(eff))}:{e.qualname}") from None
+    return "!{" + ",".join(sorted(encs)) + "}"
+
+
+def _enc_literal(lit: Any, ctx: _Ctx) -> str:
+    val = lit.val
+    aval_e = _enc_aval(lit.aval, ctx)
+    if ctx.hoisted and _jax.is_hoistable_literal(val):
+        # Lowering passes this literal as an executable argument (jaxpr_const_args),
+        # so its value is not in the program; which literals share an argument is.
+        # JAX de-duplicates by id of the Literal (top level) and by id of the value
+        # (sub-jaxprs), so record both sharing patterns. See jaxpr_fingerprint.
+        ctx.saw_hoisted = True
+        vi = ctx.hoist_val_ids.setdefault(id(val), len(ctx.hoist_val_ids))
+        li = ctx.hoist_lit_ids.setdefault(id(lit), len(ctx.hoist_lit_ids))
+        return f"hoisted({vi},{li}):{aval_e}"
+    t = type(val)
+    if t is bool or t is int or t is float or t is complex:
+        v = _EXACT[t](val, ctx)
+    else:
+        try:
+            v = _enc(val, ctx)
+        except _Unknown as e:
+            raise Uncacheable(f"unknown-literal:{e.qualname}") from None
+    return f"lit({v}):{aval_e}"
+
+
+def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
+    """The canonical lines of one jaxpr (its own variable numbering)."""
+    names: dict[Any, str] = {}
+    counter = itertools.count()
+    lines: list[str] = []
+
+    def bind(v: Any) -> str:
+        if type(v) is _DropVar:
+            return "_:" + _enc_aval(v.aval, ctx)
+        if v in names:
+            raise Uncacheable("rebound-var", "a variable is bound twice")
+        if v.initial_qdd is not None or v.final_qdd is not None:
+            raise Uncacheable("quasi-dynamic-data", "binder carries QDD (mutable array)")
+        n = names[v] = f"v{next(counter)}"
+        return f"{n}:{_enc_aval(v.aval, ctx)}"
+
+    def use(a: Any) -> str:
+        if type(a) is _Literal:
+            return _enc_literal(a, ctx)
+        n = names.get(a)
+        if n is None:
+            raise Uncacheable("free-var", "jaxpr uses a variable it does not bind")
+        return n
+
+    constvars = jaxpr.constvars
+    if consts is None:
+        lines.append("const " + " ".join(bind(v) for v in constvars))
+    else:
+        if len(consts) != len(constvars):
+            raise Uncacheable("malformed-jaxpr", "consts/constvars length mismatch")
+        # Lowering embeds ClosedJaxpr.consts in the program (mlir._ir_constant), so
+        # their content is part of the key.
+        lines.append(
+            "const "
+            + " ".join(
+                f"{bind(v)}={_enc_const(c, ctx)}" for v, c in zip(constvars, consts, strict=True)
+            )
+        )
+    lines.append("in " + " ".join(bind(v) for v in jaxpr.invars))
+    for eqn in jaxpr.eqns:
+        prim = eqn.primitive.name
+        ins = " ".join([use(a) for a in eqn.invars])
+        params = _enc_params(prim, eqn.params, ctx) if eqn.params else ""
+        outs = " ".join([bind(v) for v in eqn.outvars])
+        line = f"{outs} = {_enc_str(prim)}[{params}] {ins} @{_enc_eqn_ctx(eqn.ctx, ctx)}"
+        if eqn.effects:
+            line += _enc_effects(eqn.effects, names, ctx)
+        lines.append(line)
+    lines.append("out " + " ".join(use(a) for a in jaxpr.outvars))
+    if jaxpr.effects:
+        lines.append("effects " + _enc_effects(jaxpr.effects, names, ctx))
+    return lines
+
+
+def _enc_const(c: Any, ctx: _Ctx) -> str:
+    try:
+        return _enc(c, ctx)
+    except _Unknown as e:
+        raise Uncacheable(f"unknown-const:{e.qualname}") from None
+
+
+def _consts_immutable(consts: Any) -> bool:
+    return all(isinstance(c, (jax.Array, int, float, bool, complex, np.generic)) for c in consts)
+
+
+def _sub_jaxpr(obj: Any, ctx: _Ctx) -> str:
+    """A Jaxpr/ClosedJaxpr param: expanded in text mode, its digest otherwise."""
+    if isinstance(obj, _ClosedJaxpr):
+        jaxpr, consts, tag = obj.jaxpr, obj.consts, "CJ"
+    else:
+        jaxpr, consts, tag = obj, None, "J"
+    if ctx.text:
+        ctx.depth += 1
+        try:
+            lines = _jaxpr_lines(jaxpr, consts, ctx)
+        finally:
+            ctx.depth -= 1
+        pad = "  " * (ctx.depth + 1)
+        return f"{tag}{{\n" + "".join(f"{pad}{ln}\n" for ln in lines) + "  " * ctx.depth + "}"
+    return f"{tag}:{_digest_jaxpr(obj, jaxpr, consts, ctx)}"
+
+
+def _digest_jaxpr(obj: Any, jaxpr: Any, consts: Any, ctx: _Ctx) -> str:
+    e = ctx.call_memo.get(id(obj))
+    if e is not None and e[0] is obj:
+        return e[1]
+    memo = _JAXPR_MEMO.get(obj)
+    if memo is not None:
+        hexd, persistent = memo
+        if not persistent:
+            ctx.persistent = False
+    else:
+        saved_saw, saved_persistent = ctx.saw_hoisted, ctx.persistent
+        ctx.saw_hoisted, ctx.persistent = False, True
+        try:
+            lines = _jaxpr_lines(jaxpr, consts, ctx)
+            hexd = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+            persistent, saw = ctx.persistent, ctx.saw_hoisted
+        finally:
+            ctx.saw_hoisted = saved_saw or ctx.saw_hoisted
+            ctx.persistent = saved_persistent and ctx.persistent
+        # A digest that numbers hoisted literals depends on what else the walk saw,
+        # so only the hoisting-free ones are reusable across calls. A ClosedJaxpr with
+        # numpy consts isn't memoized: numpy arrays are mutable.
+        if not saw and (consts is None or _consts_immutable(consts)):
+            _JAXPR_MEMO.put(obj, (hexd, persistent))
+    ctx.call_memo[id(obj)] = (obj, hexd)
+    return hexd
+
+
+def _as_jaxpr(closed_jaxpr: Any) -> tuple[Any, Any]:
+    if isinstance(closed_jaxpr, _ClosedJaxpr):
+        return closed_jaxpr.jaxpr, closed_jaxpr.consts
+    if isinstance(closed_jaxpr, _Jaxpr):
+        return closed_jaxpr, None
+    raise TypeError(f"expected a ClosedJaxpr or Jaxpr, got {type(closed_jaxpr).__name__}")
+
+
+def jaxpr_fingerprint(closed_jaxpr: Any, *, hoisted_consts: bool = False) -> JaxprDigest:
+    """Digest of the canonical form of ``closed_jaxpr``, and whether it may be persisted.
+
+    ``hoisted_consts``: set True only when lowering will pass hoistable literals
+    (non-scalar array Literals above ``jax_embedded_constants_max_bytes``) as
+    executable arguments, i.e. at the seam when ``num_const_args > 0``. Those
+    literals are then keyed by aval and sharing pattern, not by value. With the
+    default False every literal is keyed by content, which is always safe.
+    """
+    jaxpr, consts = _as_jaxpr(closed_jaxpr)
+    ctx = _Ctx(hoisted=hoisted_consts)
+    hexd = _digest_jaxpr(closed_jaxpr, jaxpr, consts, ctx)
+    d = hashlib.sha256(f"{CANON_VERSION}\n{hexd}".encode()).digest()
+    return JaxprDigest(d, ctx.persistent)
+
+
+def jaxpr_digest(closed_jaxpr: Any, *, hoisted_consts: bool = False) -> bytes:
+    """32-byte digest of the canonical form (see ``jaxpr_fingerprint``).
+
+    Callers that persist must use ``jaxpr_fingerprint`` to learn whether they may.
+    """
+    return jaxpr_fingerprint(closed_jaxpr, hoisted_consts=hoisted_consts).digest
+
+
+def canonical_text(closed_jaxpr: Any, *, hoisted_consts: bool = False) -> str:
+    """The canonical form as text: equal texts <=> equal digests."""
+    jaxpr, consts = _as_jaxpr(closed_jaxpr)
+    ctx = _Ctx(text=True, hoisted=hoisted_consts)
+    return "\n".join(_jaxpr_lines(jaxpr, consts, ctx)) + "\n"
+
+
+# ----------------------------------------------------------------------------
+# Public value encoding
+
+
+def canonicalize(obj: Any, sink: Any = None, *, allow_local: bool = False) -> str:
+    """Canonical text encoding of a value (shardings, layouts, devices, options...).
+
+    If ``sink`` is given, the encoding is also passed to ``sink.update`` (a hashlib
+    object) as UTF-8. Raises Uncacheable for a type without a canonical form, and for
+    process-local objects (functions) unless ``allow_local``.
+    """
+    ctx = _Ctx()
+    ctx.allow_local = allow_local
+    try:
+        s = _enc(obj, ctx)
+    except _Unknown as e:
+        raise Uncacheable(f"unknown-value:{e.qualname}") from None
+    if not ctx.persistent and not allow_local:
+        raise Uncacheable("process-local-value", _qual(type(obj)))
+    if sink is not None:
+        sink.update(s.encode())
+    return s
+
+
+def value_digest(obj: Any) -> bytes:
+    """sha256 of ``canonicalize(obj)``."""
+    h = hashlib.sha256(b"pcache-value\n")
+    canonicalize(obj, h)
+    return h.digest()
+
+
+# ----------------------------------------------------------------------------
+# Environment
+
+
+# JAX config values read while tracing/lowering that are not in trace_context().
+# (trace_context() covers x64, default matmul precision, threefry_partitionable,
+# shardy, simplified constants, embedded_constants_max_bytes, numpy dtype/rank
+# promotion, debug_key_reuse, pgle, ragged-dot lowering, ... see environment_parts.)
+_EXTRA_CONFIGS = (
+    "jax_default_prng_impl",  # new-style keys carry it in the dtype; old-style don't
+    "jax_ragged_dot_use_ragged_dot_instruction",  # read by ragged_dot lowering
+    "jax_enable_checks",  # adds checks during tracing
+    "jax_debug_nans",  # debug modes change dispatch/compilation
+    "jax_debug_infs",
+    # compile-option knobs (the executable differs); also in CompileOptions, kept here
+    # so a key never depends on the caller remembering them.
+    "jax_optimization_level",
+    "jax_memory_fitting_level",
+    "jax_exec_time_optimization_effort",
+    "jax_memory_fitting_effort",
+)
+# Deliberately left out: jax_include_full_tracebacks_in_locations and
+# jax_traceback_in_locations_limit (MLIR locations only: debug metadata), logging and
+# cache-management options (log_compiles, compilation_cache_*, explain_cache_misses).
+
+
+def _xla_flags() -> list[str]:
+    """XLA flags as JAX's own cache key sees them (cache_key._hash_xla_flags).
+
+    From XLA_FLAGS, LIBTPU_INIT_ARGS and --xla* argv, sorted, minus the dump/debug
+    flags JAX excludes. Note that JAX excludes --xla_force_host_platform_device_count
+    because the device assignment/topology is keyed separately: pcache's key must do
+    the same (device assignment part).
+    """
+    flags: list[str] = []
+    for var in ("XLA_FLAGS", "LIBTPU_INIT_ARGS"):
+        v = os.getenv(var)
+        if v:
+            flags.extend(v.split())
+    prefixes = list(_jax.xla_flag_prefixes())
+    for arg in sys.argv:
+        if arg.startswith("--xla") or any(arg.startswith(p) for p in prefixes):
+            flags.append(arg)
+    excluded = set(_jax.xla_flags_to_exclude_from_cache_key)
+    return sorted(f for f in flags if f.split("=")[0] not in excluded)
+
+
+def _enc_env_value(name: str, value: Any) -> str:
+    ctx = _Ctx()
+    try:
+        s = _enc(value, ctx)
+    except _Unknown as e:
+        raise Uncacheable(f"env-config:{name}:{e.qualname}") from None
+    if not ctx.persistent:
+        raise Uncacheable(f"env-config:{name}:process-local")
+    return s
+
+
+def environment_parts(backend: Any) -> list[tuple[str, bytes]]:
+    """Key parts describing the software/config environment, in a fixed order.
+
+    * ``jax`` / ``jaxlib``: versions (the canonical form itself is version-specific);
+    * ``platform``: backend.platform and platform_version (compiler/runtime build);
+    * ``xla_flags``: see ``_xla_flags``;
+    * ``trace_context``: every (name, value) of jax's ``config.trace_context()``, which
+      is what JAX keys its own jit/trace caches on: x64, default matmul precision,
+      threefry_partitionable, use_shardy_partitioner, use_simplified_jaxpr_constants,
+      embedded_constants_max_bytes, numpy dtype promotion, default device, mesh and
+      abstract-mesh contexts, compute_on / xla_metadata contexts, axis env, ...;
+      values are canonicalized; an object without a canonical form raises Uncacheable;
+    * ``jax_config``: the ``_EXTRA_CONFIGS`` values lowering/compilation reads that
+      are not in the trace context;
+    * ``canon``: the canonical-form version.
+    """
+    import jaxlib
+
+    tc = ";".join(f"{n}={_enc_env_value(n, v)}" for n, v in _jax.trace_context_items())
+    extra = ";".join(f"{n}={_enc_env_value(n, _jax.config_value(n))}" for n in _EXTRA_CONFIGS)
+    return [
+        ("canon", CANON_VERSION.encode()),
+        ("jax", jax.__version__.encode()),
+        ("jaxlib", jaxlib.__version__.encode()),
+        (
+            "platform",
+            f"{_enc_str(backend.platform)};{_enc_str(backend.platform_version)}".encode(),
+        ),
+        ("xla_flags", json.dumps(_xla_flags()).encode()),
+        ("trace_context", tc.encode()),
+        ("jax_config", extra.encode()),
+    ]

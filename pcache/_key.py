@@ -1,0 +1,112 @@
+"""Cache keys: an ordered list of named parts, each hashed, combined into one digest.
+
+Like JAX's own cache key, a key is a sequence of named parts so that a miss can be
+explained part by part (``CacheKey.diff``/``describe``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CacheKey", "KeyBuilder"]
+
+_KEY_DOMAIN = b"pcache-key-1\n"
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """An ordered tuple of ``(name, hex digest of that part)``.
+
+    ``persistent`` is False when some part identifies process-local objects (Python
+    callback functions, by identity): such a key is valid for the memory tier only.
+    """
+
+    parts: tuple[tuple[str, str], ...]
+    persistent: bool = True
+    _digest: list = field(default_factory=list, init=False, repr=False, compare=False)
+
+    @property
+    def digest(self) -> str:
+        """sha256 over the ordered (name, part-hash) pairs, hex."""
+        if not self._digest:
+            h = hashlib.sha256(_KEY_DOMAIN)
+            for name, part in self.parts:
+                # Length-prefix the name so ("ab","c") and ("a","bc") differ.
+                nb = name.encode()
+                h.update(len(nb).to_bytes(4, "little") + nb + bytes.fromhex(part))
+            self._digest.append(h.hexdigest())
+        return self._digest[0]
+
+    def describe(self) -> str:
+        """One line per part: name and hash (debug view)."""
+        width = max((len(n) for n, _ in self.parts), default=0)
+        lines = [f"{n:<{width}}  {p}" for n, p in self.parts]
+        lines.append(
+            f"{'=> key':<{width}}  {self.digest}" + ("" if self.persistent else " (local)")
+        )
+        return "\n".join(lines)
+
+    def diff(self, other: CacheKey) -> list[str]:
+        """Names of parts that differ (present in one key only, or with other hashes)."""
+        mine, theirs = dict(self.parts), dict(other.parts)
+        names = [n for n, _ in self.parts] + [n for n, _ in other.parts if n not in mine]
+        return [n for n in names if mine.get(n) != theirs.get(n)]
+
+
+class KeyBuilder:
+    """Builds a CacheKey part by part.
+
+    ``add(name, data)``: ``data`` is canonical bytes (hashed) or a 32-byte digest
+    (used as is; pass ``digest=True``). ``add_value(name, obj)`` canonicalizes ``obj``
+    (``_canon.value_digest``). ``add_jaxpr(name, closed_jaxpr)`` adds the jaxpr digest
+    and takes over its ``persistent`` flag.
+    """
+
+    def __init__(self) -> None:
+        self._parts: list[tuple[str, str]] = []
+        self._names: set[str] = set()
+        self.persistent = True
+
+    def _put(self, name: str, hexd: str) -> None:
+        if name in self._names:
+            raise ValueError(f"duplicate key part {name!r}")
+        self._names.add(name)
+        self._parts.append((name, hexd))
+
+    def add(self, name: str, data: bytes | str, *, digest: bool = False) -> KeyBuilder:
+        if isinstance(data, str):
+            data = data.encode()
+        if digest:
+            if len(data) != 32:
+                raise ValueError("a digest must be 32 bytes")
+            self._put(name, data.hex())
+        else:
+            self._put(name, hashlib.sha256(data).hexdigest())
+        return self
+
+    def add_value(self, name: str, obj: Any) -> KeyBuilder:
+        from pcache._canon import value_digest
+
+        self._put(name, value_digest(obj).hex())
+        return self
+
+    def add_jaxpr(
+        self, name: str, closed_jaxpr: Any, *, hoisted_consts: bool = False
+    ) -> KeyBuilder:
+        from pcache._canon import jaxpr_fingerprint
+
+        fp = jaxpr_fingerprint(closed_jaxpr, hoisted_consts=hoisted_consts)
+        self._put(name, fp.digest.hex())
+        if not fp.persistent:
+            self.persistent = False
+        return self
+
+    def mark_local(self) -> KeyBuilder:
+        """The key involves process-local objects: memory tier only."""
+        self.persistent = False
+        return self
+
+    def build(self) -> CacheKey:
+        return CacheKey(tuple(self._parts), self.persistent)
