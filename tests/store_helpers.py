@@ -180,9 +180,12 @@ def _hold_file_lock(directory: str, seconds: float) -> None:
 
 def _as_nobody(action: str, directory: str) -> None:
     """Drop root, then try to use a store we may not write; print the outcome."""
+    import filelock  # noqa: F401  (import everything first: the install may be root-only)
+
+    from store import Store, StoreError
+
     os.setgid(65534)
     os.setuid(65534)
-    from store import Store, StoreError
 
     try:
         with Store(directory) as s:
