@@ -109,7 +109,7 @@ def max_size_option(help_text: str) -> Callable:
         type=SIZE,
         envvar="JAX_PCACHE_MAX_DISK",
         show_envvar=True,
-        help=f"{help_text} [default: {format_size(DEFAULT_MAX_DISK)}; forms: {SIZE_FORMS}]",
+        help=f"{help_text} [default: {_size(DEFAULT_MAX_DISK)}; forms: {SIZE_FORMS}]",
     )
 
 
@@ -190,6 +190,14 @@ def _ago(t: float | None, now: float) -> str:
         if d >= seconds:
             return f"{int(d // seconds)}{unit} ago"
     return f"{int(d)}s ago"
+
+
+def _size(n: int) -> str:
+    """A size as given in decimal units when it is a round one (``10 GB``), else binary."""
+    for unit, scale in (("TB", 1000**4), ("GB", 1000**3), ("MB", 1000**2), ("KB", 1000)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return format_size(n)
 
 
 def _seconds(s: float | None) -> str:
@@ -363,9 +371,11 @@ def gc(
 
     Corrupt entries are always removed.  When the store is over SIZE (default:
     $JAX_PCACHE_MAX_DISK, else 10 GB) the store's eviction order decides what goes:
-    the least compile time saved per stored byte, the least recently used first.  Safe while
-    other processes read and write the cache: each removal is decided inside the
-    store's own transaction, so an entry written or used meanwhile is kept.
+    the least compile time saved per stored byte, the least recently used first.
+
+    Safe while other processes read and write the cache: gc holds the store's lock
+    against other gc runs only, deletes in short transactions, and deletes rows by
+    id, so a value written again meanwhile is never lost.
 
     \b
     Examples:
@@ -424,7 +434,7 @@ def gc(
     click.echo(
         f"Left: {after['entries']} entries, {format_size(after['stored_bytes'])} stored; "
         f"disk {format_size(result.disk_bytes_before)} -> "
-        f"{format_size(result.disk_bytes_after)} (limit {format_size(limit)})"
+        f"{format_size(result.disk_bytes_after)} (limit {_size(limit)})"
     )
 
 
@@ -561,17 +571,16 @@ def stats(ctx: click.Context, max_size: int | None, top: int, as_json: bool) -> 
         ),
         (
             "Disk usage",
-            f"{format_size(data['disk_bytes'])} of {format_size(limit)} "
-            f"({pct(data['disk_fraction'])})",
+            f"{format_size(data['disk_bytes'])} of {_size(limit)} ({pct(data['disk_fraction'])})",
         ),
         (
             "Hits / misses",
             f"{data['hits']} / {data['misses']} (hit rate {pct(data['hit_rate'])})",
         ),
         ("Puts / evictions", f"{data['puts']} / {data['evictions']}"),
-        ("Compile time saved", _seconds(data["seconds_saved"])),
+        ("Compile time saved", f"{_seconds(data['seconds_saved'])} (hits x compile time)"),
     ]
-    lines += [(k.replace("_", " ").capitalize(), f"{v:g}") for k, v in data["counters"].items()]
+    lines += [_counter_line(k, v) for k, v in data["counters"].items()]
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         click.echo(f"{k.ljust(width)}  {v}")
@@ -607,6 +616,22 @@ def stats(ctx: click.Context, max_size: int | None, top: int, as_json: bool) -> 
         _echo_indented(
             _table(["FUNCTION", "ENTRIES", "HITS", "COMPILE", "SAVED"], rows, {1, 2, 3, 4})
         )
+
+
+_COUNTER_LABELS = {
+    "seconds_saved": "Time saved (measured)",
+    "disk_hits": "Disk hits",
+    "corrupt": "Corrupt entries dropped",
+}
+
+
+def _counter_line(name: str, value: float) -> tuple[str, str]:
+    label = _COUNTER_LABELS.get(name, name.replace("_", " ").capitalize())
+    if "seconds" in name:
+        return label, _seconds(value)
+    if "bytes" in name:
+        return label, format_size(value)
+    return label, f"{value:g}"
 
 
 def _echo_indented(text: str) -> None:
