@@ -208,11 +208,33 @@ def _enc_float(x: float) -> str:
     return "f" + struct.pack("<d", x).hex()
 
 
+_STR_CACHE: dict[str, str] = {}
+
+
 def _enc_str(x: str) -> str:
-    return json.dumps(x)  # quoted, escaped, ASCII: injective
+    # Cache by exact str (param names, primitive names, axis names repeat a lot).
+    e = _STR_CACHE.get(x)
+    if e is None:
+        e = json.dumps(x)  # quoted, escaped, ASCII: injective
+        if type(x) is str and len(_STR_CACHE) < 100_000:
+            _STR_CACHE[x] = e
+    return e
+
+
+_DTYPE_CACHE: dict[Any, str] = {}
 
 
 def _enc_dtype(dt: Any) -> str:
+    e = _DTYPE_CACHE.get(dt) if type(dt) is not str else None
+    if e is not None:
+        return e
+    e = _enc_dtype_uncached(dt)
+    if isinstance(dt, np.dtype) and not dt.fields and dt.metadata is None:
+        _DTYPE_CACHE[dt] = e
+    return e
+
+
+def _enc_dtype_uncached(dt: Any) -> str:
     if isinstance(dt, np.dtype):
         # name separates ml_dtypes (bfloat16, float8_*) whose .str is an opaque 'V';
         # a non-native byte order is spelled out.
@@ -468,7 +490,13 @@ def _enc(obj: Any, ctx: _Ctx) -> str:
 
 
 def _enc_tuple(x: tuple, ctx: _Ctx) -> str:
-    return "(" + _enc_seq(x, ctx) + ")"
+    # Fast path: tuples of exact ints (shapes, axes, permutations) are most params.
+    try:
+        if all(type(v) is int for v in x):
+            return "(" + ",".join([f"i{v}" for v in x]) + ")"
+    except TypeError:
+        pass
+    return "(" + ",".join([_enc(v, ctx) for v in x]) + ")"
 
 
 def _enc_list(x: list, ctx: _Ctx) -> str:
@@ -685,15 +713,21 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
     counter = itertools.count()
     lines: list[str] = []
 
+    ctx_d = _CTX_MEMO._d
+    aval_d = _AVAL_MEMO._d  # inlined _IdMemo.get: this is the hot loop
+
     def bind(v: Any) -> str:
+        aval = v.aval
+        e = aval_d.get(id(aval))
+        aenc = e[1] if e is not None and e[0]() is aval else _enc_aval(aval, ctx)
         if type(v) is _DropVar:
-            return "_:" + _enc_aval(v.aval, ctx)
+            return "_:" + aenc
         if v in names:
             raise Uncacheable("rebound-var", "a variable is bound twice")
         if v.initial_qdd is not None or v.final_qdd is not None:
             raise Uncacheable("quasi-dynamic-data", "binder carries QDD (mutable array)")
         n = names[v] = f"v{next(counter)}"
-        return f"{n}:{_enc_aval(v.aval, ctx)}"
+        return f"{n}:{aenc}"
 
     def use(a: Any) -> str:
         if type(a) is _Literal:
@@ -723,7 +757,10 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
         ins = " ".join([use(a) for a in eqn.invars])
         params = _enc_params(prim, eqn.params, ctx) if eqn.params else ""
         outs = " ".join([bind(v) for v in eqn.outvars])
-        line = f"{outs} = {_enc_str(prim)}[{params}] {ins} @{_enc_eqn_ctx(eqn.ctx, ctx)}"
+        ectx = eqn.ctx
+        e = ctx_d.get(id(ectx))
+        cenc = e[1] if e is not None and e[0]() is ectx else _enc_eqn_ctx(ectx, ctx)
+        line = f"{outs} = {_enc_str(prim)}[{params}] {ins} @{cenc}"
         if eqn.effects:
             line += _enc_effects(eqn.effects, names, ctx)
         lines.append(line)

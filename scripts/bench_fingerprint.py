@@ -3,7 +3,8 @@
     .venv/bin/python scripts/bench_fingerprint.py [--layers 128] [--reps 5]
 
 For each program the jaxpr is re-created every repetition (as when a user re-creates
-``jit(grad(f))``): "cold" digests fresh jaxpr objects (fresh Python functions, pcache's memos cleared);
+``jit(grad(f))``): "cold" digests fresh jaxpr objects (fresh Python functions; only the memo of
+interned avals/contexts can help);
 "warm" digests the same objects again (cross-call memo hit); "lowering" is
 ``jax.jit(f).trace(x).lower()`` on fresh functions (jaxpr -> StableHLO only, no XLA
 compilation, which costs far more). Prints a Markdown table.
@@ -84,7 +85,6 @@ def main() -> None:
         def cold(make=make):
             fun, fargs = make()
             cj = fun.trace(*fargs).jaxpr
-            _canon.clear_caches()
             t0 = time.perf_counter()
             _canon.jaxpr_digest(cj)
             return (time.perf_counter() - t0) * 1e3
