@@ -240,9 +240,9 @@ class Store:
             con = self._con()
             con.execute("BEGIN IMMEDIATE")
             try:
-                result = fn(con)
-                if pending:
+                if pending:  # first, so eviction in fn sees fresh last_used
                     _apply_pending(con, *pending)
+                result = fn(con)
                 con.execute("COMMIT")
             except BaseException:
                 if con.in_transaction:
@@ -891,10 +891,13 @@ class Store:
     def _reclaim(self) -> None:
         """Give freed pages back to the OS and truncate the WAL (best effort)."""
 
-        def vacuum(con: sqlite3.Connection) -> None:
-            con.execute("PRAGMA incremental_vacuum").fetchall()
-
-        self._write("gc: incremental vacuum", vacuum, flush=False)
+        # sqlite3's execute() steps this pragma once (= one page); executescript() runs
+        # it to completion, in its own implicit write transaction.
+        self._retry(
+            "gc: incremental vacuum",
+            lambda: self._con().executescript("PRAGMA incremental_vacuum;"),
+            None,
+        )
         try:
             self._con().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         except sqlite3.OperationalError as exc:

@@ -43,16 +43,20 @@ def _big_values():
     )
     compressible = st.booleans()
     return st.builds(
-        lambda n, c, seed: (random.Random(seed).randbytes(max(1, n // 64)) * 64)[:n]
-        if c
-        else random.Random(seed).randbytes(n),
+        lambda n, c, seed: (
+            (random.Random(seed).randbytes(max(1, n // 64)) * 64)[:n]
+            if c
+            else random.Random(seed).randbytes(n)
+        ),
         sizes,
         compressible,
         st.integers(0, 2**32),
     )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(value=st.one_of(st.binary(max_size=2048), _big_values()))
 def test_round_trip_any_size(store, value):
     store.put("k", value, meta=META)

@@ -254,3 +254,10 @@ def test_side_file_write_full(tmp_path):
         assert "big" not in s
         assert s.verify().ok  # the failed temp file was cleaned up
         assert not s._files.listing()
+
+
+def test_exception_hierarchy():
+    assert issubclass(StoreLockedError, StoreError) and issubclass(StoreLockedError, TimeoutError)
+    assert issubclass(StoreFullError, OSError) and issubclass(StoreFullError, StoreError)
+    assert issubclass(StorePermissionError, PermissionError)
+    assert issubclass(StoreCorruptError, StoreError) and issubclass(StoreVersionError, StoreError)
