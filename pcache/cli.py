@@ -657,10 +657,8 @@ SORT_FIELDS: dict[str, tuple[Callable[[Any], Any], bool]] = {
 
 
 def _ls_row(e: Any) -> dict[str, Any]:
-    row = dict(e.to_dict())
-    row["short_key"] = e.key[:12]
-    row["seconds_saved"] = _saved(e)
-    return row
+    """An entry as ``--json`` prints it: Entry.to_dict(), schemas/entry.schema.json."""
+    return e.to_dict()
 
 
 @cli.command(name="ls")

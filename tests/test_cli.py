@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.resources
 import json
 import os
 import shutil
@@ -24,6 +25,8 @@ import jax
 import jaxlib
 import jsonschema
 import pytest
+import referencing
+import referencing.jsonschema
 from click.testing import CliRunner
 
 import pcache
@@ -31,18 +34,28 @@ from pcache._config import AGE_FORMS, ENV_VARS, SIZE_FORMS
 from pcache.cli import SORT_FIELDS, cli
 from store import INLINE_THRESHOLD, Store
 
-SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+SCHEMAS = importlib.resources.files("store.schemas")  # the schemas/ folder, as shipped
 NOW = time.time()
 
 
 def schema(name: str) -> dict:
-    return json.loads((SCHEMAS / f"cli-{name}.schema.json").read_text())
+    return json.loads(SCHEMAS.joinpath(f"{name}.schema.json").read_text())
+
+
+# Every JSON schema in schemas/, by its $id: cli-ls rows $ref entry.schema.json.
+REGISTRY = referencing.Registry().with_resources(
+    (s["$id"], referencing.jsonschema.DRAFT202012.create_resource(s))
+    for s in (
+        json.loads(f.read_text()) for f in SCHEMAS.iterdir() if f.name.endswith(".schema.json")
+    )
+)
 
 
 def validate(data: object, name: str) -> None:
-    jsonschema.Draft202012Validator(
-        schema(name), format_checker=jsonschema.FormatChecker()
-    ).validate(data)
+    """Validate against schemas/<name>.schema.json (e.g. ``cli-ls``, ``entry``)."""
+    s = schema(name)
+    jsonschema.Draft202012Validator.check_schema(s)
+    jsonschema.Draft202012Validator(s, registry=REGISTRY).validate(data)
 
 
 def key_of(name: str) -> str:
@@ -204,24 +217,25 @@ def test_ls_json_matches_schema_and_store(cache: Path) -> None:
     r = run("--dir", str(cache), "ls", "--json")
     assert r.exit_code == 0
     rows = json.loads(r.output)
-    validate(rows, "ls")
+    validate(rows, "cli-ls")
     with Store(cache / "store") as s:
-        for row in rows:
-            e = s.entry(row["key"])
-            assert row["function_name"] == e.function_name
-            assert row["stored_size"] == e.stored_size
-            assert row["hits"] == e.hits
-            assert row["seconds_saved"] == pytest.approx(e.hits * e.compile_seconds)
-
-
-def test_ls_json_rows_are_entry_schema_plus_derived_fields(cache: Path) -> None:
-    entry_schema = SCHEMAS / "entry.schema.json"
-    if not entry_schema.exists():
-        pytest.skip("schemas/entry.schema.json not written yet")
-    rows = json.loads(run("--dir", str(cache), "ls", "--json").output)
-    v = jsonschema.Draft202012Validator(json.loads(entry_schema.read_text()))
+        assert rows == [e.to_dict() for e in s.entries(order_by="last_used", descending=True)]
     for row in rows:
-        v.validate({k: x for k, x in row.items() if k not in ("short_key", "seconds_saved")})
+        validate(row, "entry")  # the store's own schema: rows are Entry.to_dict()
+
+
+def test_schemas_reject_wrong_shapes(cache: Path) -> None:
+    rows = json.loads(run("--dir", str(cache), "ls", "--json").output)
+    for bad in (
+        [{**rows[0], "key": "xyz"}],
+        [{**rows[0], "surprise": 1}],
+        [{**rows[0], "extra": {"key_parts": [["jaxpr"]]}}],
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            validate(bad, "cli-ls")
+    data = json.loads(run("--dir", str(cache), "stats", "--json").output)
+    with pytest.raises(jsonschema.ValidationError):
+        validate({**data, "hit_rate": 1.5}, "cli-stats")
 
 
 @pytest.mark.parametrize("field", list(SORT_FIELDS))
@@ -271,7 +285,7 @@ def test_stats_json(cache: Path) -> None:
     r = run("--dir", str(cache), "stats", "--json", "--max-size", "1MB")
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
-    validate(data, "stats")
+    validate(data, "cli-stats")
     with Store(cache / "store") as s:
         st = s.stats()
     assert data["entries"] == 5
@@ -343,7 +357,7 @@ def gc_json(cache: Path, *args: str) -> dict:
     r = run("--dir", str(cache), "gc", "--json", *args)
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
-    validate(data, "gc")
+    validate(data, "cli-gc")
     return data
 
 
@@ -503,8 +517,8 @@ def test_explain_json(cache: Path) -> None:
     r = run("--dir", str(cache), "explain", key[:8], "--json")
     assert r.exit_code == 0
     row = json.loads(r.output)
-    ls = schema("ls")
-    jsonschema.Draft202012Validator({"$defs": ls["$defs"], "$ref": "#/$defs/row"}).validate(row)
+    validate([row], "cli-ls")
+    validate(row, "entry")
     assert row["key"] == key and row["extra"]["key_parts"][0][0] == "jaxpr"
 
 
@@ -545,10 +559,10 @@ def test_installed_command(cache: Path, command: list[str]) -> None:
 
     r = sh("stats", "--json")
     assert r.returncode == 0, r.stderr
-    validate(json.loads(r.stdout), "stats")
+    validate(json.loads(r.stdout), "cli-stats")
     r = sh("ls", "--json", "--sort", "size")
     assert r.returncode == 0, r.stderr
-    validate(json.loads(r.stdout), "ls")
+    validate(json.loads(r.stdout), "cli-ls")
     r = sh("ls", "--sort", "nope")
     assert r.returncode == 2 and "last_used" in r.stderr
     r = sh("gc", "--older-than", "soon")
@@ -672,12 +686,12 @@ def test_real_jax_compilations(tmp_path: Path) -> None:
         )
         assert r.returncode == 0, r.stderr
     rows = json.loads(run("--dir", str(d), "ls", "--json").output)
-    validate(rows, "ls")
+    validate(rows, "cli-ls")
     assert len(rows) >= 3
     assert {r["backend"] for r in rows} == {"cpu"}
     assert any("loss" in r["function_name"] for r in rows)
     data = json.loads(run("--dir", str(d), "stats", "--json").output)
-    validate(data, "stats")
+    validate(data, "cli-stats")
     assert data["entries"] == len(rows) and data["hits"] >= 1
     key = rows[0]["key"]
     r = run("--dir", str(d), "explain", key[:10])
