@@ -43,7 +43,15 @@ from pcache._config import (
     parse_age,
     parse_size,
 )
-from store import Store, StoreError
+from store import (
+    Store,
+    StoreCorruptError,
+    StoreError,
+    StoreFullError,
+    StoreLockedError,
+    StorePermissionError,
+    StoreVersionError,
+)
 
 #: A pcache directory keeps its store in ``STORE_SUBDIR`` (see pcache/_cache.py), whose
 #: database is ``STORE_DB`` (the on-disk format, schemas/store.sql).
@@ -128,13 +136,29 @@ class _State:
         return self.directory if self.directory is not None else default_cache_dir()
 
 
+_HINTS = (
+    (
+        StoreCorruptError,
+        "The cache database is damaged and cannot be repaired in place; delete the "
+        "store/ directory to start with an empty cache.",
+    ),
+    (StoreLockedError, "Another process held the cache busy for too long; try again."),
+    (StoreVersionError, "A newer pcache wrote this cache; upgrade pcache or use another --dir."),
+    (StorePermissionError, "Check the permissions of the cache directory and its files."),
+    (StoreFullError, "The disk is full; free space, or shrink the cache with 'pcache gc'."),
+)
+
+
 @contextlib.contextmanager
 def _store_errors() -> Iterator[None]:
     """Turn library errors into a one-line ``ClickException`` (exit 1)."""
     try:
         yield
     except StoreError as exc:
-        raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+        hint = next((h for cls, h in _HINTS if isinstance(exc, cls)), "")
+        raise click.ClickException(
+            f"{type(exc).__name__}: {exc}" + (f"\n{hint}" if hint else "")
+        ) from exc
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
 

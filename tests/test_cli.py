@@ -452,6 +452,35 @@ def corrupt_one(cache: Path) -> str:
     return key
 
 
+def test_verify_side_file_flipped(cache: Path) -> None:
+    big = key_of("jit_big")
+    with Store(cache / "store") as s:
+        s.put(big, os.urandom(INLINE_THRESHOLD + 1000), meta=meta("jit_big"))
+    with sqlite3.connect(cache / "store" / "store.db") as db:
+        (file,) = db.execute("SELECT file FROM entries WHERE key = ?", (big,)).fetchone()
+    path = cache / "store" / "values" / file
+    data = bytearray(path.read_bytes())
+    data[100:104] = bytes(b ^ 0x5A for b in data[100:104])
+    path.write_bytes(bytes(data))
+    r = run("--dir", str(cache), "verify")
+    assert r.exit_code == 1 and f"corrupt: {big}" in r.output
+    assert run("--dir", str(cache), "verify", "--fix").exit_code == 0
+    assert not path.exists() and big not in keys(cache)
+    r = run("--dir", str(cache), "verify")
+    assert r.exit_code == 0 and "OK: 5 entries" in r.output
+
+
+def test_damaged_database_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "store.db").write_bytes(b"definitely not SQLite" * 500)
+    for args in (["ls"], ["stats"], ["verify"], ["gc"]):
+        r = run("--dir", str(tmp_path), *args)
+        assert r.exit_code == 1, args
+        assert "StoreCorruptError" in r.output and "not a database" in r.output
+        assert "delete the store/ directory" in r.output
+        assert "Traceback" not in r.output
+
+
 def test_verify_ok(cache: Path) -> None:
     r = run("--dir", str(cache), "verify")
     assert r.exit_code == 0, r.output
