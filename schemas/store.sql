@@ -31,7 +31,7 @@ CREATE TABLE IF NOT EXISTS entries (
     last_used       REAL    NOT NULL,            -- unix time, coalesced
     hits            INTEGER NOT NULL DEFAULT 0,  -- coalesced
     codec           TEXT    NOT NULL,            -- 'zstd' or 'identity'
-    checksum        TEXT    NOT NULL,            -- 'blake2b-128:<hex>' of the raw bytes
+    checksum        TEXT    NOT NULL,            -- 'sha256:<hex>' of the raw bytes
     extra           TEXT    NOT NULL DEFAULT '{}',
     file            TEXT,                        -- side file under values/, NULL = inline in `blobs`
     cost_log        REAL    NOT NULL DEFAULT 0   -- log2(max(compile_seconds,1e-3) / max(stored_size,1))

@@ -4,20 +4,24 @@ Values are framed by :mod:`store._codec` and kept inline (table ``blobs``) or in
 side files (:mod:`store._sidefiles`) depending on their stored size.
 
 Inline vs side file.  SQLite's own guidance ("Internal Versus External BLOBs")
-puts the break-even near 100 KB.  Measured here (2 cores, ext4-on-virtio,
-``scripts/bench_store.py``, random incompressible bytes, p50 ms, fsync on):
+puts the break-even near 100 KB.  Measured here (2 cores, ext4 on virtio, fsync
+~2-4 ms; ``scripts/bench_store.py``, incompressible values, p50 ms):
 
-    size      get inline  get file   put inline  put file
-    16 KiB    0.05        0.07       0.12        0.9
-    64 KiB    0.08        0.09       0.25        1.1
-    256 KiB   0.25        0.17       0.7         1.5
-    1 MiB     0.9         0.5        2.3         3.1
-    4 MiB     3.9         2.1        9.5         9.8
+    stored size  get inline  get file  put inline  put file
+    16 KiB       0.023       0.029     0.083       3.96
+    64 KiB       0.064       0.066     0.176       3.10
+    128 KiB      0.121       0.119     0.283       2.96
+    256 KiB      0.271       0.201     0.611       3.96
+    1 MiB        0.990       0.770     3.885       9.13
+    4 MiB        4.446       3.810     32.25       15.58
 
-Puts to side files pay an fsync (needed: the file must be durable before the
-row that names it commits), so they lose below ~1 MiB; gets from files win
-from ~256 KiB.  Large inline blobs also bloat the WAL (every byte is written
-twice) and make VACUUM slow.  Default ``inline_threshold`` = 256 KiB.
+Gets from side files win from ~256 KiB.  Puts to side files pay an fsync
+(needed: the file must be durable before the row naming it commits), which
+dominates below ~1 MiB; above that inline puts lose (the WAL writes every byte
+twice, and big blobs make the WAL and VACUUM heavy).  Puts follow a compile
+that took seconds, gets are what users wait for, so the default
+``inline_threshold`` is 256 KiB of stored (compressed) bytes.  mmap_size was
+tried and changed nothing measurable; it is left off.
 
 Concurrency.  One connection per thread (thread-local) and per process: a
 connection is reopened when ``os.getpid()`` changes, and connections
@@ -191,6 +195,8 @@ class Store:
                     check_same_thread=False,
                 )
                 con.execute("PRAGMA synchronous = NORMAL")
+                # After a big transaction, shrink the WAL back instead of keeping its peak size.
+                con.execute(f"PRAGMA journal_size_limit = {64 * 2**20}")
             except sqlite3.Error as exc:
                 raise translate(exc, f"opening {self._db_path}") from exc
             self._local.con = con
@@ -1057,7 +1063,7 @@ def _check_value(
         return f"cannot decode: {exc}"
     if len(raw) != raw_size:
         return f"size {len(raw)} != recorded {raw_size}"
-    if _codec.checksum(raw) != digest:
+    if not _codec.matches(raw, digest):
         return "checksum mismatch"
     return raw
 
