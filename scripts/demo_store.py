@@ -43,6 +43,9 @@ def main() -> None:
                 )
                 dt = (time.perf_counter() - t0) * 1000
                 e = s.entry(f"exe-{i}")
+                if e is None:  # cost policy: the cheapest bytes per compile-second go first
+                    print(f"put exe-{i}: {_mb(size)}, {dt:.1f} ms, evicted at once (lowest value)")
+                    continue
                 where = "side file" if e.stored_size >= s.inline_threshold else "inline"
                 print(
                     f"put exe-{i}: {_mb(e.raw_size)} -> {_mb(e.stored_size)} stored ({where}), "
