@@ -78,6 +78,7 @@ DB_NAME = "store.db"
 LOCK_NAME = "store.lock"
 VALUES_DIR = "values"
 INLINE_THRESHOLD = 256 * 1024
+SWEEP_INTERVAL = 86400.0  # seconds between orphan sweeps done at open (gc always sweeps)
 
 _COLS = ", ".join(ENTRY_COLUMNS)
 _E_COLS = ", ".join(f"e.{c}" for c in ENTRY_COLUMNS)
@@ -270,8 +271,32 @@ class Store:
 
     def _open_schema(self) -> None:
         version = self._read("reading schema version", _user_version)
-        if version == _schema.SCHEMA_VERSION:
+        if version != _schema.SCHEMA_VERSION:
+            self._upgrade(version)
+        self._maybe_sweep()
+
+    def _maybe_sweep(self) -> None:
+        """Sweep crash leftovers at open if nobody has for SWEEP_INTERVAL (so orphans
+        cannot pile up in a store that never sees a gc).  Skipped if a gc runs now."""
+
+        def last(con: sqlite3.Connection) -> float:
+            row = con.execute("SELECT value FROM meta WHERE name = 'last_sweep'").fetchone()
+            return float(row[0]) if row else 0.0
+
+        if time.time() - self._read("reading last sweep time", last) < SWEEP_INTERVAL:
             return
+        try:
+            self._flock.acquire(timeout=0)
+        except filelock.Timeout:  # a gc (which sweeps) or another opener holds it
+            return
+        try:
+            self._sweep(self.orphan_grace)
+        except StoreLockedError:  # busy writers: try again at the next open
+            pass
+        finally:
+            self._flock.release()
+
+    def _upgrade(self, version: int) -> None:
         if version > _schema.SCHEMA_VERSION:
             raise StoreVersionError(
                 f"{self._db_path} has schema version {version}; this pcache understands "
@@ -310,9 +335,10 @@ class Store:
 
         def create(con: sqlite3.Connection) -> None:
             _schema.create(con)
-            con.execute(
-                "INSERT OR REPLACE INTO meta (name, value) VALUES ('created', ?)",
-                (repr(time.time()),),
+            now = repr(time.time())
+            con.executemany(
+                "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)",
+                [("created", now), ("last_sweep", now)],
             )
 
         self._write("creating schema", create, flush=False)
@@ -447,7 +473,7 @@ class Store:
                 con.execute("INSERT INTO blobs (id, data) VALUES (?, ?)", (cur.lastrowid, stored))
             evicted = 0
             if self.max_bytes is not None:
-                victims = self._victims(con, self.max_bytes, set())
+                victims = self._victims(con, self.max_bytes)
                 evicted = len(victims)
                 unlink.extend(self._delete_rows(con, victims))
             _add_counters(con, {"puts": 1, "evictions": evicted} if evicted else {"puts": 1})
@@ -711,28 +737,27 @@ class Store:
 
     # ------------------------------------------------------------ eviction, gc
 
-    def _victims(self, con: sqlite3.Connection, limit: int, chosen: set[int]) -> list[tuple]:
-        """Rows ``(id, stored_size, file)`` to remove, in policy order, so that the
-        remaining stored bytes (minus those in ``chosen``, already going) <= limit."""
+    def _victims(
+        self, con: sqlite3.Connection, limit: int, skip: Mapping[int, Entry] | None = None
+    ) -> list[tuple]:
+        """Rows ``(id, stored_size, file, *ENTRY_COLUMNS)`` to remove, in policy order, so
+        that the stored bytes left (not counting ``skip``, already going) are <= limit.
+        Reads the policy's index from its start; stops as soon as enough is found."""
         total = con.execute("SELECT stored_bytes FROM totals WHERE id = 0").fetchone()[0]
-        if chosen:
-            (already,) = con.execute(
-                f"SELECT coalesce(sum(stored_size), 0) FROM entries WHERE id IN ({','.join('?' * len(chosen))})",
-                list(chosen),
-            ).fetchone()
-            total -= already
+        if skip:
+            total -= sum(e.stored_size for e in skip.values())
         excess = total - limit
         out: list[tuple] = []
         if excess <= 0:
             return out
         cur = con.execute(
-            f"SELECT id, stored_size, file FROM entries ORDER BY {self.policy.order_by}"
+            f"SELECT id, stored_size, file, {_COLS} FROM entries ORDER BY {self.policy.order_by}"
         )
-        for rowid, size, file in cur:
-            if rowid in chosen:
+        for row in cur:
+            if skip and row[0] in skip:
                 continue
-            out.append((rowid, size, file))
-            excess -= size
+            out.append(row)
+            excess -= row[1]
             if excess <= 0:
                 break
         cur.close()
@@ -785,27 +810,12 @@ class Store:
                     ):
                         chosen[row[0]] = e
             if limit is not None:
-
-                def pick(con: sqlite3.Connection) -> list[tuple]:
-                    return self._victims(con, limit, set(chosen))
-
-                for rowid, _size, _file in self._read("gc: choosing victims", pick):
-                    chosen[rowid] = None  # type: ignore[assignment]
+                victims = self._read(
+                    "gc: choosing victims", lambda con: self._victims(con, limit, chosen)
+                )
+                for row in victims:
+                    chosen[row[0]] = Entry.from_row(row[3:])
             ids = list(chosen)
-            if ids and any(chosen[i] is None for i in ids):
-                need = [i for i in ids if chosen[i] is None]
-                for i in range(0, len(need), 500):
-                    batch = need[i : i + 500]
-                    rows = self._read(
-                        "gc: reading victims",
-                        lambda con, b=batch: con.execute(
-                            f"SELECT id, {_COLS} FROM entries WHERE id IN ({','.join('?' * len(b))})",
-                            b,
-                        ).fetchall(),
-                    )
-                    for row in rows:
-                        chosen[row[0]] = Entry.from_row(row[1:])
-                ids = [i for i in ids if chosen[i] is not None]
             removed = [chosen[i] for i in ids]
             freed = 0
             corrupt = orphans = 0
@@ -892,6 +902,12 @@ class Store:
             if name not in referenced and now - mtime >= grace:
                 self._unlink_file(name)
                 orphans += 1
+        self._write(
+            "gc: recording sweep time",
+            lambda con: con.execute(
+                "INSERT OR REPLACE INTO meta (name, value) VALUES ('last_sweep', ?)", (repr(now),)
+            ),
+        )
         return len(bad), orphans
 
     def _reclaim(self) -> None:

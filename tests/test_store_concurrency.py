@@ -112,3 +112,22 @@ def test_orphan_of_live_writer_is_kept_until_grace(tmp_path):
         assert s._files.path(fresh).exists() and not s._files.path(old).exists()
         assert s.get("k") is not None
         assert s.verify().orphans == []  # fresh one is within the grace period
+
+
+@pytest.mark.timeout(60)
+def test_open_sweeps_orphans_when_no_gc_ran_for_a_day(tmp_path):
+    import sqlite3
+
+    with Store(tmp_path) as s:
+        orphan = s._files.write(b"left by a crashed writer")
+        path = s._files.path(orphan)
+    past = time.time() - 7200
+    os.utime(path, (past, past))
+    Store(tmp_path, orphan_grace=3600).close()
+    assert path.exists()  # swept less than a day ago (at creation): open leaves it
+    con = sqlite3.connect(tmp_path / "store.db")
+    with con:
+        con.execute("UPDATE meta SET value = ? WHERE name = 'last_sweep'", (repr(past - 86400),))
+    con.close()
+    Store(tmp_path, orphan_grace=3600).close()
+    assert not path.exists()
