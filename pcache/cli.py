@@ -446,9 +446,11 @@ def gc(
         click.echo(f"{verb} {len(removed)} {noun} ({format_size(result.bytes_freed)}):")
         rows = [
             [e.key[:12], e.function_name or "?", _device(e), format_size(e.stored_size)]
-            for e in removed
+            for e in removed[:GC_ROWS_SHOWN]
         ]
         _echo_indented(_table(["KEY", "FUNCTION", "BACKEND/DEVICE", "SIZE"], rows, {3}))
+        if len(removed) > GC_ROWS_SHOWN:
+            click.echo(f"  ... and {len(removed) - GC_ROWS_SHOWN} more (--json lists all)")
     else:
         click.echo("Nothing to remove.")
     if result.corrupt_removed:
@@ -460,6 +462,10 @@ def gc(
         f"disk {format_size(result.disk_bytes_before)} -> "
         f"{format_size(result.disk_bytes_after)} (limit {_size(limit)})"
     )
+
+
+#: gc's text output lists this many removed entries, then a count.
+GC_ROWS_SHOWN = 20
 
 
 def _gc_row(e: Any) -> dict[str, Any]:

@@ -387,6 +387,16 @@ def test_gc_older_than(cache: Path) -> None:
     assert keys(cache).isdisjoint(old) and len(keys(cache)) == 3
 
 
+def test_gc_lists_at_most_20_removed_entries(tmp_path: Path) -> None:
+    with Store(tmp_path / "store") as s:
+        for i in range(30):
+            s.put(key_of(f"many-{i}"), value_of(f"many-{i}", 500), meta=meta(f"jit_f{i}"))
+    r = run("--dir", str(tmp_path), "gc", "--max-size", "0")
+    assert r.exit_code == 0, r.output
+    assert "Removed 30 entries" in r.output and "... and 10 more" in r.output
+    assert keys(tmp_path) == set()
+
+
 def test_gc_max_size(cache: Path) -> None:
     with Store(cache / "store") as s:
         total = s.stats()["stored_bytes"]
