@@ -737,6 +737,10 @@ def test_real_jax_compilations(tmp_path: Path) -> None:
     assert r.exit_code == 0 and key in r.output
     assert run("--dir", str(d), "verify").exit_code == 0
     assert gc_json(d, "--stale")["removed_count"] == 0
+    script = pcache_commands()[0]
+    p = subprocess.run([*script, "--dir", str(d), "ls"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert all(r["key"][:12] in p.stdout for r in rows)
 
 
 def test_progress_callback_draws_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
