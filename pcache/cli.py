@@ -517,13 +517,13 @@ def _stats_data(store: Store, directory: Path, limit: int, top: int) -> dict[str
                 "entries": 0,
                 "hits": 0,
                 "compile_seconds": 0.0,
-                "seconds_saved": 0.0,
+                "compile_seconds_saved": 0.0,
             },
         )
         f["entries"] += 1
         f["hits"] += e.hits or 0
         f["compile_seconds"] += e.compile_seconds or 0.0
-        f["seconds_saved"] += _saved(e)
+        f["compile_seconds_saved"] += _saved(e)
     hits, misses = int(st.get("hits", 0)), int(st.get("misses", 0))
     known = {"entries", "raw_bytes", "stored_bytes", "file_bytes", "disk_bytes", "max_bytes"}
     known |= {"hits", "misses", "evictions", "puts"}
@@ -547,12 +547,12 @@ def _stats_data(store: Store, directory: Path, limit: int, top: int) -> dict[str
         "hit_rate": _ratio(hits, hits + misses),
         "puts": int(st.get("puts", 0)),
         "evictions": int(st.get("evictions", 0)),
-        "seconds_saved": sum(f["seconds_saved"] for f in fn_rows),
+        "compile_seconds_saved": sum(f["compile_seconds_saved"] for f in fn_rows),
         "counters": counters,
         "by_device": sorted(groups.values(), key=lambda g: (-g["entries"], g["backend"])),
         "top_by_hits": sorted(fn_rows, key=lambda f: (-f["hits"], f["function_name"]))[:top],
-        "top_by_seconds_saved": sorted(
-            fn_rows, key=lambda f: (-f["seconds_saved"], f["function_name"])
+        "top_by_compile_seconds_saved": sorted(
+            fn_rows, key=lambda f: (-f["compile_seconds_saved"], f["function_name"])
         )[:top],
     }
 
@@ -608,7 +608,7 @@ def stats(ctx: click.Context, max_size: int | None, top: int, as_json: bool) -> 
             f"{data['hits']} / {data['misses']} (hit rate {pct(data['hit_rate'])})",
         ),
         ("Puts / evictions", f"{data['puts']} / {data['evictions']}"),
-        ("Compile time saved", f"{_seconds(data['seconds_saved'])} (hits x compile time)"),
+        ("Compile time saved", f"{_seconds(data['compile_seconds_saved'])} (hits x compile time)"),
     ]
     lines += [_counter_line(k, v) for k, v in data["counters"].items()]
     width = max(len(k) for k, _ in lines)
@@ -628,7 +628,7 @@ def stats(ctx: click.Context, max_size: int | None, top: int, as_json: bool) -> 
         _echo_indented(_table(["BACKEND/DEVICE", "ENTRIES", "STORED", "HITS"], rows, {1, 2, 3}))
     for title, key in (
         ("Top functions by hits:", "top_by_hits"),
-        ("Top functions by compile time saved:", "top_by_seconds_saved"),
+        ("Top functions by compile time saved:", "top_by_compile_seconds_saved"),
     ):
         if not data[key]:
             continue
@@ -639,7 +639,7 @@ def stats(ctx: click.Context, max_size: int | None, top: int, as_json: bool) -> 
                 str(f["entries"]),
                 str(f["hits"]),
                 _seconds(f["compile_seconds"]),
-                _seconds(f["seconds_saved"]),
+                _seconds(f["compile_seconds_saved"]),
             ]
             for f in data[key]
         ]
