@@ -110,15 +110,36 @@ SIZE = SizeType()
 AGE = AgeType()
 
 
+def _size(n: int) -> str:
+    """A size as given in decimal units when it is a round one (``10 GB``), else binary."""
+    for unit, scale in (("TB", 1000**4), ("GB", 1000**3), ("MB", 1000**2), ("KB", 1000)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return format_size(n)
+
+
 def max_size_option(help_text: str) -> Callable:
     return click.option(
         "--max-size",
         "max_size",
         type=SIZE,
-        envvar="JAX_PCACHE_MAX_DISK",
-        show_envvar=True,
-        help=f"{help_text} [default: {_size(DEFAULT_MAX_DISK)}; forms: {SIZE_FORMS}]",
+        help=f"{help_text} [default: $JAX_PCACHE_MAX_DISK, else {_size(DEFAULT_MAX_DISK)}; "
+        f"forms: {SIZE_FORMS}]",
     )
+
+
+def _limit(max_size: int | None) -> int:
+    """``--max-size``, else ``$JAX_PCACHE_MAX_DISK``, else the default; a malformed
+    variable is a usage error naming it."""
+    if max_size is not None:
+        return max_size
+    raw = os.environ.get("JAX_PCACHE_MAX_DISK", "")
+    if not raw.strip():
+        return DEFAULT_MAX_DISK
+    try:
+        return parse_size(raw)
+    except ConfigError as exc:
+        raise click.UsageError(f"JAX_PCACHE_MAX_DISK: {exc}") from None
 
 
 def json_option(fn: Callable) -> Callable:
@@ -214,14 +235,6 @@ def _ago(t: float | None, now: float) -> str:
         if d >= seconds:
             return f"{int(d // seconds)}{unit} ago"
     return f"{int(d)}s ago"
-
-
-def _size(n: int) -> str:
-    """A size as given in decimal units when it is a round one (``10 GB``), else binary."""
-    for unit, scale in (("TB", 1000**4), ("GB", 1000**3), ("MB", 1000**2), ("KB", 1000)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale} {unit}"
-    return format_size(n)
 
 
 def _seconds(s: float | None) -> str:
@@ -407,7 +420,7 @@ def gc(
         pcache gc --older-than 30d      # like ccache --evict-older-than
         pcache gc --stale --dry-run     # what a JAX upgrade left behind
     """
-    limit = max_size if max_size is not None else DEFAULT_MAX_DISK
+    limit = _limit(max_size)
     with _open_store(ctx) as store:
         predicate, installed = _stale_predicate(store) if stale else (None, None)
         with _Progress("Collecting garbage") as progress:
@@ -579,7 +592,7 @@ def stats(ctx: click.Context, max_size: int | None, top: int, as_json: bool) -> 
         pcache stats
         pcache stats --json | jq .hit_rate
     """
-    limit = max_size if max_size is not None else DEFAULT_MAX_DISK
+    limit = _limit(max_size)
     directory = ctx.find_object(_State).resolve()
     with _open_store(ctx) as store:
         data = _stats_data(store, directory, limit, top)
@@ -759,8 +772,9 @@ def clear(ctx: click.Context, yes: bool) -> None:
     with _open_store(ctx) as store:
         st = store.stats()
         if not yes:
+            n = st["entries"]
             prompt = (
-                f"Remove all {st['entries']} entries "
+                f"Remove {'the 1 entry' if n == 1 else f'all {n} entries'} "
                 f"({format_size(st['stored_bytes'])}) from {directory}?"
             )
             try:
