@@ -2,37 +2,59 @@
 
 Switch it on with ``pcache.enable()`` in an entrypoint, or with no code change by
 setting ``JAX_PCACHE_DIR`` (JAX's plugin discovery runs ``pcache._plugin``).
+
+Attributes are loaded on first use, so JAX's plugin discovery importing
+``pcache._plugin`` costs nothing when the cache is not switched on.
 """
 
 from __future__ import annotations
 
-from pcache._api import (
-    clear_memory,
-    disable,
-    enable,
-    enabled,
-    explain,
-    fingerprint,
-    is_enabled,
-    key,
-    stats,
-)
-from pcache._config import ConfigError
-from pcache._errors import PcacheError, Uncacheable
-from pcache._key import CacheKey
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "CacheKey",
-    "ConfigError",
-    "PcacheError",
-    "Uncacheable",
-    "clear_memory",
-    "disable",
-    "enable",
-    "enabled",
-    "explain",
-    "fingerprint",
-    "is_enabled",
-    "key",
-    "stats",
-]
+_EXPORTS = {
+    "enable": "pcache._api",
+    "disable": "pcache._api",
+    "enabled": "pcache._api",
+    "is_enabled": "pcache._api",
+    "stats": "pcache._api",
+    "clear_memory": "pcache._api",
+    "fingerprint": "pcache._api",
+    "key": "pcache._api",
+    "explain": "pcache._api",
+    "CacheKey": "pcache._key",
+    "ConfigError": "pcache._config",
+    "PcacheError": "pcache._errors",
+    "Uncacheable": "pcache._errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pcache._api import (  # noqa: F401
+        clear_memory,
+        disable,
+        enable,
+        enabled,
+        explain,
+        fingerprint,
+        is_enabled,
+        key,
+        stats,
+    )
+    from pcache._config import ConfigError  # noqa: F401
+    from pcache._errors import PcacheError, Uncacheable  # noqa: F401
+    from pcache._key import CacheKey  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pcache' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -101,9 +101,14 @@ class Stats:
 class MemoryTier:
     """An LRU of ready-to-run executables bounded by a byte count.
 
-    Sizes are the serialized executable's length: a stable, cheap proxy for what
-    the loaded executable holds (its code and constants).
+    An entry's size is its serialized length plus `ENTRY_OVERHEAD`: a loaded
+    executable holds more than its serialized bytes (JIT-compiled code, runtime
+    structures). Measured on CPU with jax 0.10.2: cycling 1,500 small programs
+    grew RSS by ~125 KB per resident executable whose serialized size was ~6 KB.
     """
+
+    ENTRY_OVERHEAD = 128 * 1024
+
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
@@ -121,6 +126,7 @@ class MemoryTier:
 
     def put(self, key: str, value: Any, nbytes: int) -> int:
         """Insert; returns how many entries were evicted to stay within the bound."""
+        nbytes += self.ENTRY_OVERHEAD
         if nbytes > self.max_bytes:
             return 0
         evicted = 0

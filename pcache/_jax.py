@@ -187,7 +187,9 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
     if any(getattr(a, "shape", None) is not None and not all(isinstance(d, int) for d in a.shape)
            for a in in_avals):
         raise Uncacheable("dynamic-shapes", "symbolic dimensions")
-    jaxpr_hex, persistent = _jaxpr_part(closed_jaxpr, num_const_args > 0)
+    # Literals are keyed by content even where lowering hoists them into arguments
+    # (over-keying is safe; keying hoisted literals by aval is not tested yet).
+    jaxpr_hex, persistent = _jaxpr_part(closed_jaxpr, False)
     ordered = list(_effects.ordered_effects.filter_in(closed_jaxpr.effects))
     tuple_args = _dispatch.should_tuple_args(len(in_avals), backend.platform)
     allow_in, allow_out = _pxla.get_prop_to_input_output(
