@@ -10,6 +10,7 @@ unless ``raise_errors`` is set (``JAX_PCACHE_RAISE_ERRORS=1``, for tests).
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -281,7 +282,7 @@ class Runtime:
         self.stats.add("seconds_saved", saved)
         _record_event("/pcache/disk_hits")
         _record_duration("/pcache/load_time_sec", load_s)
-        self._bump({"disk_hits": 1, "seconds_saved": saved})
+        self._bump({"seconds_saved": saved})
         self._memory_put(digest, exe, len(raw))
         return exe
 
@@ -318,16 +319,15 @@ class Runtime:
         the OS and this process takes over.
         """
         digest = key.digest
-        self.stats.add("misses")
+        self.stats.add("misses")  # the store persists its own hit/miss counters
         _record_event("/pcache/misses")
-        self._bump({"misses": 1})
         with self._thread_lock(digest):
             exe = self.memory.get(digest)
             if exe is not None:  # another thread of this process just compiled it
                 self.stats.add("memory_hits")
                 return exe
             if not key.persistent:
-                return self._compile_and_fill(key, compile_fn, meta)
+                return self._compile_and_fill(key, compile_fn, meta)[0]
             lock = filelock.FileLock(str(self.locks_dir / f"{digest}.lock"), is_singleton=False)
             acquired = False
             try:
@@ -351,14 +351,21 @@ class Runtime:
                 exe = self._load_from_store(key, load)
                 if exe is not None:
                     return exe
-                return self._compile_and_fill(key, compile_fn, meta)
+                exe, stored = self._compile_and_fill(key, compile_fn, meta)
+                if stored and acquired:
+                    # Safe to remove while held: whoever takes any lock for this key
+                    # from now on re-reads the store first and finds the entry.
+                    with contextlib.suppress(OSError):
+                        os.unlink(lock.lock_file)
+                return exe
             finally:
                 if acquired:
                     lock.release()
 
     def _compile_and_fill(
         self, key: CacheKey, compile_fn: Callable[[], Compiled], meta: dict[str, Any]
-    ) -> Any:
+    ) -> tuple[Any, bool]:
+        """Compile, fill both tiers; returns (executable, whether it was stored)."""
         digest = key.digest
         compiled = compile_fn()
         self.stats.add("compiles")
@@ -377,9 +384,10 @@ class Runtime:
                     digest, raw, meta={**meta, "compile_seconds": compiled.compile_seconds, "extra": extra}
                 )
                 self.stats.add("bytes_written", len(raw))
+                return compiled.executable, True
             except Exception as exc:
                 self.error("store write", exc)
-        return compiled.executable
+        return compiled.executable, False
 
     def _thread_lock(self, digest: str) -> _KeyedLock:
         return _KeyedLock(self, digest)
