@@ -78,6 +78,7 @@ DB_NAME = "store.db"
 LOCK_NAME = "store.lock"
 VALUES_DIR = "values"
 INLINE_THRESHOLD = 256 * 1024
+GC_CACHE_KIB = 65536  # page cache while gc runs
 SWEEP_INTERVAL = 86400.0  # seconds between orphan sweeps done at open (gc always sweeps)
 
 _COLS = ", ".join(ENTRY_COLUMNS)
@@ -213,7 +214,9 @@ class Store:
                 return attempt()
             except sqlite3.Error as exc:
                 if is_busy(exc) and time.monotonic() < deadline:
-                    time.sleep(min(delay * (0.5 + random.random()), deadline - time.monotonic()))
+                    time.sleep(
+                        max(0.0, min(delay * (0.5 + random.random()), deadline - time.monotonic()))
+                    )
                     delay = min(delay * 2, 0.05)
                     continue
                 if is_busy(exc):
@@ -789,43 +792,61 @@ class Store:
         reading and writing meanwhile.
         """
         limit = self.max_bytes if max_bytes is None else max_bytes
-        with self._file_lock("gc"):
-            before = self._disk_bytes_scan()
-            self.flush()
-            chosen: dict[int, Entry] = {}
-            if older_than is not None or predicate is not None:
-                sql = f"SELECT id, {_COLS} FROM entries"
-                params: list[Any] = []
-                if predicate is None:
-                    sql += " WHERE last_used <= ?"
-                    params.append(time.time() - older_than)
-                rows = self._read(
-                    "gc: listing entries", lambda con: con.execute(sql, params).fetchall()
-                )
-                cutoff = None if older_than is None else time.time() - older_than
-                for row in rows:
-                    e = Entry.from_row(row[1:])
-                    if (cutoff is not None and e.last_used <= cutoff) or (
-                        predicate is not None and predicate(e)
-                    ):
-                        chosen[row[0]] = e
-            if limit is not None:
-                victims = self._read(
-                    "gc: choosing victims", lambda con: self._victims(con, limit, chosen)
-                )
-                for row in victims:
-                    chosen[row[0]] = Entry.from_row(row[3:])
-            ids = list(chosen)
-            removed = [chosen[i] for i in ids]
-            freed = 0
-            corrupt = orphans = 0
-            if not dry_run:
-                freed = self._delete_ids(ids, progress, counter="evictions")
-                corrupt, orphans = self._sweep(self.orphan_grace)
-                self._reclaim()
-            else:
-                freed = sum(e.stored_size for e in removed)
-            after = self._disk_bytes_scan()
+        con = self._con()
+        cache_size = con.execute("PRAGMA cache_size").fetchone()[0]
+        # Mass deletes touch many b-tree and freelist pages; with SQLite's default 2 MB
+        # page cache, deleting 50,000 of 100,000 entries took 3.2 s, with 64 MB 1.1 s.
+        con.execute(f"PRAGMA cache_size = {-GC_CACHE_KIB}")
+        try:
+            with self._file_lock("gc"):
+                return self._gc(limit, older_than, predicate, dry_run, progress)
+        finally:
+            con.execute(f"PRAGMA cache_size = {cache_size}")
+
+    def _gc(
+        self,
+        limit: int | None,
+        older_than: float | None,
+        predicate: Callable[[Entry], bool] | None,
+        dry_run: bool,
+        progress: Callable[[int, int], None] | None,
+    ) -> GcResult:
+        before = self._disk_bytes_scan()
+        self.flush()
+        chosen: dict[int, Entry] = {}
+        if older_than is not None or predicate is not None:
+            sql = f"SELECT id, {_COLS} FROM entries"
+            params: list[Any] = []
+            if predicate is None:
+                sql += " WHERE last_used <= ?"
+                params.append(time.time() - older_than)
+            rows = self._read(
+                "gc: listing entries", lambda con: con.execute(sql, params).fetchall()
+            )
+            cutoff = None if older_than is None else time.time() - older_than
+            for row in rows:
+                e = Entry.from_row(row[1:])
+                if (cutoff is not None and e.last_used <= cutoff) or (
+                    predicate is not None and predicate(e)
+                ):
+                    chosen[row[0]] = e
+        if limit is not None:
+            victims = self._read(
+                "gc: choosing victims", lambda con: self._victims(con, limit, chosen)
+            )
+            for row in victims:
+                chosen[row[0]] = Entry.from_row(row[3:])
+        ids = list(chosen)
+        removed = [chosen[i] for i in ids]
+        freed = 0
+        corrupt = orphans = 0
+        if not dry_run:
+            freed = self._delete_ids(ids, progress, counter="evictions")
+            corrupt, orphans = self._sweep(self.orphan_grace)
+            self._reclaim()
+        else:
+            freed = sum(e.stored_size for e in removed)
+        after = self._disk_bytes_scan()
         return GcResult(
             removed=removed,
             bytes_freed=freed,
@@ -841,9 +862,12 @@ class Store:
         ids: list[int],
         progress: Callable[[int, int], None] | None,
         counter: str | None,
-        batch: int = 2000,
+        batch: int = 20_000,
     ) -> int:
-        """Delete rows by id in batches (short write locks); return stored bytes freed."""
+        """Delete rows by id in batches; return stored bytes freed.
+
+        A batch holds the write lock ~0.3 s on the bench box; batches of 2,000 made
+        gc 2x slower (a commit, and often a WAL checkpoint, per batch)."""
         freed = 0
         total = len(ids)
         if progress:
@@ -856,11 +880,16 @@ class Store:
                 con: sqlite3.Connection, chunk: list[int] = chunk, files: list[str] = files
             ) -> int:
                 files.clear()
-                marks = ",".join("?" * len(chunk))
+                # A temp table, not "IN (?, ?, ...)": old SQLite builds allow 999 variables.
+                con.execute("CREATE TEMP TABLE IF NOT EXISTS doomed (id INTEGER PRIMARY KEY)")
+                con.execute("DELETE FROM temp.doomed")
+                con.executemany(
+                    "INSERT OR IGNORE INTO temp.doomed (id) VALUES (?)", ((i,) for i in chunk)
+                )
                 rows = con.execute(
-                    f"SELECT id, stored_size, file FROM entries WHERE id IN ({marks})", chunk
+                    "SELECT id, stored_size, file FROM entries WHERE id IN (SELECT id FROM temp.doomed)"
                 ).fetchall()
-                con.execute(f"DELETE FROM entries WHERE id IN ({marks})", chunk)
+                con.execute("DELETE FROM entries WHERE id IN (SELECT id FROM temp.doomed)")
                 files.extend(r[2] for r in rows if r[2])
                 if counter and rows:
                     _add_counters(con, {counter: len(rows)})
