@@ -53,12 +53,19 @@ def enable(
     if max_disk_bytes is _UNSET:
         max_disk_bytes = env.max_disk if env.max_disk is not None else _config.DEFAULT_MAX_DISK
     if max_memory_bytes is _UNSET:
-        max_memory_bytes = env.max_memory if env.max_memory is not None else _config.DEFAULT_MAX_MEMORY
+        max_memory_bytes = (
+            env.max_memory if env.max_memory is not None else _config.DEFAULT_MAX_MEMORY
+        )
     if max_disk_bytes is not None:
         max_disk_bytes = _config.parse_size(max_disk_bytes)
-    max_memory_bytes = _config.parse_size(max_memory_bytes) if max_memory_bytes is not None else 1 << 62
-    timeout = _config.parse_age(lock_timeout) if lock_timeout is not None else (
-        env.lock_timeout if env.lock_timeout is not None else DEFAULT_LOCK_TIMEOUT)
+    max_memory_bytes = (
+        _config.parse_size(max_memory_bytes) if max_memory_bytes is not None else 1 << 62
+    )
+    timeout = (
+        _config.parse_age(lock_timeout)
+        if lock_timeout is not None
+        else (env.lock_timeout if env.lock_timeout is not None else DEFAULT_LOCK_TIMEOUT)
+    )
     directory = Path(path).expanduser() if path is not None else _config.default_cache_dir()
     from pcache import _jax
 
@@ -148,8 +155,13 @@ def stats() -> dict[str, Any]:
     if rt is None:
         return {"enabled": False}
     out = rt.stats.snapshot()
-    out.update(enabled=True, path=str(rt.path), memory_entries=len(rt.memory),
-               memory_bytes=rt.memory.bytes, memory_max_bytes=rt.memory.max_bytes)
+    out.update(
+        enabled=True,
+        path=str(rt.path),
+        memory_entries=len(rt.memory),
+        memory_bytes=rt.memory.bytes,
+        memory_max_bytes=rt.memory.max_bytes,
+    )
     return out
 
 

@@ -110,7 +110,6 @@ class MemoryTier:
 
     ENTRY_OVERHEAD = 128 * 1024
 
-
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
@@ -381,7 +380,9 @@ class Runtime:
             )
             try:
                 self.store.put(
-                    digest, raw, meta={**meta, "compile_seconds": compiled.compile_seconds, "extra": extra}
+                    digest,
+                    raw,
+                    meta={**meta, "compile_seconds": compiled.compile_seconds, "extra": extra},
                 )
                 self.stats.add("bytes_written", len(raw))
                 return compiled.executable, True

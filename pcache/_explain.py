@@ -46,7 +46,10 @@ def explain_miss(rt, key: CacheKey, fun_name: str) -> str:
 
 def explain_call(rt, key: CacheKey, fun) -> str:
     name = getattr(fun, "__name__", None)
-    lines = [f"key {key.digest}" + ("" if key.persistent else " (memory tier only)"), key.describe()]
+    lines = [
+        f"key {key.digest}" + ("" if key.persistent else " (memory tier only)"),
+        key.describe(),
+    ]
     if rt is None:
         lines.append("pcache is not enabled: nothing to compare with")
         return "\n".join(lines)
@@ -54,6 +57,8 @@ def explain_call(rt, key: CacheKey, fun) -> str:
     if hit:
         lines.append("stored: this call would hit")
     else:
-        lines.append("not stored: this call would miss; nearest stored entries of the same function:")
+        lines.append(
+            "not stored: this call would miss; nearest stored entries of the same function:"
+        )
         lines += _describe_nearest(rt, key, name)
     return "\n".join(lines)

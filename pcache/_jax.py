@@ -125,7 +125,9 @@ def _environment_parts(backend) -> list[tuple[str, str]]:
 def _device_part(device_list) -> str:
     # The executable is built for exactly these devices: ids and kinds go in the key.
     return _vd(
-        tuple((d.id, d.platform, d.device_kind, getattr(d, "process_index", 0)) for d in device_list)
+        tuple(
+            (d.id, d.platform, d.device_kind, getattr(d, "process_index", 0)) for d in device_list
+        )
     )
 
 
@@ -147,8 +149,15 @@ def _jaxpr_part(closed_jaxpr, hoisted_consts: bool) -> tuple[str, bool]:
 class _LowerCtx:
     """What `lower_sharding_computation` knows that `_cached_lowering_to_hlo` is not told."""
 
-    __slots__ = ("compiler_options_kvs", "lowering_platforms", "pgle_profiler", "fun_name",
-                 "device_list", "backend", "probe")
+    __slots__ = (
+        "compiler_options_kvs",
+        "lowering_platforms",
+        "pgle_profiler",
+        "fun_name",
+        "device_list",
+        "backend",
+        "probe",
+    )
 
     def __init__(self, fun_name, compiler_options_kvs, lowering_platforms, pgle_profiler, probe):
         self.fun_name = fun_name
@@ -160,7 +169,9 @@ class _LowerCtx:
         self.probe = probe
 
 
-_LSC_CTX: contextvars.ContextVar[_LowerCtx | None] = contextvars.ContextVar("pcache_lsc", default=None)
+_LSC_CTX: contextvars.ContextVar[_LowerCtx | None] = contextvars.ContextVar(
+    "pcache_lsc", default=None
+)
 _PROBE: contextvars.ContextVar[bool] = contextvars.ContextVar("pcache_probe", default=False)
 
 
@@ -173,9 +184,24 @@ class _ProbeResult(Exception):
 
 def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, dict]:
     """The cache key of one `_cached_lowering_to_hlo` call (+ predicted compile inputs)."""
-    (closed_jaxpr, module_name, backend, num_const_args, in_avals, sem_in, sem_out,
-     in_layouts, out_layouts, num_devices, device_assignment, donated_invars,
-     all_default_mem_kind, inout_aliases, propagated_out_mem_kinds, platforms) = args
+    (
+        closed_jaxpr,
+        module_name,
+        backend,
+        num_const_args,
+        in_avals,
+        sem_in,
+        sem_out,
+        in_layouts,
+        out_layouts,
+        num_devices,
+        device_assignment,
+        donated_invars,
+        all_default_mem_kind,
+        inout_aliases,
+        propagated_out_mem_kinds,
+        platforms,
+    ) = args
     lowering_parameters = kwargs["lowering_parameters"]
     abstract_mesh = kwargs.get("abstract_mesh")
     if ctx.pgle_profiler is not None:
@@ -184,8 +210,10 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
         raise Uncacheable("override-lowering-rules", "custom lowering rules are process-local")
     if ctx.device_list is None:
         raise Uncacheable("no-device-assignment", "abstract-mesh lowering (export) is not cached")
-    if any(getattr(a, "shape", None) is not None and not all(isinstance(d, int) for d in a.shape)
-           for a in in_avals):
+    if any(
+        getattr(a, "shape", None) is not None and not all(isinstance(d, int) for d in a.shape)
+        for a in in_avals
+    ):
         raise Uncacheable("dynamic-shapes", "symbolic dimensions")
     # Literals are keyed by content even where lowering hoists them into arguments
     # (over-keying is safe; keying hoisted literals by aval is not tested yet).
@@ -193,7 +221,8 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
     ordered = list(_effects.ordered_effects.filter_in(closed_jaxpr.effects))
     tuple_args = _dispatch.should_tuple_args(len(in_avals), backend.platform)
     allow_in, allow_out = _pxla.get_prop_to_input_output(
-        sem_in.shardings, sem_out.shardings, len(ordered))
+        sem_in.shardings, sem_out.shardings, len(ordered)
+    )
     parts = [
         ("jaxpr", jaxpr_hex),
         ("in_avals", _vd(tuple(in_avals))),
@@ -208,19 +237,29 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
         ("all_default_mem_kind", _vd(bool(all_default_mem_kind))),
         ("out_mem_kinds", _vd(tuple(propagated_out_mem_kinds))),
         ("platforms", _vd(tuple(platforms))),
-        ("lowering_parameters", _vd((
-            lowering_parameters.global_constant_computation,
-            lowering_parameters.for_export,
-            lowering_parameters.export_ignore_forward_compatibility,
-            lowering_parameters.hoist_constants_as_args,
-        ))),
+        (
+            "lowering_parameters",
+            _vd(
+                (
+                    lowering_parameters.global_constant_computation,
+                    lowering_parameters.for_export,
+                    lowering_parameters.export_ignore_forward_compatibility,
+                    lowering_parameters.hoist_constants_as_args,
+                )
+            ),
+        ),
         ("abstract_mesh", _vd(abstract_mesh)),
         *_compile_parts(tuple_args, allow_in, allow_out, ctx.device_list, ctx.compiler_options_kvs),
         *_environment_parts(backend),
     ]
-    predicted = dict(tuple_args=tuple_args, allow_in=tuple(allow_in), allow_out=tuple(allow_out),
-                     device_list=ctx.device_list, compiler_options_kvs=ctx.compiler_options_kvs,
-                     ordered=ordered)
+    predicted = dict(
+        tuple_args=tuple_args,
+        allow_in=tuple(allow_in),
+        allow_out=tuple(allow_out),
+        device_list=ctx.device_list,
+        compiler_options_kvs=ctx.compiler_options_kvs,
+        ordered=ordered,
+    )
     return CacheKey(parts=tuple(parts), persistent=persistent), predicted
 
 
@@ -265,8 +304,13 @@ def _runtime():
 
 
 def _lsc_wrapper(closed_jaxpr, api_name, fun_name, *args, **kwargs):
-    ctx = _LowerCtx(fun_name, kwargs.get("compiler_options_kvs", ()),
-                    kwargs.get("lowering_platforms"), kwargs.get("pgle_profiler"), _PROBE.get())
+    ctx = _LowerCtx(
+        fun_name,
+        kwargs.get("compiler_options_kvs", ()),
+        kwargs.get("lowering_platforms"),
+        kwargs.get("pgle_profiler"),
+        _PROBE.get(),
+    )
     token = _LSC_CTX.set(ctx)
     try:
         return _ORIG["lsc"](closed_jaxpr, api_name, fun_name, *args, **kwargs)
@@ -280,8 +324,9 @@ def _device_assignment_wrapper(*args, **kwargs):
     if ctx is not None:
         backend, device_assignment, _ = out
         ctx.backend = backend
-        ctx.device_list = (None if device_assignment is None
-                           else _pxla._create_device_list(device_assignment))
+        ctx.device_list = (
+            None if device_assignment is None else _pxla._create_device_list(device_assignment)
+        )
     return out
 
 
@@ -305,7 +350,9 @@ def _lowering_wrapper(*args, **kwargs):
         return _ORIG["lower"](*args, **kwargs)
     if ctx.probe:
         raise _ProbeResult(key)
-    jax.monitoring.record_event_duration_secs("/pcache/fingerprint_time_sec", time.perf_counter() - t0)
+    jax.monitoring.record_event_duration_secs(
+        "/pcache/fingerprint_time_sec", time.perf_counter() - t0
+    )
     backend = args[2]
     exe = rt.lookup(key, lambda raw: _deserialize(raw, backend, predicted))
     if exe is not None:
@@ -346,8 +393,12 @@ def _compile_options(backend, predicted):
     device_list = predicted["device_list"]
     dev = np.array(list(device_list), dtype=object).reshape((1, len(device_list)))
     options = _compiler.get_compile_options(
-        num_replicas=1, num_partitions=len(device_list), device_assignment=dev,
-        env_options_overrides=dict(predicted["compiler_options_kvs"]), backend=backend)
+        num_replicas=1,
+        num_partitions=len(device_list),
+        device_assignment=dev,
+        env_options_overrides=dict(predicted["compiler_options_kvs"]),
+        backend=backend,
+    )
     options.parameter_is_tupled_arguments = predicted["tuple_args"]
     build = options.executable_build_options
     build.allow_spmd_sharding_propagation_to_parameters = list(predicted["allow_in"])
@@ -355,36 +406,68 @@ def _compile_options(backend, predicted):
     return options
 
 
-def _compilation_wrapper(computation, name, tuple_args, allow_in, allow_out, host_callbacks,
-                         backend, da, compiler_options_kvs, pgle_profiler):
+def _compilation_wrapper(
+    computation,
+    name,
+    tuple_args,
+    allow_in,
+    allow_out,
+    host_callbacks,
+    backend,
+    da,
+    compiler_options_kvs,
+    pgle_profiler,
+):
     orig = _ORIG["compile"]
-    actual = dict(tuple_args=tuple_args, allow_in=tuple(allow_in), allow_out=tuple(allow_out),
-                  device_list=da, compiler_options_kvs=compiler_options_kvs)
+    actual = dict(
+        tuple_args=tuple_args,
+        allow_in=tuple(allow_in),
+        allow_out=tuple(allow_out),
+        device_list=da,
+        compiler_options_kvs=compiler_options_kvs,
+    )
 
     def same(predicted):
-        return (not host_callbacks and pgle_profiler is None
-                and all(predicted[k] == v for k, v in actual.items()))
+        return (
+            not host_callbacks
+            and pgle_profiler is None
+            and all(predicted[k] == v for k, v in actual.items())
+        )
 
     if isinstance(computation, _Prefetched):
         if same(computation.predicted):
             return computation.executable
         # AOT `.compile(compiler_options=...)` or another device assignment:
         # not what was keyed. Lower for real and take the miss path below.
-        key = _with_compile_parts(computation.key, _compile_parts(
-            tuple_args, allow_in, allow_out, da, compiler_options_kvs))
+        key = _with_compile_parts(
+            computation.key,
+            _compile_parts(tuple_args, allow_in, allow_out, da, compiler_options_kvs),
+        )
         computation = computation.materialize()
         pending = (key, dict(actual, ordered=computation_ordered(computation)), name)
     else:
         with _PENDING_LOCK:
             pending = _PENDING.pop(computation, None)
         if pending is not None and not same(pending[1]):
-            key = _with_compile_parts(pending[0], _compile_parts(
-                tuple_args, allow_in, allow_out, da, compiler_options_kvs))
+            key = _with_compile_parts(
+                pending[0],
+                _compile_parts(tuple_args, allow_in, allow_out, da, compiler_options_kvs),
+            )
             pending = (key, dict(pending[1], **actual), pending[2])
     rt = _RT
     if pending is None or rt is None or host_callbacks or pgle_profiler is not None:
-        return orig(computation, name, tuple_args, allow_in, allow_out, host_callbacks,
-                    backend, da, compiler_options_kvs, pgle_profiler)
+        return orig(
+            computation,
+            name,
+            tuple_args,
+            allow_in,
+            allow_out,
+            host_callbacks,
+            backend,
+            da,
+            compiler_options_kvs,
+            pgle_profiler,
+        )
     key, predicted, fun_name = pending
 
     def compile_fn():
@@ -392,18 +475,32 @@ def _compilation_wrapper(computation, name, tuple_args, allow_in, allow_out, hos
 
         t0 = time.perf_counter()
         with _hlo_seam_off():
-            exe = orig(computation, name, tuple_args, allow_in, allow_out, host_callbacks,
-                       backend, da, compiler_options_kvs, pgle_profiler)
+            exe = orig(
+                computation,
+                name,
+                tuple_args,
+                allow_in,
+                allow_out,
+                host_callbacks,
+                backend,
+                da,
+                compiler_options_kvs,
+                pgle_profiler,
+            )
         secs = time.perf_counter() - t0
         try:
-            raw = exe.serialize() if hasattr(exe, "serialize") else backend.serialize_executable(exe)
+            raw = (
+                exe.serialize() if hasattr(exe, "serialize") else backend.serialize_executable(exe)
+            )
         except Exception as exc:  # some backends cannot serialize: memory tier only
             rt.error("serialize", exc)
             raw = None
         return Compiled(exe, raw, secs)
 
     meta = _entry_meta(backend, da, fun_name)
-    return rt.compile_through(key, compile_fn, lambda raw: _deserialize(raw, backend, predicted), meta)
+    return rt.compile_through(
+        key, compile_fn, lambda raw: _deserialize(raw, backend, predicted), meta
+    )
 
 
 def computation_ordered(module):  # noqa: ARG001 - the placeholder already checked effects
@@ -468,11 +565,18 @@ class _StoreCacheInterface(_CacheInterface):
     def put(self, key: str, value: bytes) -> None:
         if _HLO_OFF.get():
             return
-        self._rt.hlo_put(key, value, {
-            "backend": "", "device_kind": "", "jax_version": jax.__version__,
-            "jaxlib_version": jaxlib.__version__, "function_name": "",
-            "compile_seconds": 0.0,
-        })
+        self._rt.hlo_put(
+            key,
+            value,
+            {
+                "backend": "",
+                "device_kind": "",
+                "jax_version": jax.__version__,
+                "jaxlib_version": jaxlib.__version__,
+                "function_name": "",
+                "compile_seconds": 0.0,
+            },
+        )
 
     def clear(self) -> None:  # JAX calls this from reset paths; pcache keeps its store
         pass
@@ -485,7 +589,9 @@ def _install_hlo_seam(rt) -> None:
     if _cc is None:
         return
     _SAVED_CC.update(
-        cache=_cc._cache, initialized=_cc._cache_initialized, checked=_cc._cache_checked,
+        cache=_cc._cache,
+        initialized=_cc._cache_initialized,
+        checked=_cc._cache_checked,
         used=_cc._cache_used,
         min_time=_config.persistent_cache_min_compile_time_secs.value,
         min_size=_config.persistent_cache_min_entry_size_bytes.value,
@@ -547,7 +653,9 @@ def install(rt) -> None:
                 f"pcache: JAX {jax.__version__} is outside the versions whose jit seam pcache "
                 f"knows ({SUPPORTED[0]} to {SUPPORTED[1]}, exclusive); only JAX's HLO-level "
                 "cache seam is used, so tracing and lowering are not skipped.",
-                RuntimeWarning, stacklevel=3)
+                RuntimeWarning,
+                stacklevel=3,
+            )
         _uninstall_hlo_seam()
         _install_hlo_seam(rt)
 
@@ -564,9 +672,13 @@ def uninstall() -> None:
 def _install_jit_seam() -> None:
     if _ORIG:
         return
-    _ORIG.update(lsc=_pxla.lower_sharding_computation, devices=_pxla._get_and_check_device_assignment,
-                 lower=_pxla._cached_lowering_to_hlo, compile=_pxla._cached_compilation,
-                 stablehlo=_pxla.MeshComputation.stablehlo)
+    _ORIG.update(
+        lsc=_pxla.lower_sharding_computation,
+        devices=_pxla._get_and_check_device_assignment,
+        lower=_pxla._cached_lowering_to_hlo,
+        compile=_pxla._cached_compilation,
+        stablehlo=_pxla.MeshComputation.stablehlo,
+    )
     _pxla.lower_sharding_computation = _lsc_wrapper
     _pxla._get_and_check_device_assignment = _device_assignment_wrapper
     _pxla._cached_lowering_to_hlo = _CacheClearProxy(_lowering_wrapper, _ORIG["lower"])
@@ -593,10 +705,21 @@ def fingerprint(fun, args, kwargs) -> CacheKey:
     token = _PROBE.set(True)
     try:
         _pxla.lower_sharding_computation(
-            jaxpr, "jit", p["name"], in_shardings, p["out_shardings"], in_layouts, out_layouts,
-            tuple(p["donated_invars"]), keep_unused=p["keep_unused"], context_mesh=p["ctx_mesh"],
-            compiler_options_kvs=p["compiler_options_kvs"], lowering_platforms=None,
-            lowering_parameters=_mlir.LoweringParameters(), pgle_profiler=None)
+            jaxpr,
+            "jit",
+            p["name"],
+            in_shardings,
+            p["out_shardings"],
+            in_layouts,
+            out_layouts,
+            tuple(p["donated_invars"]),
+            keep_unused=p["keep_unused"],
+            context_mesh=p["ctx_mesh"],
+            compiler_options_kvs=p["compiler_options_kvs"],
+            lowering_platforms=None,
+            lowering_parameters=_mlir.LoweringParameters(),
+            pgle_profiler=None,
+        )
     except _ProbeResult as res:
         return res.key
     finally:
@@ -611,14 +734,6 @@ def fingerprint(fun, args, kwargs) -> CacheKey:
 from jax._src import cache_key as _canon_cache_key  # noqa: E402
 from jax._src import config as _canon_config  # noqa: E402
 from jax._src import core as _canon_core  # noqa: E402
-from jax._src.callback import _FlatCallback as FlatCallback  # noqa: E402
-from jax._src.layout import AutoLayoutSingleton, Format, Layout  # noqa: E402
-from jax._src.mesh import AbstractMesh, Mesh  # noqa: E402
-from jax._src.named_sharding import UnspecifiedValue  # noqa: E402
-from jax._src.random.prng import KeyTy, PRNGImpl  # noqa: E402
-from jax._src.random.prng import prngs as registered_prng_impls  # noqa: E402
-from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding  # noqa: E402
-from jaxlib._jax import Device, PyTreeDef  # noqa: E402
 
 DropVar = _canon_core.DropVar
 JaxprEqnContext = _canon_core.JaxprEqnContext
@@ -642,7 +757,9 @@ def is_hoistable_literal(val) -> bool:
 
 def trace_context_items() -> list[tuple[str, object]]:
     """(name, value) of every config/context value JAX keys its own trace caches on."""
-    return list(zip(_canon_config.trace_context_names(), _canon_config.trace_context()))
+    return list(
+        zip(_canon_config.trace_context_names(), _canon_config.trace_context(), strict=True)
+    )
 
 
 def config_value(name: str):
@@ -663,4 +780,6 @@ def gspmd_sharding_devices(s) -> tuple:
 def gspmd_sharding_proto(s) -> bytes:
     """Serialized OpSharding proto of a GSPMDSharding."""
     return s._hlo_sharding.to_proto().SerializeToString()
+
+
 # --- end: names used by _canon

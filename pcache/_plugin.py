@@ -19,6 +19,13 @@ def initialize() -> None:
     try:
         _api.enable_from_env()
     except Exception as exc:  # never break the user's program at JAX start-up
-        if os.environ.get("JAX_PCACHE_RAISE_ERRORS", "").strip().lower() in {"1", "true", "yes", "on"}:
+        if os.environ.get("JAX_PCACHE_RAISE_ERRORS", "").strip().lower() in {
+            "1",
+            "true",
+            "yes",
+            "on",
+        }:
             raise
-        warnings.warn(f"pcache: not enabled ({type(exc).__name__}: {exc})", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"pcache: not enabled ({type(exc).__name__}: {exc})", RuntimeWarning, stacklevel=2
+        )

@@ -1,10 +1,10 @@
 """Programs the integration tests run in real subprocesses.
 
-    python -m tests.progs patterns CACHE_ROOT [--no-pcache]
-        runs every seed pattern for N = 1, 10, 100 calls, each N against its own
-        cache dir CACHE_ROOT/<pattern>-<N>, and prints one JSON line per run:
-        {"pattern", "n", "compiles", "lowerings", "digest"} (digest: sha256 of the
-        results' bytes, to compare bitwise with uncached JAX).
+python -m tests.progs patterns CACHE_ROOT [--no-pcache]
+    runs every seed pattern for N = 1, 10, 100 calls, each N against its own
+    cache dir CACHE_ROOT/<pattern>-<N>, and prints one JSON line per run:
+    {"pattern", "n", "compiles", "lowerings", "digest"} (digest: sha256 of the
+    results' bytes, to compare bitwise with uncached JAX).
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-EVENTS = {"compile": "/jax/core/compile/backend_compile_duration",
-          "lower": "/jax/core/compile/jaxpr_to_mlir_module_duration"}
+EVENTS = {
+    "compile": "/jax/core/compile/backend_compile_duration",
+    "lower": "/jax/core/compile/jaxpr_to_mlir_module_duration",
+}
 COUNTS = {"compile": 0, "lower": 0}
 
 
@@ -118,13 +120,21 @@ def patterns(root: str, use_pcache: bool) -> None:
             jax.block_until_ready(outs)
             counted = dict(COUNTS)
             ds = {digest(o) for o in outs}
-            print(json.dumps({"pattern": name, "n": n, "compiles": counted["compile"],
-                              "lowerings": counted["lower"], "digest": sorted(ds),
-                              "stats": pcache.stats() if use_pcache else {}}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "pattern": name,
+                        "n": n,
+                        "compiles": counted["compile"],
+                        "lowerings": counted["lower"],
+                        "digest": sorted(ds),
+                        "stats": pcache.stats() if use_pcache else {},
+                    }
+                ),
+                flush=True,
+            )
             if use_pcache:
                 pcache.disable()
-
-
 
 
 def six_functions(root: str) -> None:
@@ -144,8 +154,16 @@ def six_functions(root: str) -> None:
     ]
     outs = [jax.jit(fn)(x) for fn in fns]
     jax.block_until_ready(outs)
-    print(json.dumps({"compiles": COUNTS["compile"], "stats": pcache.stats(),
-                      "digests": [digest(o) for o in outs]}), flush=True)
+    print(
+        json.dumps(
+            {
+                "compiles": COUNTS["compile"],
+                "stats": pcache.stats(),
+                "digests": [digest(o) for o in outs],
+            }
+        ),
+        flush=True,
+    )
 
 
 def env_only() -> None:
@@ -154,9 +172,17 @@ def env_only() -> None:
     COUNTS.update(compile=0, lower=0)
     out = [jax.jit(jax.grad(f))(x) for _ in range(3)]
     jax.block_until_ready(out)
-    print(json.dumps({"compiles": COUNTS["compile"], "lowerings": COUNTS["lower"],
-                      "pcache_imported": "pcache._cache" in sys.modules,
-                      "digest": digest(out[0])}), flush=True)
+    print(
+        json.dumps(
+            {
+                "compiles": COUNTS["compile"],
+                "lowerings": COUNTS["lower"],
+                "pcache_imported": "pcache._cache" in sys.modules,
+                "digest": digest(out[0]),
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__" and sys.argv[1] == "patterns":

@@ -23,7 +23,11 @@ def run_prog(*args: str, env: dict[str, str] | None = None, timeout: float = 300
     full_env.update(env or {})
     proc = subprocess.run(
         [sys.executable, "-m", "tests.progs", *args],
-        cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout,
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -85,8 +89,14 @@ def test_concurrent_processes_compile_each_function_once(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
     env["JAX_PCACHE_RAISE_ERRORS"] = "1"
     procs = [
-        subprocess.Popen([sys.executable, "-m", "tests.progs", "six", cache], cwd=ROOT, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.progs", "six", cache],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(4)
     ]
     rows = []

@@ -123,6 +123,7 @@ def test_planted_entry_without_valid_hmac_is_never_loaded(tmp_path):
     pcache.enable(path, raise_errors=False)
     try:
         x = jax.device_put(X)
+
         def fn(v):  # a new function object per call: JAX's own caches miss
             return jnp.sin(v) * 7.0
 
@@ -136,11 +137,19 @@ def test_planted_entry_without_valid_hmac_is_never_loaded(tmp_path):
         with store.Store(path / "store") as s:
             _, entry = s.get_entry(key)
             extra = dict(entry.extra, hmac="00" * 32)
-            s.put(key, payload, meta={"backend": entry.backend, "device_kind": entry.device_kind,
-                                      "jax_version": entry.jax_version,
-                                      "jaxlib_version": entry.jaxlib_version,
-                                      "function_name": entry.function_name,
-                                      "compile_seconds": 1.0, "extra": extra})
+            s.put(
+                key,
+                payload,
+                meta={
+                    "backend": entry.backend,
+                    "device_kind": entry.device_kind,
+                    "jax_version": entry.jax_version,
+                    "jaxlib_version": entry.jaxlib_version,
+                    "function_name": entry.function_name,
+                    "compile_seconds": 1.0,
+                    "extra": extra,
+                },
+            )
         pcache.enable(path, raise_errors=False)
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
@@ -176,18 +185,25 @@ def test_corrupt_entry_degrades_to_compile_with_one_warning(tmp_path):
             raw, entry = s.get_entry(key)
             # Valid HMAC over garbage: only possible for someone holding the secret,
             # so this simulates a bug or a bad executable rather than an attack.
-            import hmac as _hmac
             import hashlib
+            import hmac as _hmac
 
             secret = (path / "secret.key").read_bytes()
             garbage = b"\x00" * len(raw)
             tag = _hmac.new(secret, key.encode() + b"\0" + garbage, hashlib.sha256).hexdigest()
-            s.put(key, garbage, meta={"backend": entry.backend, "device_kind": entry.device_kind,
-                                      "jax_version": entry.jax_version,
-                                      "jaxlib_version": entry.jaxlib_version,
-                                      "function_name": entry.function_name,
-                                      "compile_seconds": 1.0,
-                                      "extra": dict(entry.extra, hmac=tag)})
+            s.put(
+                key,
+                garbage,
+                meta={
+                    "backend": entry.backend,
+                    "device_kind": entry.device_kind,
+                    "jax_version": entry.jax_version,
+                    "jaxlib_version": entry.jaxlib_version,
+                    "function_name": entry.function_name,
+                    "compile_seconds": 1.0,
+                    "extra": dict(entry.extra, hmac=tag),
+                },
+            )
         pcache.enable(path, raise_errors=False)
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
@@ -270,8 +286,19 @@ def test_callbacks_use_memory_tier_only(cache):
 
 def test_stats_has_the_documented_counters(cache):
     s = pcache.stats()
-    for name in ("memory_hits", "disk_hits", "misses", "compiles", "bypasses", "bypass_reasons",
-                 "evictions", "errors", "bytes_read", "bytes_written", "seconds_saved"):
+    for name in (
+        "memory_hits",
+        "disk_hits",
+        "misses",
+        "compiles",
+        "bypasses",
+        "bypass_reasons",
+        "evictions",
+        "errors",
+        "bytes_read",
+        "bytes_written",
+        "seconds_saved",
+    ):
         assert name in s
 
 
