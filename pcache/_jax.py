@@ -731,9 +731,17 @@ def fingerprint(fun, args, kwargs) -> CacheKey:
 # Private JAX names that pcache._canon needs to canonicalize jaxprs. Each is pinned to
 # the jax/jaxlib version (which is part of every key), so a rename shows up as an
 # ImportError here rather than as a silent change of meaning in _canon.
-from jax._src import cache_key as _canon_cache_key  # noqa: E402
-from jax._src import config as _canon_config  # noqa: E402
-from jax._src import core as _canon_core  # noqa: E402
+from jax._src import cache_key as _canon_cache_key  # noqa: E402, F401
+from jax._src import config as _canon_config  # noqa: E402, F401
+from jax._src import core as _canon_core  # noqa: E402, F401
+from jax._src.callback import _FlatCallback as FlatCallback  # noqa: E402, F401
+from jax._src.layout import AutoLayoutSingleton, Format, Layout  # noqa: E402, F401
+from jax._src.mesh import AbstractMesh, Mesh  # noqa: E402, F401
+from jax._src.named_sharding import UnspecifiedValue  # noqa: E402, F401
+from jax._src.random.prng import KeyTy, PRNGImpl  # noqa: E402, F401
+from jax._src.random.prng import prngs as registered_prng_impls  # noqa: E402, F401
+from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding  # noqa: E402, F401
+from jaxlib._jax import Device, PyTreeDef  # noqa: E402, F401
 
 DropVar = _canon_core.DropVar
 JaxprEqnContext = _canon_core.JaxprEqnContext
