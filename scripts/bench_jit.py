@@ -1,0 +1,413 @@
+#!/usr/bin/env python
+"""Benchmark re-created jit/grad calls: stock JAX vs JAX's persistent cache vs pcache.
+
+Run:  .venv/bin/python scripts/bench_jit.py [--quick]
+
+Every measurement runs in its own fresh subprocess (this script re-invokes itself
+with ``--mode M --case C``; the worker prints one JSON line on stdout).
+
+Modes:
+  stock        plain JAX
+  jaxcache     JAX's built-in persistent cache, warm (a previous process filled it)
+  pcache-cold  pcache with an empty directory (first call = miss, then steady state)
+  pcache-warm  pcache with a directory filled by a previous process
+
+Cases 1-4 report per-call ms (median of N calls, block_until_ready each call) of a
+step that *re-creates* the jitted function every call, plus a "built-once" baseline
+(the same jitted function built once and called N times) in each process.
+Case 5 reports the time from the start of work (after imports) to the results of
+six jitted functions in a new process (trace + lower + compile, or load).
+
+Prints a Markdown table, PASS/FAIL per target, and writes docs/bench_jit.png.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PNG = ROOT / "docs" / "bench_jit.png"
+
+CASES = {
+    1: "re-created jit(grad(f))",
+    2: "new lambda under jit",
+    3: "new functools.partial under jit",
+    4: "remat MLP jit(grad(checkpoint))",
+    5: "new process: 6 jitted fns (ms total)",
+}
+
+
+# --------------------------------------------------------------------------- worker
+
+def _configure(mode: str, cache_dir: str | None) -> None:
+    import jax
+
+    if mode in ("jaxcache", "jaxcache-fill"):
+        jax.config.update("jax_compilation_cache_dir", cache_dir)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    elif mode in ("pcache-cold", "pcache-warm", "pcache-fill"):
+        import pcache
+
+        pcache.enable(cache_dir)
+
+
+def _mlp_setup(layers: int = 16, width: int = 256, batch: int = 64):
+    import jax
+    import jax.numpy as jnp
+
+    keys = jax.random.split(jax.random.PRNGKey(0), layers)
+    params = [(jax.random.normal(k, (width, width), jnp.float32) / jnp.sqrt(width),
+               jnp.zeros((width,), jnp.float32)) for k in keys]
+    xb = jax.random.normal(jax.random.PRNGKey(1), (batch, width), jnp.float32)
+
+    def mlp(params, x):
+        for w, b in params:
+            x = jnp.tanh(x @ w + b)
+        return x
+
+    def mlp_loss(params, x):
+        return jnp.mean(mlp(params, x) ** 2)
+
+    return params, xb, mlp, mlp_loss
+
+
+def _make_case(case: int):
+    """Return (step, built_once): step re-creates the jitted fn; built_once reuses one."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    if case in (1, 2, 3):
+        x = jnp.ones((500, 500), jnp.float32)
+    if case == 1:
+        f = lambda x: jnp.mean(x @ x.T)  # noqa: E731
+        g = jax.jit(jax.grad(f))
+
+        def step():
+            return jax.jit(jax.grad(f))(x)
+
+        return step, lambda: g(x)
+    if case == 2:
+        g = jax.jit(lambda x: jnp.tanh(x @ x.T).sum())
+
+        def step():
+            return jax.jit(lambda x: jnp.tanh(x @ x.T).sum())(x)
+
+        return step, lambda: g(x)
+    if case == 3:
+        def h(x, k):
+            return jnp.sum(jnp.sin(x * k) @ x)
+
+        g = jax.jit(functools.partial(h, k=2.0))
+
+        def step():
+            return jax.jit(functools.partial(h, k=2.0))(x)
+
+        return step, lambda: g(x)
+    if case == 4:
+        params, xb, _, mlp_loss = _mlp_setup()
+        g = jax.jit(jax.grad(jax.checkpoint(mlp_loss)))
+
+        def step():
+            return jax.jit(jax.grad(jax.checkpoint(mlp_loss)))(params, xb)
+
+        return step, lambda: g(params, xb)
+    raise ValueError(case)
+
+
+def _timed(fn) -> float:
+    import jax
+
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn())
+    return (time.perf_counter() - t0) * 1e3
+
+
+def _median_ms(fn, n: int, warmup: int) -> float:
+    for _ in range(warmup):
+        _timed(fn)
+    return statistics.median(_timed(fn) for _ in range(n))
+
+
+def _case5() -> None:
+    """Six jitted functions in a fresh process: train step + 5 others."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    params, xb, mlp, mlp_loss = _mlp_setup()
+    x = jnp.ones((500, 500), jnp.float32)
+
+    train_step = jax.jit(jax.value_and_grad(mlp_loss))
+    predict = jax.jit(mlp)
+    sgd = jax.jit(lambda p, g: jax.tree_util.tree_map(lambda a, b: a - 1e-3 * b, p, g))
+    grad_f = jax.jit(jax.grad(lambda x: jnp.mean(x @ x.T)))
+    tanh_sum = jax.jit(lambda x: jnp.tanh(x @ x.T).sum())
+
+    def h(x, k):
+        return jnp.sum(jnp.sin(x * k) @ x)
+
+    part = jax.jit(functools.partial(h, k=2.0))
+
+    loss, grads = train_step(params, xb)
+    out = [loss, grads, predict(params, xb), sgd(params, grads), grad_f(x), tanh_sum(x), part(x)]
+    jax.block_until_ready(out)
+
+
+def worker(args) -> dict:
+    t_start = time.perf_counter()  # imports of this script are stdlib only; jax import counted separately
+    import jax  # noqa: F401
+    import jax.numpy as jnp  # noqa: F401
+    if args.mode.startswith("pcache"):
+        import pcache  # noqa: F401
+    t_imported = time.perf_counter()
+
+    res: dict = {"mode": args.mode, "case": args.case, "import_s": t_imported - t_start}
+    _configure(args.mode, args.dir)
+
+    if args.case == 5:
+        t0 = time.perf_counter()
+        _case5()
+        res["total_ms"] = (time.perf_counter() - t0) * 1e3
+    else:
+        step, once = _make_case(args.case)
+        if args.mode.endswith("-fill"):
+            res["first_ms"] = _timed(step)
+        elif args.mode == "pcache-cold":
+            res["first_ms"] = _timed(step)            # the miss: trace+lower+compile+store
+            res["step_ms"] = _median_ms(step, args.reps, warmup=0)  # steady state after the first call
+        else:
+            res["step_ms"] = _median_ms(step, args.reps, warmup=2)
+        if not args.mode.endswith("-fill"):
+            res["once_ms"] = _median_ms(once, args.reps, warmup=2)
+
+    if args.mode.startswith("pcache"):
+        import pcache
+
+        try:
+            st = pcache.stats()
+            res["pcache_stats"] = json.loads(json.dumps(st, default=str))
+            res["pcache_file"] = pcache.__file__
+        except Exception as e:  # pragma: no cover - diagnostic only
+            res["pcache_stats"] = repr(e)
+    return res
+
+
+# --------------------------------------------------------------------------- driver
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("JAX_PCACHE_") and not k.startswith("JAX_COMPILATION_CACHE")
+           and k != "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"}
+    env["JAX_PLATFORMS"] = "cpu"
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+_PCACHE_HEALTH: dict = {"errors": 0, "bypasses": 0, "hits": 0, "reasons": {}, "files": set()}
+
+
+def _note_pcache(res: dict) -> None:
+    st = res.get("pcache_stats")
+    if not isinstance(st, dict):
+        return
+    h = _PCACHE_HEALTH
+    h["errors"] += st.get("errors", 0)
+    h["bypasses"] += st.get("bypasses", 0)
+    h["hits"] += st.get("memory_hits", 0) + st.get("disk_hits", 0)
+    for k, v in (st.get("bypass_reasons") or {}).items():
+        h["reasons"][k] = h["reasons"].get(k, 0) + v
+    h["files"].add(res.get("pcache_file"))
+
+
+def run_worker(mode: str, case: int, reps: int, cache_dir: str | None) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--mode", mode, "--case", str(case),
+           "--reps", str(reps)]
+    if cache_dir:
+        cmd += ["--dir", cache_dir]
+    p = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError(f"worker {mode} case {case} failed:\n{p.stderr[-4000:]}")
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("{")][-1]
+    res = json.loads(line)
+    _note_pcache(res)
+    return res
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.3g}" if v < 100 else f"{v:.0f}"
+
+
+def _ratio(a, b) -> str:
+    return "—" if a is None or b is None or b == 0 else f"{a / b:.2f}×"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--mode")
+    ap.add_argument("--case", type=int)
+    ap.add_argument("--reps", type=int)
+    ap.add_argument("--dir")
+    ap.add_argument("--cases", default="1,2,3,4,5", help="comma-separated subset of cases")
+    ap.add_argument("--png", default=str(PNG))
+    args = ap.parse_args(argv)
+
+    if args.mode:
+        print(json.dumps(worker(args)))
+        return 0
+
+    t_all = time.perf_counter()
+    reps = args.reps or (5 if args.quick else 20)
+    procs5 = 1 if args.quick else 3
+    cases = [int(c) for c in args.cases.split(",")]
+    tmp = Path(tempfile.mkdtemp(prefix="bench_jit_"))
+    rows: dict[int, dict] = {}
+    raw: dict = {}
+    try:
+        for case in cases:
+            t_case = time.perf_counter()
+            jdir, pdir = str(tmp / f"jax{case}"), str(tmp / f"pc{case}")
+            r: dict = {}
+            if case == 5:
+                def med(mode, d):
+                    return statistics.median(run_worker(mode, 5, reps, d)["total_ms"] for _ in range(procs5))
+                r["stock"] = med("stock", None)
+                run_worker("jaxcache-fill", 5, reps, jdir)
+                r["jaxcache"] = med("jaxcache", jdir)
+                r["pcache-cold"] = run_worker("pcache-cold", 5, reps, pdir)["total_ms"]
+                r["pcache-warm"] = med("pcache-warm", pdir)
+                r["once"] = None
+            else:
+                stock = run_worker("stock", case, reps, None)
+                run_worker("jaxcache-fill", case, reps, jdir)
+                jc = run_worker("jaxcache", case, reps, jdir)
+                cold = run_worker("pcache-cold", case, reps, pdir)
+                warm = run_worker("pcache-warm", case, reps, pdir)
+                raw[case] = {"stock": stock, "jaxcache": jc, "pcache-cold": cold, "pcache-warm": warm}
+                r = {"stock": stock["step_ms"], "jaxcache": jc["step_ms"],
+                     "pcache-cold": cold["step_ms"], "pcache-cold-first": cold["first_ms"],
+                     "pcache-warm": warm["step_ms"],
+                     "once": statistics.median([stock["once_ms"], jc["once_ms"], cold["once_ms"],
+                                                warm["once_ms"]])}
+            rows[case] = r
+            print(f"[case {case} done in {time.perf_counter() - t_case:.1f}s]", file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    # ---- table
+    print(f"\nper-call ms, median of {reps} calls (case 5: total ms per new process, "
+          f"median of {procs5} process(es)); pcache = pcache-warm\n")
+    print("| case | built-once jit | stock | jaxcache (warm) | pcache-cold (steady) | pcache-warm "
+          "| pcache ÷ built-once | pcache ÷ jaxcache |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for case, r in rows.items():
+        print(f"| {case}. {CASES[case]} | {_fmt(r['once'])} | {_fmt(r['stock'])} | {_fmt(r['jaxcache'])} "
+              f"| {_fmt(r['pcache-cold'])} | {_fmt(r['pcache-warm'])} | {_ratio(r['pcache-warm'], r['once'])} "
+              f"| {_ratio(r['pcache-warm'], r['jaxcache'])} |")
+    firsts = {c: r["pcache-cold-first"] for c, r in rows.items() if "pcache-cold-first" in r}
+    if firsts:
+        print("\npcache-cold first call (miss) ms: " + ", ".join(f"case {c}: {_fmt(v)}" for c, v in firsts.items()))
+    if 5 in rows:
+        print(f"case 5 pcache-cold column = the filling process's total ms ({_fmt(rows[5]['pcache-cold'])})")
+
+    h = _PCACHE_HEALTH
+    print(f"\npcache health (all pcache workers): hits={h['hits']} bypasses={h['bypasses']} "
+          f"errors={h['errors']} reasons={h['reasons']} module={sorted(map(str, h['files']))}")
+    if h["errors"] or h["bypasses"]:
+        print("WARNING: pcache bypassed calls (see reasons above) -- its columns then measure "
+              "plain JAX plus pcache overhead, not cache hits.")
+
+    # ---- targets
+    print("\nTargets (pcache = pcache-warm; also cold-steady shown):")
+    def check(name, val, ref, factor, extra=""):
+        if val is None or ref is None:
+            print(f"SKIP  {name}")
+            return
+        ok = val <= factor * ref
+        print(f"{'PASS' if ok else 'FAIL'}  {name}: {val:.3g} ms ≤ {factor}× {ref:.3g} ms "
+              f"(= {factor * ref:.3g}) → ratio {val / ref:.2f}{extra}")
+    if 1 in rows:
+        r = rows[1]
+        check("1. re-created jit(grad(f)) ≤ 2× built-once", r["pcache-warm"], r["once"], 2,
+              f"; cold-steady ratio {r['pcache-cold'] / r['once']:.2f}")
+    for c in (2, 3, 4):
+        if c in rows:
+            r = rows[c]
+            check(f"{c}. {CASES[c]} ≤ 0.25× JAX cache", r["pcache-warm"], r["jaxcache"], 0.25,
+                  f"; cold-steady ratio {r['pcache-cold'] / r['jaxcache']:.2f}")
+    if 5 in rows:
+        r = rows[5]
+        check("5. new-process trace+lower+compile ≤ 0.5× JAX cache", r["pcache-warm"], r["jaxcache"], 0.5)
+
+    # ---- plot
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        series = [("built-once", "once"), ("stock", "stock"), ("jaxcache (warm)", "jaxcache"),
+                  ("pcache-cold (steady)", "pcache-cold"), ("pcache-warm", "pcache-warm")]
+        fig, ax = plt.subplots(figsize=(11, 5.5))
+        n = len(series)
+        w = 0.8 / n
+        xs = list(range(len(rows)))
+        for i, (label, key) in enumerate(series):
+            vals = [rows[c].get(key) for c in rows]
+            pos = [x + (i - (n - 1) / 2) * w for x in xs]
+            hv = [(p, v) for p, v in zip(pos, vals) if v]
+            if hv:
+                bars = ax.bar([p for p, _ in hv], [v for _, v in hv], w, label=label)
+                for b, (_, v) in zip(bars, hv):
+                    ax.annotate(_fmt(v), (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom",
+                                fontsize=6, rotation=90, xytext=(0, 2), textcoords="offset points")
+        ax.set_yscale("log")
+        ax.set_ylabel("ms (log scale)")
+        ax.set_xticks(xs)
+        ax.set_xticklabels([f"{c}. {CASES[c]}".replace(": ", ":\n").replace(" under", "\nunder")
+                            .replace(" jit(grad(", "\njit(grad(") for c in rows], fontsize=8)
+        ax.set_title(f"pcache vs stock JAX vs JAX persistent cache (CPU, jax "
+                     f"{_jax_version()}); cases 1-4 per call, case 5 per new process")
+        if h["errors"] or h["bypasses"]:
+            ax.text(0.01, 0.98, f"WARNING: pcache bypassed {h['bypasses']} calls ({h['reasons']})",
+                    transform=ax.transAxes, color="red", fontsize=8, va="top")
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, hi * 6)  # headroom for the legend and labels
+        ax.legend(fontsize=8, loc="upper center", ncol=len(series), bbox_to_anchor=(0.5, 0.93))
+        ax.grid(axis="y", which="both", alpha=0.3)
+        fig.tight_layout()
+        Path(args.png).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(args.png, dpi=120)
+        print(f"\nwrote {args.png}")
+    except Exception as e:
+        print(f"\nplot failed: {e!r}")
+
+    print(f"total runtime: {time.perf_counter() - t_all:.1f}s")
+    return 0
+
+
+def _jax_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("jax")
+    except Exception:
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
