@@ -52,7 +52,7 @@ logger = logging.getLogger("pcache")
 
 # The JAX lines this module's seam was written against (the private names below
 # exist with these signatures there). Outside it, only the HLO-level seam is used.
-SUPPORTED = ((0, 9, 0), (0, 11, 0))
+SUPPORTED = ((0, 10, 0), (0, 11, 0))
 
 
 def jax_version() -> tuple[int, ...]:
@@ -731,17 +731,22 @@ def fingerprint(fun, args, kwargs) -> CacheKey:
 # Private JAX names that pcache._canon needs to canonicalize jaxprs. Each is pinned to
 # the jax/jaxlib version (which is part of every key), so a rename shows up as an
 # ImportError here rather than as a silent change of meaning in _canon.
-from jax._src import cache_key as _canon_cache_key  # noqa: E402, F401
-from jax._src import config as _canon_config  # noqa: E402, F401
-from jax._src import core as _canon_core  # noqa: E402, F401
-from jax._src.callback import _FlatCallback as FlatCallback  # noqa: E402, F401
-from jax._src.layout import AutoLayoutSingleton, Format, Layout  # noqa: E402, F401
-from jax._src.mesh import AbstractMesh, Mesh  # noqa: E402, F401
-from jax._src.named_sharding import UnspecifiedValue  # noqa: E402, F401
-from jax._src.random.prng import KeyTy, PRNGImpl  # noqa: E402, F401
-from jax._src.random.prng import prngs as registered_prng_impls  # noqa: E402, F401
-from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding  # noqa: E402, F401
-from jaxlib._jax import Device, PyTreeDef  # noqa: E402, F401
+# On a JAX line outside SUPPORTED these names may not exist: _canon is then never
+# imported (the jit seam is not installed and fingerprint() raises Uncacheable).
+try:
+    from jax._src import cache_key as _canon_cache_key  # noqa: E402, F401
+    from jax._src import config as _canon_config  # noqa: E402, F401
+    from jax._src import core as _canon_core  # noqa: E402, F401
+    from jax._src.callback import _FlatCallback as FlatCallback  # noqa: E402, F401
+    from jax._src.layout import AutoLayoutSingleton, Format, Layout  # noqa: E402, F401
+    from jax._src.mesh import AbstractMesh, Mesh  # noqa: E402, F401
+    from jax._src.named_sharding import UnspecifiedValue  # noqa: E402, F401
+    from jax._src.random.prng import KeyTy, PRNGImpl  # noqa: E402, F401
+    from jax._src.random.prng import prngs as registered_prng_impls  # noqa: E402, F401
+    from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding  # noqa: E402, F401
+    from jaxlib._jax import Device, PyTreeDef  # noqa: E402, F401
+except ImportError:  # pragma: no cover - other JAX lines
+    pass
 
 DropVar = _canon_core.DropVar
 JaxprEqnContext = _canon_core.JaxprEqnContext

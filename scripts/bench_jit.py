@@ -20,6 +20,7 @@ six jitted functions in a new process (trace + lower + compile, or load).
 
 Prints a Markdown table, PASS/FAIL per target, and writes docs/bench_jit.png.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,6 +48,7 @@ CASES = {
 
 # --------------------------------------------------------------------------- worker
 
+
 def _configure(mode: str, cache_dir: str | None) -> None:
     import jax
 
@@ -65,8 +67,13 @@ def _mlp_setup(layers: int = 16, width: int = 256, batch: int = 64):
     import jax.numpy as jnp
 
     keys = jax.random.split(jax.random.PRNGKey(0), layers)
-    params = [(jax.random.normal(k, (width, width), jnp.float32) / jnp.sqrt(width),
-               jnp.zeros((width,), jnp.float32)) for k in keys]
+    params = [
+        (
+            jax.random.normal(k, (width, width), jnp.float32) / jnp.sqrt(width),
+            jnp.zeros((width,), jnp.float32),
+        )
+        for k in keys
+    ]
     xb = jax.random.normal(jax.random.PRNGKey(1), (batch, width), jnp.float32)
 
     def mlp(params, x):
@@ -105,6 +112,7 @@ def _make_case(case: int):
 
         return step, lambda: g(x)
     if case == 3:
+
         def h(x, k):
             return jnp.sum(jnp.sin(x * k) @ x)
 
@@ -166,9 +174,12 @@ def _case5() -> None:
 
 
 def worker(args) -> dict:
-    t_start = time.perf_counter()  # imports of this script are stdlib only; jax import counted separately
+    t_start = (
+        time.perf_counter()
+    )  # imports of this script are stdlib only; jax import counted separately
     import jax  # noqa: F401
     import jax.numpy as jnp  # noqa: F401
+
     if args.mode.startswith("pcache"):
         import pcache  # noqa: F401
     t_imported = time.perf_counter()
@@ -185,8 +196,10 @@ def worker(args) -> dict:
         if args.mode.endswith("-fill"):
             res["first_ms"] = _timed(step)
         elif args.mode == "pcache-cold":
-            res["first_ms"] = _timed(step)            # the miss: trace+lower+compile+store
-            res["step_ms"] = _median_ms(step, args.reps, warmup=0)  # steady state after the first call
+            res["first_ms"] = _timed(step)  # the miss: trace+lower+compile+store
+            res["step_ms"] = _median_ms(
+                step, args.reps, warmup=0
+            )  # steady state after the first call
         else:
             res["step_ms"] = _median_ms(step, args.reps, warmup=2)
         if not args.mode.endswith("-fill"):
@@ -206,10 +219,15 @@ def worker(args) -> dict:
 
 # --------------------------------------------------------------------------- driver
 
+
 def _env() -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("JAX_PCACHE_") and not k.startswith("JAX_COMPILATION_CACHE")
-           and k != "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("JAX_PCACHE_")
+        and not k.startswith("JAX_COMPILATION_CACHE")
+        and k != "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
+    }
     env["JAX_PLATFORMS"] = "cpu"
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     return env
@@ -232,8 +250,16 @@ def _note_pcache(res: dict) -> None:
 
 
 def run_worker(mode: str, case: int, reps: int, cache_dir: str | None) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--mode", mode, "--case", str(case),
-           "--reps", str(reps)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--mode",
+        mode,
+        "--case",
+        str(case),
+        "--reps",
+        str(reps),
+    ]
     if cache_dir:
         cmd += ["--dir", cache_dir]
     p = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
@@ -256,7 +282,9 @@ def _ratio(a, b) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--mode")
     ap.add_argument("--case", type=int)
@@ -283,8 +311,12 @@ def main(argv=None) -> int:
             jdir, pdir = str(tmp / f"jax{case}"), str(tmp / f"pc{case}")
             r: dict = {}
             if case == 5:
+
                 def med(mode, d):
-                    return statistics.median(run_worker(mode, 5, reps, d)["total_ms"] for _ in range(procs5))
+                    return statistics.median(
+                        run_worker(mode, 5, reps, d)["total_ms"] for _ in range(procs5)
+                    )
+
                 r["stock"] = med("stock", None)
                 run_worker("jaxcache-fill", 5, reps, jdir)
                 r["jaxcache"] = med("jaxcache", jdir)
@@ -297,61 +329,109 @@ def main(argv=None) -> int:
                 jc = run_worker("jaxcache", case, reps, jdir)
                 cold = run_worker("pcache-cold", case, reps, pdir)
                 warm = run_worker("pcache-warm", case, reps, pdir)
-                raw[case] = {"stock": stock, "jaxcache": jc, "pcache-cold": cold, "pcache-warm": warm}
-                r = {"stock": stock["step_ms"], "jaxcache": jc["step_ms"],
-                     "pcache-cold": cold["step_ms"], "pcache-cold-first": cold["first_ms"],
-                     "pcache-warm": warm["step_ms"],
-                     "once": statistics.median([stock["once_ms"], jc["once_ms"], cold["once_ms"],
-                                                warm["once_ms"]])}
+                raw[case] = {
+                    "stock": stock,
+                    "jaxcache": jc,
+                    "pcache-cold": cold,
+                    "pcache-warm": warm,
+                }
+                r = {
+                    "stock": stock["step_ms"],
+                    "jaxcache": jc["step_ms"],
+                    "pcache-cold": cold["step_ms"],
+                    "pcache-cold-first": cold["first_ms"],
+                    "pcache-warm": warm["step_ms"],
+                    "once": statistics.median(
+                        [stock["once_ms"], jc["once_ms"], cold["once_ms"], warm["once_ms"]]
+                    ),
+                }
             rows[case] = r
-            print(f"[case {case} done in {time.perf_counter() - t_case:.1f}s]", file=sys.stderr, flush=True)
+            print(
+                f"[case {case} done in {time.perf_counter() - t_case:.1f}s]",
+                file=sys.stderr,
+                flush=True,
+            )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     # ---- table
-    print(f"\nper-call ms, median of {reps} calls (case 5: total ms per new process, "
-          f"median of {procs5} process(es)); pcache = pcache-warm\n")
-    print("| case | built-once jit | stock | jaxcache (warm) | pcache-cold (steady) | pcache-warm "
-          "| pcache ÷ built-once | pcache ÷ jaxcache |")
+    print(
+        f"\nper-call ms, median of {reps} calls (case 5: total ms per new process, "
+        f"median of {procs5} process(es)); pcache = pcache-warm\n"
+    )
+    print(
+        "| case | built-once jit | stock | jaxcache (warm) | pcache-cold (steady) | pcache-warm "
+        "| pcache ÷ built-once | pcache ÷ jaxcache |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for case, r in rows.items():
-        print(f"| {case}. {CASES[case]} | {_fmt(r['once'])} | {_fmt(r['stock'])} | {_fmt(r['jaxcache'])} "
-              f"| {_fmt(r['pcache-cold'])} | {_fmt(r['pcache-warm'])} | {_ratio(r['pcache-warm'], r['once'])} "
-              f"| {_ratio(r['pcache-warm'], r['jaxcache'])} |")
+        print(
+            f"| {case}. {CASES[case]} | {_fmt(r['once'])} | {_fmt(r['stock'])} | {_fmt(r['jaxcache'])} "
+            f"| {_fmt(r['pcache-cold'])} | {_fmt(r['pcache-warm'])} | {_ratio(r['pcache-warm'], r['once'])} "
+            f"| {_ratio(r['pcache-warm'], r['jaxcache'])} |"
+        )
     firsts = {c: r["pcache-cold-first"] for c, r in rows.items() if "pcache-cold-first" in r}
     if firsts:
-        print("\npcache-cold first call (miss) ms: " + ", ".join(f"case {c}: {_fmt(v)}" for c, v in firsts.items()))
+        print(
+            "\npcache-cold first call (miss) ms: "
+            + ", ".join(f"case {c}: {_fmt(v)}" for c, v in firsts.items())
+        )
     if 5 in rows:
-        print(f"case 5 pcache-cold column = the filling process's total ms ({_fmt(rows[5]['pcache-cold'])})")
+        print(
+            f"case 5 pcache-cold column = the filling process's total ms ({_fmt(rows[5]['pcache-cold'])})"
+        )
 
     h = _PCACHE_HEALTH
-    print(f"\npcache health (all pcache workers): hits={h['hits']} bypasses={h['bypasses']} "
-          f"errors={h['errors']} reasons={h['reasons']} module={sorted(map(str, h['files']))}")
+    print(
+        f"\npcache health (all pcache workers): hits={h['hits']} bypasses={h['bypasses']} "
+        f"errors={h['errors']} reasons={h['reasons']} module={sorted(map(str, h['files']))}"
+    )
     if h["errors"] or h["bypasses"]:
-        print("WARNING: pcache bypassed calls (see reasons above) -- its columns then measure "
-              "plain JAX plus pcache overhead, not cache hits.")
+        print(
+            "WARNING: pcache bypassed calls (see reasons above) -- its columns then measure "
+            "plain JAX plus pcache overhead, not cache hits."
+        )
 
     # ---- targets
     print("\nTargets (pcache = pcache-warm; also cold-steady shown):")
+
     def check(name, val, ref, factor, extra=""):
         if val is None or ref is None:
             print(f"SKIP  {name}")
             return
         ok = val <= factor * ref
-        print(f"{'PASS' if ok else 'FAIL'}  {name}: {val:.3g} ms ≤ {factor}× {ref:.3g} ms "
-              f"(= {factor * ref:.3g}) → ratio {val / ref:.2f}{extra}")
+        print(
+            f"{'PASS' if ok else 'FAIL'}  {name}: {val:.3g} ms ≤ {factor}× {ref:.3g} ms "
+            f"(= {factor * ref:.3g}) → ratio {val / ref:.2f}{extra}"
+        )
+
     if 1 in rows:
         r = rows[1]
-        check("1. re-created jit(grad(f)) ≤ 2× built-once", r["pcache-warm"], r["once"], 2,
-              f"; cold-steady ratio {r['pcache-cold'] / r['once']:.2f}")
+        check(
+            "1. re-created jit(grad(f)) ≤ 2× built-once",
+            r["pcache-warm"],
+            r["once"],
+            2,
+            f"; cold-steady ratio {r['pcache-cold'] / r['once']:.2f}",
+        )
     for c in (2, 3, 4):
         if c in rows:
             r = rows[c]
-            check(f"{c}. {CASES[c]} ≤ 0.25× JAX cache", r["pcache-warm"], r["jaxcache"], 0.25,
-                  f"; cold-steady ratio {r['pcache-cold'] / r['jaxcache']:.2f}")
+            check(
+                f"{c}. {CASES[c]} ≤ 0.25× JAX cache",
+                r["pcache-warm"],
+                r["jaxcache"],
+                0.25,
+                f"; cold-steady ratio {r['pcache-cold'] / r['jaxcache']:.2f}",
+            )
     if 5 in rows:
         r = rows[5]
-        check("5. new-process trace+lower+compile ≤ 0.5× JAX cache", r["pcache-warm"], r["jaxcache"], 0.5)
+        check(
+            "5. new-process trace+lower+compile ≤ 0.5× JAX cache",
+            r["pcache-warm"],
+            r["jaxcache"],
+            0.5,
+        )
 
     # ---- plot
     try:
@@ -360,8 +440,13 @@ def main(argv=None) -> int:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        series = [("built-once", "once"), ("stock", "stock"), ("jaxcache (warm)", "jaxcache"),
-                  ("pcache-cold (steady)", "pcache-cold"), ("pcache-warm", "pcache-warm")]
+        series = [
+            ("built-once", "once"),
+            ("stock", "stock"),
+            ("jaxcache (warm)", "jaxcache"),
+            ("pcache-cold (steady)", "pcache-cold"),
+            ("pcache-warm", "pcache-warm"),
+        ]
         fig, ax = plt.subplots(figsize=(11, 5.5))
         n = len(series)
         w = 0.8 / n
@@ -369,22 +454,46 @@ def main(argv=None) -> int:
         for i, (label, key) in enumerate(series):
             vals = [rows[c].get(key) for c in rows]
             pos = [x + (i - (n - 1) / 2) * w for x in xs]
-            hv = [(p, v) for p, v in zip(pos, vals) if v]
+            hv = [(p, v) for p, v in zip(pos, vals, strict=True) if v]
             if hv:
                 bars = ax.bar([p for p, _ in hv], [v for _, v in hv], w, label=label)
-                for b, (_, v) in zip(bars, hv):
-                    ax.annotate(_fmt(v), (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom",
-                                fontsize=6, rotation=90, xytext=(0, 2), textcoords="offset points")
+                for b, (_, v) in zip(bars, hv, strict=True):
+                    ax.annotate(
+                        _fmt(v),
+                        (b.get_x() + b.get_width() / 2, v),
+                        ha="center",
+                        va="bottom",
+                        fontsize=6,
+                        rotation=90,
+                        xytext=(0, 2),
+                        textcoords="offset points",
+                    )
         ax.set_yscale("log")
         ax.set_ylabel("ms (log scale)")
         ax.set_xticks(xs)
-        ax.set_xticklabels([f"{c}. {CASES[c]}".replace(": ", ":\n").replace(" under", "\nunder")
-                            .replace(" jit(grad(", "\njit(grad(") for c in rows], fontsize=8)
-        ax.set_title(f"pcache vs stock JAX vs JAX persistent cache (CPU, jax "
-                     f"{_jax_version()}); cases 1-4 per call, case 5 per new process")
+        ax.set_xticklabels(
+            [
+                f"{c}. {CASES[c]}".replace(": ", ":\n")
+                .replace(" under", "\nunder")
+                .replace(" jit(grad(", "\njit(grad(")
+                for c in rows
+            ],
+            fontsize=8,
+        )
+        ax.set_title(
+            f"pcache vs stock JAX vs JAX persistent cache (CPU, jax "
+            f"{_jax_version()}); cases 1-4 per call, case 5 per new process"
+        )
         if h["errors"] or h["bypasses"]:
-            ax.text(0.01, 0.98, f"WARNING: pcache bypassed {h['bypasses']} calls ({h['reasons']})",
-                    transform=ax.transAxes, color="red", fontsize=8, va="top")
+            ax.text(
+                0.01,
+                0.98,
+                f"WARNING: pcache bypassed {h['bypasses']} calls ({h['reasons']})",
+                transform=ax.transAxes,
+                color="red",
+                fontsize=8,
+                va="top",
+            )
         lo, hi = ax.get_ylim()
         ax.set_ylim(lo, hi * 6)  # headroom for the legend and labels
         ax.legend(fontsize=8, loc="upper center", ncol=len(series), bbox_to_anchor=(0.5, 0.93))

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Run pcache's JAX-facing tests against another JAX line in a throwaway venv.
 #
-#   bash scripts/compat.sh            # jax/jaxlib 0.9.2 (the older minor line pyproject admits)
+#   bash scripts/compat.sh            # jax/jaxlib 0.10.0 (jit seam: 0.10.x; on 0.9.x only the HLO-level seam runs)
 #   bash scripts/compat.sh 0.10.0     # any version
 #
 # CI tests the newest served line (0.10.x) through `python3 scripts/dev.py test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ver="${1:-0.9.2}"
+ver="${1:-0.10.0}"
 env_dir=".venv-jax-$ver"
 [ -x "$env_dir/bin/python" ] || python3 -m venv "$env_dir"
 "$env_dir/bin/pip" install --quiet --upgrade pip
