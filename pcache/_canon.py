@@ -42,7 +42,6 @@ from typing import Any, NamedTuple
 
 import jax
 import numpy as np
-from jax.extend import core as jcore
 
 from pcache import _jax
 from pcache._errors import Uncacheable
@@ -60,10 +59,10 @@ __all__ = [
 # Bumped whenever the canonical form changes meaning, so old keys can never match.
 CANON_VERSION = "pcache-canon-1"
 
-_Jaxpr = jcore.Jaxpr
-_ClosedJaxpr = jcore.ClosedJaxpr
-_Literal = jcore.Literal
-_Var = jcore.Var
+_Jaxpr = _jax.Jaxpr
+_ClosedJaxpr = _jax.ClosedJaxpr
+_Literal = _jax.Literal
+_Var = _jax.Var
 _DropVar = _jax.DropVar
 
 

@@ -52,7 +52,9 @@ logger = logging.getLogger("pcache")
 
 # The JAX lines this module's seam was written against (the private names below
 # exist with these signatures there). Outside it, only the HLO-level seam is used.
-SUPPORTED = ((0, 10, 0), (0, 11, 0))
+# 0.9.x is served from 0.9.2 (the first 0.9 release the seam was verified on, by
+# scripts/compat.sh); the differences are confined to the `_v09()` adapters below.
+SUPPORTED = ((0, 9, 2), (0, 11, 0))
 
 
 def jax_version() -> tuple[int, ...]:
@@ -62,6 +64,12 @@ def jax_version() -> tuple[int, ...]:
 def jit_seam_supported() -> bool:
     lo, hi = SUPPORTED
     return lo <= jax_version() < hi
+
+
+def _v09() -> bool:
+    """The 0.9.x line: `_cached_lowering_to_hlo` also returns `nreps` (jit-of-pmap),
+    `_cached_compilation` takes mesh/spmd_lowering/auto_spmd_lowering/pmap_nreps."""
+    return jax_version() < (0, 10, 0)
 
 
 if jit_seam_supported():
@@ -215,6 +223,7 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
         for a in in_avals
     ):
         raise Uncacheable("dynamic-shapes", "symbolic dimensions")
+    _check_line_specific(closed_jaxpr, sem_in, sem_out)
     # Literals are keyed by content even where lowering hoists them into arguments
     # (over-keying is safe; keying hoisted literals by aval is not tested yet).
     jaxpr_hex, persistent = _jaxpr_part(closed_jaxpr, False)
@@ -261,6 +270,27 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
         ordered=ordered,
     )
     return CacheKey(parts=tuple(parts), persistent=persistent), predicted
+
+
+def _check_line_specific(closed_jaxpr, sem_in, sem_out) -> None:
+    """Programs whose lowering/compile inputs the key cannot predict on this JAX line."""
+    if not _v09():
+        return
+    # 0.9: jit-of-pmap lowers with nreps > 1 replicas (a replica-parallel program,
+    # compiled with pmap_nreps); the cached path assumes nreps == 1.
+    jaxpr = closed_jaxpr.jaxpr
+    if _pxla._jaxpr_replicas(jaxpr) != 1 or _dispatch.jaxpr_has_primitive(jaxpr, "xla_pmap"):
+        raise Uncacheable("jit-of-pmap", "0.9: jit of pmap lowers to a replicated program")
+    # 0.9: AUTO shardings compile with auto-SPMD partitioning (mesh-dependent options).
+    if any(isinstance(s, _pxla.AUTO) for s in (*sem_in.shardings, *sem_out.shardings)):
+        raise Uncacheable("auto-sharding", "0.9: AUTO shardings use auto-SPMD partitioning")
+
+
+def _lowering_result(module, keepalive, host_callbacks, unordered, ordered, tuple_args, poly):
+    """`_cached_lowering_to_hlo`'s return value on this JAX line."""
+    if _v09():  # 0.9 also returns nreps (always 1 here: see _check_line_specific)
+        return (module, keepalive, host_callbacks, unordered, ordered, 1, tuple_args, poly)
+    return (module, keepalive, host_callbacks, unordered, ordered, tuple_args, poly)
 
 
 def _with_compile_parts(key: CacheKey, parts: list[tuple[str, str]]) -> CacheKey:
@@ -360,7 +390,9 @@ def _lowering_wrapper(*args, **kwargs):
         unordered = list(_effects.ordered_effects.filter_not_in(closed_jaxpr.effects))
         poly = _mlir.ShapePolyLoweringState((), tuple(args[15]))
         module = _Prefetched(exe, key, predicted, args, kwargs)
-        return (module, [], [], unordered, predicted["ordered"], predicted["tuple_args"], poly)
+        return _lowering_result(
+            module, [], [], unordered, predicted["ordered"], predicted["tuple_args"], poly
+        )
     if logger.isEnabledFor(logging.DEBUG) or rt.explain:
         _log_miss(rt, key, ctx.fun_name)
     out = _ORIG["lower"](*args, **kwargs)
@@ -418,7 +450,113 @@ def _compilation_wrapper(
     compiler_options_kvs,
     pgle_profiler,
 ):
-    orig = _ORIG["compile"]
+    """`_cached_compilation` on 0.10.x."""
+
+    def call_orig(comp):
+        return _ORIG["compile"](
+            comp,
+            name,
+            tuple_args,
+            allow_in,
+            allow_out,
+            host_callbacks,
+            backend,
+            da,
+            compiler_options_kvs,
+            pgle_profiler,
+        )
+
+    return _compile(
+        computation,
+        name,
+        tuple_args,
+        allow_in,
+        allow_out,
+        host_callbacks,
+        backend,
+        da,
+        compiler_options_kvs,
+        pgle_profiler,
+        call_orig,
+    )
+
+
+def _compilation_wrapper_v09(
+    computation,
+    name,
+    mesh,
+    spmd_lowering,
+    tuple_args,
+    auto_spmd_lowering,
+    allow_in,
+    allow_out,
+    host_callbacks,
+    backend,
+    da,
+    pmap_nreps,
+    compiler_options_kvs,
+    pgle_profiler,
+):
+    """`_cached_compilation` on 0.9.x (extra mesh/spmd/auto-spmd/pmap_nreps inputs)."""
+
+    def call_orig(comp):
+        return _ORIG["compile"](
+            comp,
+            name,
+            mesh,
+            spmd_lowering,
+            tuple_args,
+            auto_spmd_lowering,
+            allow_in,
+            allow_out,
+            host_callbacks,
+            backend,
+            da,
+            pmap_nreps,
+            compiler_options_kvs,
+            pgle_profiler,
+        )
+
+    if pmap_nreps != 1 or auto_spmd_lowering or not spmd_lowering or mesh is not None:
+        # Not the plain SPMD compile a key predicts (jit-of-pmap, auto-SPMD): compile
+        # the real module, uncached.
+        keyed = isinstance(computation, _Prefetched)
+        if keyed:
+            computation = computation.materialize()
+        with _PENDING_LOCK:
+            keyed = _PENDING.pop(computation, None) is not None or keyed
+        rt = _RT
+        if keyed and rt is not None:
+            rt.bypass("compile-inputs", f"{name}: 0.9 non-SPMD or auto-SPMD compile")
+        return call_orig(computation)
+    return _compile(
+        computation,
+        name,
+        tuple_args,
+        allow_in,
+        allow_out,
+        host_callbacks,
+        backend,
+        da,
+        compiler_options_kvs,
+        pgle_profiler,
+        call_orig,
+    )
+
+
+def _compile(
+    computation,
+    name,
+    tuple_args,
+    allow_in,
+    allow_out,
+    host_callbacks,
+    backend,
+    da,
+    compiler_options_kvs,
+    pgle_profiler,
+    call_orig,
+):
     actual = dict(
         tuple_args=tuple_args,
         allow_in=tuple(allow_in),
@@ -456,18 +594,7 @@ def _compilation_wrapper(
             pending = (key, dict(pending[1], **actual), pending[2])
     rt = _RT
     if pending is None or rt is None or host_callbacks or pgle_profiler is not None:
-        return orig(
-            computation,
-            name,
-            tuple_args,
-            allow_in,
-            allow_out,
-            host_callbacks,
-            backend,
-            da,
-            compiler_options_kvs,
-            pgle_profiler,
-        )
+        return call_orig(computation)
     key, predicted, fun_name = pending
 
     def compile_fn():
@@ -475,18 +602,7 @@ def _compilation_wrapper(
 
         t0 = time.perf_counter()
         with _hlo_seam_off():
-            exe = orig(
-                computation,
-                name,
-                tuple_args,
-                allow_in,
-                allow_out,
-                host_callbacks,
-                backend,
-                da,
-                compiler_options_kvs,
-                pgle_profiler,
-            )
+            exe = call_orig(computation)
         secs = time.perf_counter() - t0
         try:
             raw = (
@@ -682,7 +798,8 @@ def _install_jit_seam() -> None:
     _pxla.lower_sharding_computation = _lsc_wrapper
     _pxla._get_and_check_device_assignment = _device_assignment_wrapper
     _pxla._cached_lowering_to_hlo = _CacheClearProxy(_lowering_wrapper, _ORIG["lower"])
-    _pxla._cached_compilation = _CacheClearProxy(_compilation_wrapper, _ORIG["compile"])
+    compile_wrapper = _compilation_wrapper_v09 if _v09() else _compilation_wrapper
+    _pxla._cached_compilation = _CacheClearProxy(compile_wrapper, _ORIG["compile"])
     _pxla.MeshComputation.stablehlo = _stablehlo_wrapper
 
 
@@ -749,6 +866,12 @@ except ImportError:  # pragma: no cover - other JAX lines
     pass
 
 DropVar = _canon_core.DropVar
+# The same classes jax.extend.core re-exports; importing jax.extend costs ~20 ms
+# (it imports Pallas), which a warm process would pay on its first jit call.
+Jaxpr = _canon_core.Jaxpr
+ClosedJaxpr = _canon_core.ClosedJaxpr
+Literal = _canon_core.Literal
+Var = _canon_core.Var
 JaxprEqnContext = _canon_core.JaxprEqnContext
 ShapedArray = _canon_core.ShapedArray
 AbstractToken = _canon_core.AbstractToken
