@@ -219,23 +219,41 @@ def test_threads_share_a_store(tmp_path):
         s.get("x")
 
 
+_FORK_SCRIPT = """
+import os, sys
+from store import Store
+s = Store(sys.argv[1])
+s.put("k", b"parent", meta={})
+s.get("k")  # a pending hit the child must not re-flush
+pid = os.fork()
+if pid == 0:  # child
+    code = 1
+    try:
+        s.put("c", b"child", meta={})
+        code = 0 if s.get("k") == b"parent" else 2
+        s.close()
+    finally:
+        os._exit(code)
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0, status
+assert s.get("c") == b"child"
+s.close()
+"""
+
+
 def test_fork_gets_its_own_connection(tmp_path):
-    s = Store(tmp_path)
-    s.put("k", b"parent", meta={})
-    s.get("k")  # a pending hit the child must not re-flush
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 1
-        try:
-            s.put("c", b"child", meta={})
-            code = 0 if s.get("k") == b"parent" else 2
-            s.close()
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    assert s.get("c") == b"child"
-    s.close()
+    # Forked in a fresh interpreter: this pytest process has imported JAX, whose
+    # threads make os.fork() here unsafe (and warn).
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _FORK_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
     with Store(tmp_path) as s2:
         assert s2.entry("k").hits == 3  # parent 2 + child 1, not double-counted
         assert s2.verify().ok
