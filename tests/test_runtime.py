@@ -319,3 +319,23 @@ def test_fingerprint_matches_what_the_cache_stores(cache):
     assert pcache.fingerprint(lambda v: jnp.exp(v) - 1.0, x) == k
     text = pcache.explain(fn, x)
     assert "would hit" in text
+
+
+def test_explain_names_the_parts_that_differ_on_a_miss(tmp_path, caplog):
+    pcache.enable(tmp_path / "c", raise_errors=True, explain=True)
+    try:
+
+        def scale_rows(v):
+            return v * 3.0
+
+        jax.jit(scale_rows)(jax.device_put(X))
+        text = pcache.explain(scale_rows, jax.device_put(X[:8]))
+        assert "would miss" in text
+        assert "differs in: " in text and "in_avals" in text
+        with caplog.at_level("WARNING", logger="pcache"):
+            jax.jit(scale_rows)(jax.device_put(X[:4]))
+        assert any(
+            "differs in" in r.getMessage() and "in_avals" in r.getMessage() for r in caplog.records
+        )
+    finally:
+        pcache.disable()
