@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import threading
 import warnings
 
 import jax
@@ -338,4 +339,72 @@ def test_explain_names_the_parts_that_differ_on_a_miss(tmp_path, caplog):
             "differs in" in r.getMessage() and "in_avals" in r.getMessage() for r in caplog.records
         )
     finally:
+        pcache.disable()
+
+
+_HOLD_LOCK = """
+import sys, time, filelock
+lock = filelock.FileLock(sys.argv[1], is_singleton=False)
+lock.acquire()
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def _hold_lock_in_subprocess(lock_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(lock_path)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_single_flight_takes_over_from_a_killed_compiler(tmp_path):
+    import signal
+    import time
+
+    path = pcache.enable(tmp_path / "c", raise_errors=True, lock_timeout=60)
+    try:
+        x = jax.device_put(X)
+        key = pcache.fingerprint(lambda v: jnp.sin(v) * 11.0, x)
+        holder = _hold_lock_in_subprocess(path / "locks" / f"{key}.lock")
+        # The "other compiler" dies mid-compile: kill -9 releases its lock.
+        threading.Timer(1.0, lambda: holder.send_signal(signal.SIGKILL)).start()
+        t0 = time.perf_counter()
+        with compiles() as c:
+            out = jax.jit(lambda v: jnp.sin(v) * 11.0)(x)
+        waited = time.perf_counter() - t0
+        holder.wait(timeout=10)
+        assert c.n == 1
+        assert 0.8 < waited < 30, waited
+        assert pcache.stats()["lock_waits"] == 1
+        ref = jax.jit(lambda v: jnp.sin(v) * 11.0)  # now a memory hit: same executable
+        assert np.asarray(out).tobytes() == np.asarray(ref(x)).tobytes()
+    finally:
+        pcache.disable()
+
+
+def test_single_flight_wait_is_bounded(tmp_path):
+    import time
+
+    path = pcache.enable(tmp_path / "c", raise_errors=False, lock_timeout=1)
+    holder = None
+    try:
+        x = jax.device_put(X)
+        key = pcache.fingerprint(lambda v: jnp.cos(v) * 13.0, x)
+        holder = _hold_lock_in_subprocess(path / "locks" / f"{key}.lock")
+        t0 = time.perf_counter()
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            with compiles() as c:
+                jax.jit(lambda v: jnp.cos(v) * 13.0)(x)
+        assert c.n == 1 and time.perf_counter() - t0 < 20
+        assert any("single-flight lock" in str(m.message) for m in w)
+    finally:
+        if holder is not None:
+            holder.kill()
+            holder.wait()
         pcache.disable()
