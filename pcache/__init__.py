@@ -50,6 +50,11 @@ if TYPE_CHECKING:  # pragma: no cover
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
+        if name.startswith("_") and not name.startswith("__"):
+            try:  # private submodules (pcache._jax...) for tests and tools
+                return importlib.import_module(f"pcache.{name}")
+            except ModuleNotFoundError:
+                pass
         raise AttributeError(f"module 'pcache' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value

@@ -254,9 +254,12 @@ class Runtime:
             return None
         return self._load_from_store(key, load)
 
-    def _load_from_store(self, key: CacheKey, load: Callable[[bytes], Any]) -> Any | None:
-        digest = key.digest
-        t0 = time.perf_counter()
+    def _read_verified(self, digest: str, load: Callable[[bytes], Any]):
+        """Read an entry, check its HMAC and format, and ``load`` it.
+
+        Returns ``(loaded, raw, entry)``, or None on a miss or any failure (a bad
+        entry is counted, warned about once per cause, and removed).
+        """
         try:
             got = self.store.get_entry(digest)
         except Exception as exc:
@@ -269,14 +272,36 @@ class Runtime:
             self.check(digest, raw, entry.extra.get("hmac"))
             if entry.extra.get("format") != ENTRY_FORMAT:
                 raise PcacheError(f"unknown entry format {entry.extra.get('format')!r}")
-            exe = load(raw)
+            loaded = load(raw)
         except Exception as exc:
             self.error("load entry", exc)
             self._drop(digest)
             return None
+        self.stats.add("bytes_read", len(raw))
+        return loaded, raw, entry
+
+    def _write(self, digest: str, raw: bytes, meta: dict[str, Any], **extra: Any) -> bool:
+        """Store ``raw`` under ``digest`` with its HMAC; False if the store failed."""
+        meta = dict(meta)
+        extra = {**meta.pop("extra", {}), **extra, "format": ENTRY_FORMAT}
+        extra["hmac"] = self.sign(digest, raw)
+        try:
+            self.store.put(digest, raw, meta={**meta, "extra": extra})
+        except Exception as exc:
+            self.error("store write", exc)
+            return False
+        self.stats.add("bytes_written", len(raw))
+        return True
+
+    def _load_from_store(self, key: CacheKey, load: Callable[[bytes], Any]) -> Any | None:
+        digest = key.digest
+        t0 = time.perf_counter()
+        got = self._read_verified(digest, load)
+        if got is None:
+            return None
+        exe, raw, entry = got
         load_s = time.perf_counter() - t0
         self.stats.add("disk_hits")
-        self.stats.add("bytes_read", len(raw))
         saved = max(0.0, (entry.compile_seconds or 0.0) - load_s)
         self.stats.add("seconds_saved", saved)
         _record_event("/pcache/disk_hits")
@@ -371,23 +396,11 @@ class Runtime:
         nbytes = len(compiled.serialized) if compiled.serialized is not None else 1 << 20
         self._memory_put(digest, compiled.executable, nbytes)
         if key.persistent and compiled.serialized is not None:
-            raw = compiled.serialized
-            extra = dict(meta.pop("extra", {}))
-            extra.update(
-                format=ENTRY_FORMAT,
-                key_parts=[list(p) for p in key.parts],
-                hmac=self.sign(digest, raw),
+            meta = {**meta, "compile_seconds": compiled.compile_seconds}
+            stored = self._write(
+                digest, compiled.serialized, meta, key_parts=[list(p) for p in key.parts]
             )
-            try:
-                self.store.put(
-                    digest,
-                    raw,
-                    meta={**meta, "compile_seconds": compiled.compile_seconds, "extra": extra},
-                )
-                self.stats.add("bytes_written", len(raw))
-                return compiled.executable, True
-            except Exception as exc:
-                self.error("store write", exc)
+            return compiled.executable, stored
         return compiled.executable, False
 
     def _thread_lock(self, digest: str) -> _KeyedLock:
@@ -396,35 +409,12 @@ class Runtime:
     # -- JAX's HLO-level cache interface (pmap, eager, what the jit seam misses) --
 
     def hlo_get(self, key: str) -> bytes | None:
-        digest = "hlo-" + key
-        try:
-            got = self.store.get_entry(digest)
-        except Exception as exc:
-            self.error("store read", exc)
-            return None
-        if got is None:
-            self.stats.add("hlo_misses")
-            return None
-        raw, entry = got
-        try:
-            self.check(digest, raw, entry.extra.get("hmac"))
-        except Exception as exc:
-            self.error("load entry", exc)
-            self._drop(digest)
-            return None
-        self.stats.add("hlo_hits")
-        self.stats.add("bytes_read", len(raw))
-        return raw
+        got = self._read_verified("hlo-" + key, lambda raw: raw)
+        self.stats.add("hlo_hits" if got is not None else "hlo_misses")
+        return None if got is None else got[0]
 
     def hlo_put(self, key: str, value: bytes, meta: dict[str, Any]) -> None:
-        digest = "hlo-" + key
-        extra = dict(meta.pop("extra", {}))
-        extra.update(format=ENTRY_FORMAT, seam="hlo", hmac=self.sign(digest, value))
-        try:
-            self.store.put(digest, value, meta={**meta, "extra": extra})
-            self.stats.add("bytes_written", len(value))
-        except Exception as exc:
-            self.error("store write", exc)
+        self._write("hlo-" + key, value, meta, seam="hlo")
 
 
 class _KeyedLock:
