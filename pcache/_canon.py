@@ -322,7 +322,10 @@ def _enc_abstract_mesh(m: Any, ctx: _Ctx) -> str:
     ad_enc = (
         "N"
         if ad is None
-        else f"AD({_enc(ad.device_kind, ctx)},{_enc(ad.num_cores, ctx)},{_enc(ad.platform, ctx)})"
+        else (
+            f"AD({_enc(ad.device_kind, ctx)},{_enc(ad.num_cores, ctx)},"
+            f"{_enc(_jax.abstract_device_platform(ad), ctx)})"
+        )
     )
     return (
         f"AMesh(names=({_enc_seq(m.axis_names, ctx)});sizes={tuple(m.axis_sizes)!r};"
