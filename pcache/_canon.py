@@ -918,7 +918,17 @@ _EXTRA_CONFIGS = (
     "jax_memory_fitting_level",
     "jax_exec_time_optimization_effort",
     "jax_memory_fitting_effort",
+    # flags read by compiler.get_compile_options (optimization level 0 / no remat pass)
+    "jax_disable_most_optimizations",
+    "jax_compiler_enable_remat_pass",
 )
+
+
+def extra_config_values() -> tuple:
+    """The current values of ``_EXTRA_CONFIGS``: part of any memo of environment_parts."""
+    return tuple(_jax.config_value(n) for n in _EXTRA_CONFIGS)
+
+
 # Deliberately left out: jax_include_full_tracebacks_in_locations and
 # jax_traceback_in_locations_limit (MLIR locations only: debug metadata), logging and
 # cache-management options (log_compiles, compilation_cache_*, explain_cache_misses).

@@ -1,0 +1,54 @@
+"""Regressions: inputs that once failed to reach the key (each was a false hit)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pcache
+
+
+@pytest.fixture
+def cache(tmp_path):
+    path = pcache.enable(tmp_path / "cache", raise_errors=True)
+    yield path
+    pcache.disable()
+
+
+def test_repeated_compiler_options_last_one_wins(cache):
+    # AOT .compile(opts) appends to jit's compiler_options; XLA applies the last
+    # value of a repeated option. Sorting before deduplicating once made these
+    # two calls share a key (and the second returned the first one's result).
+    x = jnp.array([1.0, np.nan, 3.0], dtype=jnp.float32)
+    opt = "xla_cpu_enable_fast_min_max"
+
+    def fresh():
+        return lambda v: jnp.max(v)
+
+    fast = jax.jit(fresh(), compiler_options={opt: False}).lower(x).compile({opt: True})(x)
+    exact = jax.jit(fresh(), compiler_options={opt: True}).lower(x).compile({opt: False})(x)
+    assert float(fast) == 3.0
+    assert np.isnan(float(exact))
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("jax_disable_most_optimizations", True),
+        ("jax_compiler_enable_remat_pass", False),
+        ("jax_optimization_level", "O0"),
+    ],
+)
+def test_compile_config_changed_mid_process_changes_the_key(cache, flag, value):
+    x = jnp.ones((4,))
+    before = pcache.key(lambda v: v * 2 + 1, x)
+    old = pcache._jax.config_value(flag)
+    jax.config.update(flag, value)
+    try:
+        after = pcache.key(lambda v: v * 2 + 1, x)
+    finally:
+        jax.config.update(flag, old)
+    assert "jax_config" in before.diff(after)
+    assert pcache.key(lambda v: v * 2 + 1, x).digest == before.digest
