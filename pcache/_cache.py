@@ -20,6 +20,7 @@ import stat
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,11 +189,22 @@ class Runtime:
         self._warn_lock = threading.Lock()
         self._inflight: dict[str, threading.Lock] = {}
         self._inflight_lock = threading.Lock()
+        # A fork while another thread holds one of these would leave the child
+        # waiting forever on a lock nobody will release: give the child new ones.
+        me = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: (rt := me()) and rt._reset_locks_after_fork())
         _make_private_dir(path)
         self.locks_dir = path / "locks"
         self.locks_dir.mkdir(mode=0o700, exist_ok=True)
         self._secret = _load_or_create_secret(path / "secret.key")
         self.store = store.Store(path / "store", max_bytes=max_disk_bytes)
+
+    def _reset_locks_after_fork(self) -> None:
+        self._warn_lock = threading.Lock()
+        self._inflight = {}
+        self._inflight_lock = threading.Lock()
+        self.memory._lock = threading.Lock()
+        self.stats._lock = threading.Lock()
 
     def close(self) -> None:
         self.memory.clear()
