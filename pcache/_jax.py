@@ -855,15 +855,29 @@ try:
     from jax._src import config as _canon_config  # noqa: E402, F401
     from jax._src import core as _canon_core  # noqa: E402, F401
     from jax._src.callback import _FlatCallback as FlatCallback  # noqa: E402, F401
-    from jax._src.layout import AutoLayoutSingleton, Format, Layout  # noqa: E402, F401
+    from jax._src.layout import Format, Layout  # noqa: E402, F401
     from jax._src.mesh import AbstractMesh, Mesh  # noqa: E402, F401
     from jax._src.named_sharding import UnspecifiedValue  # noqa: E402, F401
-    from jax._src.random.prng import KeyTy, PRNGImpl  # noqa: E402, F401
-    from jax._src.random.prng import prngs as registered_prng_impls  # noqa: E402, F401
     from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding  # noqa: E402, F401
     from jaxlib._jax import Device, PyTreeDef  # noqa: E402, F401
+
+    if _v09():
+        # 0.9: the auto-layout type is `AutoLayout` (Layout.AUTO is an instance of it);
+        # the PRNG module is jax._src.prng.
+        from jax._src.layout import AutoLayout as AutoLayoutSingleton  # noqa: E402, F401
+        from jax._src.prng import KeyTy, PRNGImpl  # noqa: E402, F401
+        from jax._src.prng import prngs as registered_prng_impls  # noqa: E402, F401
+    else:
+        from jax._src.layout import AutoLayoutSingleton  # noqa: E402, F401
+        from jax._src.random.prng import KeyTy, PRNGImpl  # noqa: E402, F401
+        from jax._src.random.prng import prngs as registered_prng_impls  # noqa: E402, F401
 except ImportError:  # pragma: no cover - other JAX lines
     pass
+
+
+class _AbsentOnThisLine:
+    """Stands for a JAX type this line does not have: no object is ever an instance."""
+
 
 DropVar = _canon_core.DropVar
 # The same classes jax.extend.core re-exports; importing jax.extend costs ~20 ms
@@ -875,7 +889,8 @@ Var = _canon_core.Var
 JaxprEqnContext = _canon_core.JaxprEqnContext
 ShapedArray = _canon_core.ShapedArray
 AbstractToken = _canon_core.AbstractToken
-ManualAxisType = _canon_core.ManualAxisType
+# 0.9 has no ManualAxisType (added in 0.10).
+ManualAxisType = getattr(_canon_core, "ManualAxisType", _AbsentOnThisLine)
 AxisEnv = _canon_core.AxisEnv
 
 # XLA_FLAGS that JAX's own persistent cache leaves out of its key (dump/debug flags).
@@ -885,6 +900,8 @@ xla_flag_prefixes = _canon_cache_key.get_flag_prefixes
 
 def is_hoistable_literal(val) -> bool:
     """Mirror of core.is_hoistable for a Literal value (reads the live config)."""
+    if _v09():  # 0.9 (core.jaxpr_const_args): every non-scalar literal is hoisted
+        return np.ndim(val) > 0
     return (
         np.ndim(val) > 0
         and getattr(val, "nbytes", 4) > _canon_config.embedded_constants_max_bytes.value
@@ -893,9 +910,12 @@ def is_hoistable_literal(val) -> bool:
 
 def trace_context_items() -> list[tuple[str, object]]:
     """(name, value) of every config/context value JAX keys its own trace caches on."""
-    return list(
-        zip(_canon_config.trace_context_names(), _canon_config.trace_context(), strict=True)
-    )
+    values = _canon_config.trace_context()
+    if _v09():
+        # 0.9's jaxlib cannot name them: key by position (the order is fixed for a
+        # jax/jaxlib version, and both versions are in every key).
+        return [(f"trace_context[{i}]", v) for i, v in enumerate(values)]
+    return list(zip(_canon_config.trace_context_names(), values, strict=True))
 
 
 def config_value(name: str):
@@ -906,6 +926,11 @@ def config_value(name: str):
 def named_sharding_logical_device_ids(s):
     """NamedSharding's optional device-id permutation (None in the common case)."""
     return getattr(s, "_logical_device_ids", None)
+
+
+def abstract_device_platform(ad):
+    """An AbstractMesh's abstract device's platform (0.9's AbstractDevice has none)."""
+    return None if _v09() else ad.platform
 
 
 def gspmd_sharding_devices(s) -> tuple:

@@ -1,17 +1,33 @@
 #!/usr/bin/env bash
-# Run pcache's JAX-facing tests against another JAX line in a throwaway venv.
+# Run pcache's JAX-facing tests against another JAX line in its own venv.
 #
-#   bash scripts/compat.sh            # jax/jaxlib 0.10.0 (jit seam: 0.10.x; on 0.9.x only the HLO-level seam runs)
-#   bash scripts/compat.sh 0.10.0     # any version
+#   bash scripts/compat.sh            # jax/jaxlib 0.9.2 (the oldest line with the jit seam)
+#   bash scripts/compat.sh 0.10.0     # any version; outside pcache._jax.SUPPORTED only
+#                                     # the HLO-level seam runs and jit tests fail
+#   bash scripts/compat.sh 0.9.2 -k pmap   # extra arguments go to pytest
 #
+# The venv (.venv-jax-VER) is created and filled on first use; later runs reuse it
+# without touching the network when jax/jaxlib VER and this pcache tree are installed.
 # CI tests the newest served line (0.10.x) through `python3 scripts/dev.py test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ver="${1:-0.10.0}"
+ver="${1:-0.9.2}"
 env_dir=".venv-jax-$ver"
-[ -x "$env_dir/bin/python" ] || python3 -m venv "$env_dir"
-"$env_dir/bin/pip" install --quiet --upgrade pip
-"$env_dir/bin/pip" install --quiet "jax==$ver" "jaxlib==$ver" -e '.[test]'
-"$env_dir/bin/python" -c 'import jax; print("jax", jax.__version__)'
-exec "$env_dir/bin/python" -m pytest -q -p no:cacheprovider \
+py="$env_dir/bin/python"
+ready() {
+  [ -x "$py" ] && "$py" - "$ver" "$PWD" <<'PY' 2>/dev/null
+import os, sys
+import jax, jaxlib, pcache, pytest  # noqa: F401
+ok = jax.__version__ == jaxlib.__version__ == sys.argv[1]
+ok = ok and os.path.dirname(os.path.dirname(os.path.abspath(pcache.__file__))) == sys.argv[2]
+sys.exit(0 if ok else 1)
+PY
+}
+if ! ready; then
+  [ -x "$py" ] || python3 -m venv "$env_dir"
+  "$env_dir/bin/pip" install --quiet --upgrade pip
+  "$env_dir/bin/pip" install --quiet "jax==$ver" "jaxlib==$ver" -e '.[test]'
+fi
+"$py" -c 'import jax, pcache._jax as j; print("jax", jax.__version__, "jit seam:", j.jit_seam_supported())'
+exec "$py" -m pytest -q -p no:cacheprovider \
   tests/test_jit_cache.py tests/test_runtime.py tests/test_fingerprint_api.py tests/test_canon.py "${@:2}"
