@@ -115,10 +115,11 @@ _ENV_CACHE: dict[tuple, list[tuple[str, str]]] = {}
 
 
 def _environment_parts(backend) -> list[tuple[str, str]]:
-    # trace_context() changes whenever a config value that affects tracing or
-    # lowering changes (x64, matmul precision...), so it keys this memo.
-    ctx = _config.trace_context()
-    memo_key = (id(backend), ctx)
+    # The memo is keyed on everything environment_parts reads that can change in a
+    # running process: trace_context() (x64, matmul precision...) and the config
+    # values outside it (optimization level, disable_most_optimizations...).
+    # XLA_FLAGS is read by XLA once, at backend start-up.
+    memo_key = (id(backend), _config.trace_context(), _canon_module().extra_config_values())
     try:
         got = _ENV_CACHE.get(memo_key)
     except TypeError:  # an unhashable config value: recompute each time
@@ -145,7 +146,9 @@ def _compile_parts(tuple_args, allow_in, allow_out, device_list, compiler_option
         ("allow_prop_in", _vd(tuple(bool(b) for b in allow_in))),
         ("allow_prop_out", _vd(tuple(bool(b) for b in allow_out))),
         ("devices", _device_part(device_list)),
-        ("compiler_options", _vd(tuple(sorted((str(k), v) for k, v in compiler_options_kvs)))),
+        # XLA applies repeated options last-one-wins (`dict(kvs)`); deduplicate the
+        # same way before sorting, or (o=F, o=T) and (o=T, o=F) would share a key.
+        ("compiler_options", _vd(tuple(sorted(dict(compiler_options_kvs).items())))),
     ]
 
 
@@ -919,8 +922,12 @@ def trace_context_items() -> list[tuple[str, object]]:
 
 
 def config_value(name: str):
-    """Current value of a JAX config option by its flag name (``jax_enable_x64``)."""
-    return getattr(_canon_config.config, name)
+    """Current value of a JAX config option or flag by name (``jax_enable_x64``).
+
+    Reads the value holder, which covers both `State` options and plain flags
+    (``jax_disable_most_optimizations`` is a flag with no `config.<name>` attribute).
+    """
+    return _canon_config.config._value_holders[name].value
 
 
 def named_sharding_logical_device_ids(s):
