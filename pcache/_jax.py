@@ -39,7 +39,7 @@ import threading
 import time
 import warnings
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jaxlib
@@ -305,18 +305,37 @@ def _with_compile_parts(key: CacheKey, parts: list[tuple[str, str]]) -> CacheKey
 # ------------------------------------------------------------------- the seam
 
 
+class _Loaded(NamedTuple):
+    """A memory-tier value: the executable and what must outlive it.
+
+    ``keepalive`` and ``host_callbacks`` are empty for anything from the store; a
+    program with host callbacks (memory tier only: its key identifies the Python
+    callback objects) keeps the ones its lowering registered, so a hit hands JAX
+    the same callbacks the executable was compiled against.
+    """
+
+    executable: Any
+    keepalive: tuple = ()
+    host_callbacks: tuple = ()
+    module: Any = None  # callback programs: the lowered module those callbacks belong to
+
+
 class _Prefetched:
     """Stands in for the StableHLO module when the executable came from the cache.
 
     Holds what is needed to lower for real if anything asks for the module.
     """
 
-    def __init__(self, executable, key, predicted, lower_args, lower_kwargs):
-        self.executable = executable
+    def __init__(self, loaded: _Loaded, key, predicted, lower_args, lower_kwargs):
+        self.executable = loaded.executable
+        self.host_callbacks = loaded.host_callbacks
+        self.keepalive = loaded.keepalive
         self.key = key
         self.predicted = predicted
         self._lower = (lower_args, lower_kwargs)
-        self._module = None
+        # A callback program must never be re-lowered behind the executable's back:
+        # re-lowering registers new callbacks. Reuse the module it was compiled from.
+        self._module = loaded.module
 
     def materialize(self):
         if self._module is None:
@@ -325,7 +344,8 @@ class _Prefetched:
         return self._module
 
 
-# Real modules lowered on a miss -> (key, predicted compile inputs, function name).
+# Real modules lowered on a miss -> (key, predicted compile inputs, function name,
+# keepalive, host callbacks).
 _PENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _PENDING_LOCK = threading.Lock()
 _ORIG: dict[str, Any] = {}
@@ -387,26 +407,33 @@ def _lowering_wrapper(*args, **kwargs):
         "/pcache/fingerprint_time_sec", time.perf_counter() - t0
     )
     backend = args[2]
-    exe = rt.lookup(key, lambda raw: _deserialize(raw, backend, predicted))
-    if exe is not None:
+    loaded = rt.lookup(key, lambda raw: _Loaded(_deserialize(raw, backend, predicted)))
+    if loaded is not None:
         closed_jaxpr = args[0]
         unordered = list(_effects.ordered_effects.filter_not_in(closed_jaxpr.effects))
         poly = _mlir.ShapePolyLoweringState((), tuple(args[15]))
-        module = _Prefetched(exe, key, predicted, args, kwargs)
+        module = _Prefetched(loaded, key, predicted, args, kwargs)
         return _lowering_result(
-            module, [], [], unordered, predicted["ordered"], predicted["tuple_args"], poly
+            module,
+            list(loaded.keepalive),
+            list(loaded.host_callbacks),
+            unordered,
+            predicted["ordered"],
+            predicted["tuple_args"],
+            poly,
         )
     if logger.isEnabledFor(logging.DEBUG) or rt.explain:
         _log_miss(rt, key, ctx.fun_name)
     out = _ORIG["lower"](*args, **kwargs)
     module, keepalive, host_callbacks = out[0], out[1], out[2]
-    if host_callbacks or keepalive:
-        # A program that binds host callbacks cannot be stored; fingerprinting
-        # should have flagged it, so this is a bug in pcache's canonicalization.
-        rt.bypass("host-callback", f"{ctx.fun_name}: lowering produced host callbacks")
+    if (host_callbacks or keepalive) and key.persistent:
+        # Host callbacks come from Python callables in params, which the canonical
+        # form keys by identity (making the key memory-only). Reaching here means a
+        # primitive registered callbacks some other way: never store such a program.
+        rt.bypass("host-callback", f"{ctx.fun_name}: unexpected host callbacks in lowering")
         return out
     with _PENDING_LOCK:
-        _PENDING[module] = (key, predicted, ctx.fun_name)
+        _PENDING[module] = (key, predicted, ctx.fun_name, tuple(keepalive), tuple(host_callbacks))
     return out
 
 
@@ -568,15 +595,15 @@ def _compile(
         compiler_options_kvs=compiler_options_kvs,
     )
 
-    def same(predicted):
+    def same(predicted, callbacks):
         return (
-            not host_callbacks
+            _same_objects(host_callbacks, callbacks)
             and pgle_profiler is None
             and all(predicted[k] == v for k, v in actual.items())
         )
 
     if isinstance(computation, _Prefetched):
-        if same(computation.predicted):
+        if same(computation.predicted, computation.host_callbacks):
             return computation.executable
         # AOT `.compile(compiler_options=...)` or another device assignment:
         # not what was keyed. Lower for real and take the miss path below.
@@ -584,21 +611,23 @@ def _compile(
             computation.key,
             _compile_parts(tuple_args, allow_in, allow_out, da, compiler_options_kvs),
         )
+        pending = (key, actual, name, computation.keepalive, computation.host_callbacks)
         computation = computation.materialize()
-        pending = (key, dict(actual, ordered=computation_ordered(computation)), name)
     else:
         with _PENDING_LOCK:
             pending = _PENDING.pop(computation, None)
-        if pending is not None and not same(pending[1]):
+        if pending is not None and not same(pending[1], pending[4]):
             key = _with_compile_parts(
                 pending[0],
                 _compile_parts(tuple_args, allow_in, allow_out, da, compiler_options_kvs),
             )
-            pending = (key, dict(pending[1], **actual), pending[2])
+            pending = (key, dict(pending[1], **actual), *pending[2:])
     rt = _RT
-    if pending is None or rt is None or host_callbacks or pgle_profiler is not None:
+    if pending is None or rt is None or pgle_profiler is not None:
         return call_orig(computation)
-    key, predicted, fun_name = pending
+    key, predicted, fun_name, keepalive, callbacks = pending
+    if not _same_objects(host_callbacks, callbacks):
+        return call_orig(computation)
 
     def compile_fn():
         from pcache._cache import Compiled
@@ -607,23 +636,30 @@ def _compile(
         with _hlo_seam_off():
             exe = call_orig(computation)
         secs = time.perf_counter() - t0
-        try:
-            raw = (
-                exe.serialize() if hasattr(exe, "serialize") else backend.serialize_executable(exe)
-            )
-        except Exception as exc:  # some backends cannot serialize: memory tier only
-            rt.error("serialize", exc)
-            raw = None
-        return Compiled(exe, raw, secs)
+        raw = None
+        if key.persistent:
+            try:
+                raw = (
+                    exe.serialize()
+                    if hasattr(exe, "serialize")
+                    else backend.serialize_executable(exe)
+                )
+            except Exception as exc:  # some backends cannot serialize: memory tier only
+                rt.error("serialize", exc)
+        module = None if key.persistent else computation
+        return Compiled(_Loaded(exe, keepalive, callbacks, module), raw, secs)
 
     meta = _entry_meta(backend, da, fun_name)
-    return rt.compile_through(
-        key, compile_fn, lambda raw: _deserialize(raw, backend, predicted), meta
+    loaded = rt.compile_through(
+        key, compile_fn, lambda raw: _Loaded(_deserialize(raw, backend, predicted)), meta
     )
+    return loaded.executable
 
 
-def computation_ordered(module):  # noqa: ARG001 - the placeholder already checked effects
-    return []
+def _same_objects(a, b) -> bool:
+    """Same callbacks, by identity (they are process-local objects)."""
+    a, b = tuple(a or ()), tuple(b or ())
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def _entry_meta(backend, da, fun_name) -> dict[str, Any]:

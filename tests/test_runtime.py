@@ -298,11 +298,45 @@ def test_callbacks_use_memory_tier_only(cache):
     def host(v):
         return np.asarray(v) * 2
 
-    fn = jax.jit(lambda v: jax.pure_callback(host, jax.ShapeDtypeStruct(v.shape, v.dtype), v))
-    out = np.asarray(fn(x))
-    assert out.tobytes() == (X * 2).tobytes()
+    def other(v):
+        return np.asarray(v) * 3
+
+    def step(cb):
+        return jax.jit(lambda v: jax.pure_callback(cb, jax.ShapeDtypeStruct(v.shape, v.dtype), v))
+
+    assert np.asarray(step(host)(x)).tobytes() == (X * 2).tobytes()
+    with compiles() as c:
+        outs = [np.asarray(step(host)(x)) for _ in range(3)]
+    assert c.n == 0  # re-created jit around the same callback: memory hits
+    assert all(o.tobytes() == (X * 2).tobytes() for o in outs)
+    with compiles() as c:
+        assert np.asarray(step(other)(x)).tobytes() == (X * 3).tobytes()
+    assert c.n == 1  # another callback function is another program
+    # AOT with extra compiler options re-uses the hit's own module and callbacks.
+    aot = step(host).lower(x).compile({"xla_cpu_enable_fast_min_max": True})
+    assert np.asarray(aot(x)).tobytes() == (X * 2).tobytes()
     with store.Store(cache / "store") as s:
         assert not [e for e in s.entries() if not e.key.startswith("hlo-")]
+
+
+def test_ordered_io_callback_hits_in_memory(cache):
+    from jax.experimental import io_callback
+
+    seen = []
+
+    def log(v):
+        seen.append(float(np.asarray(v).sum()))
+        return np.asarray(v)
+
+    x = jax.device_put(X)
+    for _ in range(3):
+        out = jax.jit(
+            lambda v: io_callback(log, jax.ShapeDtypeStruct(v.shape, v.dtype), v, ordered=True)
+        )(x)
+        jax.block_until_ready(out)
+    jax.effects_barrier()
+    assert len(seen) == 3
+    assert pcache.stats()["memory_hits"] >= 2
 
 
 def test_stats_has_the_documented_counters(cache):
