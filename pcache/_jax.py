@@ -31,6 +31,7 @@ the cache can only cost time, never change the program.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import hashlib
@@ -235,8 +236,97 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
     allow_in, allow_out = _pxla.get_prop_to_input_output(
         sem_in.shardings, sem_out.shardings, len(ordered)
     )
-    parts = [
-        ("jaxpr", jaxpr_hex),
+    lp = (
+        lowering_parameters.global_constant_computation,
+        lowering_parameters.for_export,
+        lowering_parameters.export_ignore_forward_compatibility,
+        lowering_parameters.hoist_constants_as_args,
+    )
+    # Everything but the jaxpr, memoized on the same values (compared with the same
+    # __eq__) that key JAX's own lowering and compilation caches: equal inputs here
+    # make JAX itself reuse one module and one executable. Saves ~0.25 ms a hit.
+    memo_key = (
+        id(backend),
+        num_const_args,
+        tuple(in_avals),
+        sem_in,
+        sem_out,
+        tuple(in_layouts),
+        tuple(out_layouts),
+        num_devices,
+        tuple(donated_invars),
+        inout_aliases,
+        all_default_mem_kind,
+        tuple(propagated_out_mem_kinds),
+        tuple(platforms),
+        lp,
+        abstract_mesh,
+        tuple_args,
+        tuple(allow_in),
+        tuple(allow_out),
+        ctx.device_list,
+        ctx.compiler_options_kvs,
+    )
+    try:
+        context = _CONTEXT_MEMO.get(memo_key)
+    except TypeError:  # an unhashable input (e.g. a compiler option value)
+        context, memo_key = None, None
+    if context is None:
+        context = _context_parts(
+            in_avals,
+            num_const_args,
+            sem_in,
+            sem_out,
+            in_layouts,
+            out_layouts,
+            num_devices,
+            donated_invars,
+            inout_aliases,
+            all_default_mem_kind,
+            propagated_out_mem_kinds,
+            platforms,
+            lp,
+            abstract_mesh,
+            tuple_args,
+            allow_in,
+            allow_out,
+            ctx,
+        )
+        if memo_key is not None:
+            _CONTEXT_MEMO.put(memo_key, context)
+    parts = [("jaxpr", jaxpr_hex), *context, *_environment_parts(backend)]
+    predicted = dict(
+        tuple_args=tuple_args,
+        allow_in=tuple(allow_in),
+        allow_out=tuple(allow_out),
+        device_list=ctx.device_list,
+        compiler_options_kvs=ctx.compiler_options_kvs,
+        ordered=ordered,
+    )
+    return CacheKey(parts=tuple(parts), persistent=persistent), predicted
+
+
+def _context_parts(
+    in_avals,
+    num_const_args,
+    sem_in,
+    sem_out,
+    in_layouts,
+    out_layouts,
+    num_devices,
+    donated_invars,
+    inout_aliases,
+    all_default_mem_kind,
+    propagated_out_mem_kinds,
+    platforms,
+    lp,
+    abstract_mesh,
+    tuple_args,
+    allow_in,
+    allow_out,
+    ctx,
+) -> tuple[tuple[str, str], ...]:
+    return (
         ("in_avals", _vd(tuple(in_avals))),
         ("num_const_args", _vd(num_const_args)),
         ("in_shardings", _vd(tuple(sem_in.shardings))),
@@ -249,30 +339,39 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
         ("all_default_mem_kind", _vd(bool(all_default_mem_kind))),
         ("out_mem_kinds", _vd(tuple(propagated_out_mem_kinds))),
         ("platforms", _vd(tuple(platforms))),
-        (
-            "lowering_parameters",
-            _vd(
-                (
-                    lowering_parameters.global_constant_computation,
-                    lowering_parameters.for_export,
-                    lowering_parameters.export_ignore_forward_compatibility,
-                    lowering_parameters.hoist_constants_as_args,
-                )
-            ),
-        ),
+        ("lowering_parameters", _vd(lp)),
         ("abstract_mesh", _vd(abstract_mesh)),
         *_compile_parts(tuple_args, allow_in, allow_out, ctx.device_list, ctx.compiler_options_kvs),
-        *_environment_parts(backend),
-    ]
-    predicted = dict(
-        tuple_args=tuple_args,
-        allow_in=tuple(allow_in),
-        allow_out=tuple(allow_out),
-        device_list=ctx.device_list,
-        compiler_options_kvs=ctx.compiler_options_kvs,
-        ordered=ordered,
     )
-    return CacheKey(parts=tuple(parts), persistent=persistent), predicted
+
+
+class _BoundedMemo:
+    """A small thread-safe LRU dict (the key memo must not grow without bound)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._d: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            value = self._d.get(key)
+            if value is not None:
+                self._d.move_to_end(key)
+            return value
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._d[key] = value
+            while len(self._d) > self._size:
+                self._d.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+
+
+_CONTEXT_MEMO = _BoundedMemo(1024)
 
 
 def _check_line_specific(closed_jaxpr, sem_in, sem_out) -> None:
