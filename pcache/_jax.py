@@ -36,6 +36,7 @@ import contextlib
 import contextvars
 import hashlib
 import logging
+import os
 import threading
 import time
 import warnings
@@ -926,6 +927,11 @@ def uninstall() -> None:
 def _install_jit_seam() -> None:
     if _ORIG:
         return
+    # pcache's wrapper frames are not user code: keep them out of filtered
+    # tracebacks and out of the source locations JAX writes into the HLO.
+    from jax._src import traceback_util
+
+    traceback_util.register_exclusion(os.path.dirname(__file__))
     _ORIG.update(
         lsc=_pxla.lower_sharding_computation,
         devices=_pxla._get_and_check_device_assignment,
