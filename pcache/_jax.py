@@ -929,9 +929,11 @@ def _install_jit_seam() -> None:
         return
     # pcache's wrapper frames are not user code: keep them out of filtered
     # tracebacks and out of the source locations JAX writes into the HLO.
-    from jax._src import traceback_util
+    from jax._src import source_info_util, traceback_util
 
-    traceback_util.register_exclusion(os.path.dirname(__file__))
+    here = os.path.dirname(os.path.abspath(__file__))
+    traceback_util.register_exclusion(here)
+    source_info_util.register_exclusion(here)
     _ORIG.update(
         lsc=_pxla.lower_sharding_computation,
         devices=_pxla._get_and_check_device_assignment,
