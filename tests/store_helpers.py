@@ -145,9 +145,12 @@ def _crash_writer(directory: str, seed: int) -> None:
     rng = random.Random(seed)
     s = Store(directory, inline_threshold=8 * 1024, max_bytes=4 * 2**20)
     print("ready", flush=True)
+    parent = os.getppid()
     i = 0
     while True:
         i += 1
+        if os.getppid() != parent:  # the test runner died: don't run on as an orphan
+            os._exit(0)
         key = f"k{rng.randrange(30)}"
         r = rng.random()
         if r < 0.75:
