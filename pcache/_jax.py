@@ -373,6 +373,9 @@ class _BoundedMemo:
 
 
 _CONTEXT_MEMO = _BoundedMemo(1024)
+# `_pjit_lower` memo key -> digest of the full key whose memory-tier entry holds the
+# MeshComputation (see `_pjit_lower_wrapper`). Small values; bounded.
+_COMPUTATIONS = _BoundedMemo(4096)
 
 
 def _check_line_specific(closed_jaxpr, sem_in, sem_out) -> None:
@@ -418,6 +421,13 @@ class _Loaded(NamedTuple):
     keepalive: tuple = ()
     host_callbacks: tuple = ()
     module: Any = None  # callback programs: the lowered module those callbacks belong to
+    # MeshComputations built around this executable, by `_pjit_lower` memo key; kept
+    # here so the memory tier's eviction drops them with the executable.
+    computations: dict | None = None
+
+
+def _loaded(executable, keepalive=(), host_callbacks=(), module=None) -> _Loaded:
+    return _Loaded(executable, tuple(keepalive), tuple(host_callbacks), module, {})
 
 
 class _Prefetched:
@@ -427,6 +437,7 @@ class _Prefetched:
     """
 
     def __init__(self, loaded: _Loaded, key, predicted, lower_args, lower_kwargs):
+        self.loaded = loaded
         self.executable = loaded.executable
         self.host_callbacks = loaded.host_callbacks
         self.keepalive = loaded.keepalive
@@ -454,6 +465,93 @@ _RT = None  # the active pcache._cache.Runtime
 
 def _runtime():
     return _RT
+
+
+def _pjit_lower_wrapper(
+    jaxpr,
+    in_shardings,
+    out_shardings,
+    in_layouts,
+    out_layouts,
+    donated_invars,
+    ctx_mesh,
+    name,
+    keep_unused,
+    inline,
+    compiler_options_kvs,
+    *,
+    lowering_platforms,
+    lowering_parameters,
+    pgle_profiler,
+):
+    """JAX's `_pjit_lower` (keyed on the jaxpr object) keyed on the jaxpr's content.
+
+    After a program has hit once, its MeshComputation (whose compiled executable
+    is cached on it) is reused for every later call with an equal canonical jaxpr
+    and equal other inputs, skipping `lower_sharding_computation` and building the
+    executable wrapper again: the same reuse JAX does for one jaxpr object, with
+    identity replaced by the canonical digest (and JAX's own trace context).
+    """
+
+    def call():
+        return _ORIG["pjit_lower"](
+            jaxpr,
+            in_shardings,
+            out_shardings,
+            in_layouts,
+            out_layouts,
+            donated_invars,
+            ctx_mesh,
+            name,
+            keep_unused,
+            inline,
+            compiler_options_kvs,
+            lowering_platforms=lowering_platforms,
+            lowering_parameters=lowering_parameters,
+            pgle_profiler=pgle_profiler,
+        )
+
+    rt = _RT
+    if rt is None or pgle_profiler is not None or _PROBE.get():
+        return call()
+    try:
+        canon = _canon_module()
+        d = canon.jaxpr_fingerprint(jaxpr)
+        if not d.persistent:
+            return call()
+        memo_key = (
+            d.digest,
+            in_shardings,
+            out_shardings,
+            in_layouts,
+            out_layouts,
+            tuple(donated_invars),
+            ctx_mesh,
+            keep_unused,
+            inline,
+            compiler_options_kvs,
+            lowering_platforms,
+            lowering_parameters,
+            _config.trace_context(),
+            canon.extra_config_values(),
+        )
+        digest = _COMPUTATIONS.get(memo_key)
+    except Exception:  # uncacheable or unhashable: the lowering seam decides and counts
+        return call()
+    if digest is not None:
+        loaded = rt.memory.get(digest)
+        comp = loaded.computations.get(memo_key) if loaded is not None else None
+        if comp is not None:
+            rt.stats.add("memory_hits")
+            jax.monitoring.record_event("/pcache/memory_hits")
+            return comp
+    comp = call()
+    hlo = getattr(comp, "_hlo", None)
+    if isinstance(hlo, _Prefetched) and hlo.key.persistent and hlo.loaded.computations is not None:
+        if len(hlo.loaded.computations) < 4:
+            hlo.loaded.computations[memo_key] = comp
+            _COMPUTATIONS.put(memo_key, hlo.key.digest)
+    return comp
 
 
 def _lsc_wrapper(closed_jaxpr, api_name, fun_name, *args, **kwargs):
@@ -507,7 +605,7 @@ def _lowering_wrapper(*args, **kwargs):
         "/pcache/fingerprint_time_sec", time.perf_counter() - t0
     )
     backend = args[2]
-    loaded = rt.lookup(key, lambda raw: _Loaded(_deserialize(raw, backend, predicted)))
+    loaded = rt.lookup(key, lambda raw: _loaded(_deserialize(raw, backend, predicted)))
     if loaded is not None:
         closed_jaxpr = args[0]
         unordered = list(_effects.ordered_effects.filter_not_in(closed_jaxpr.effects))
@@ -747,11 +845,11 @@ def _compile(
             except Exception as exc:  # some backends cannot serialize: memory tier only
                 rt.error("serialize", exc)
         module = None if key.persistent else computation
-        return Compiled(_Loaded(exe, keepalive, callbacks, module), raw, secs)
+        return Compiled(_loaded(exe, keepalive, callbacks, module), raw, secs)
 
     meta = _entry_meta(backend, da, fun_name)
     loaded = rt.compile_through(
-        key, compile_fn, lambda raw: _Loaded(_deserialize(raw, backend, predicted)), meta
+        key, compile_fn, lambda raw: _loaded(_deserialize(raw, backend, predicted)), meta
     )
     return loaded.executable
 
@@ -935,12 +1033,14 @@ def _install_jit_seam() -> None:
     traceback_util.register_exclusion(here)
     source_info_util.register_exclusion(here)
     _ORIG.update(
+        pjit_lower=_pjit._pjit_lower,
         lsc=_pxla.lower_sharding_computation,
         devices=_pxla._get_and_check_device_assignment,
         lower=_pxla._cached_lowering_to_hlo,
         compile=_pxla._cached_compilation,
         stablehlo=_pxla.MeshComputation.stablehlo,
     )
+    _pjit._pjit_lower = _CacheClearProxy(_pjit_lower_wrapper, _ORIG["pjit_lower"])
     _pxla.lower_sharding_computation = _lsc_wrapper
     _pxla._get_and_check_device_assignment = _device_assignment_wrapper
     _pxla._cached_lowering_to_hlo = _CacheClearProxy(_lowering_wrapper, _ORIG["lower"])

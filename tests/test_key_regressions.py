@@ -58,3 +58,22 @@ def test_pcache_frames_stay_out_of_compiled_metadata(cache):
     x = jnp.ones((8, 8), jnp.float32)
     text = jax.jit(lambda v: jnp.tanh(v @ v + 1.0).sum(0)).lower(x).compile().as_text()
     assert "pcache/_jax.py" not in text and "_lowering_wrapper" not in text
+
+
+def test_memoized_computations_respect_devices_and_defaults(cache):
+    # After a program hits once, later calls reuse its MeshComputation by content:
+    # the device an argument is committed to, and jax.default_device, must still
+    # pick the right executable on every call.
+    devs = jax.devices()
+    assert len(devs) >= 6
+    x = np.arange(8, dtype=np.float32)
+    for _ in range(3):
+        for d in (3, 5):
+            out = jax.jit(lambda a: a * 2 + 1)(jax.device_put(x, devs[d]))
+            assert [dv.id for dv in out.devices()] == [d]
+            assert np.asarray(out).tobytes() == (x * 2 + 1).tobytes()
+        for d in (2, 4):
+            with jax.default_device(devs[d]):
+                out = jax.jit(lambda a: a * 3)(x)
+            assert [dv.id for dv in out.devices()] == [d]
+    assert pcache.stats()["memory_hits"] >= 8  # 4 programs x 3 rounds, 4 misses
