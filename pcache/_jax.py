@@ -246,7 +246,7 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
     # Everything but the jaxpr, memoized on the same values (compared with the same
     # __eq__) that key JAX's own lowering and compilation caches: equal inputs here
     # make JAX itself reuse one module and one executable. Saves ~0.25 ms a hit.
-    memo_key = (
+    inputs = _ContextInputs(
         id(backend),
         num_const_args,
         tuple(in_avals),
@@ -269,32 +269,16 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
         ctx.compiler_options_kvs,
     )
     try:
-        context = _CONTEXT_MEMO.get(memo_key)
+        context = _CONTEXT_MEMO.get(inputs)
     except TypeError:  # an unhashable input (e.g. a compiler option value)
-        context, memo_key = None, None
+        context = None
+        cacheable = False
+    else:
+        cacheable = True
     if context is None:
-        context = _context_parts(
-            in_avals,
-            num_const_args,
-            sem_in,
-            sem_out,
-            in_layouts,
-            out_layouts,
-            num_devices,
-            donated_invars,
-            inout_aliases,
-            all_default_mem_kind,
-            propagated_out_mem_kinds,
-            platforms,
-            lp,
-            abstract_mesh,
-            tuple_args,
-            allow_in,
-            allow_out,
-            ctx,
-        )
-        if memo_key is not None:
-            _CONTEXT_MEMO.put(memo_key, context)
+        context = _context_parts(inputs)
+        if cacheable:
+            _CONTEXT_MEMO.put(inputs, context)
     parts = [("jaxpr", jaxpr_hex), *context, *_environment_parts(backend)]
     predicted = dict(
         tuple_args=tuple_args,
@@ -307,42 +291,50 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
     return CacheKey(parts=tuple(parts), persistent=persistent), predicted
 
 
-def _context_parts(
-    in_avals,
-    num_const_args,
-    sem_in,
-    sem_out,
-    in_layouts,
-    out_layouts,
-    num_devices,
-    donated_invars,
-    inout_aliases,
-    all_default_mem_kind,
-    propagated_out_mem_kinds,
-    platforms,
-    lp,
-    abstract_mesh,
-    tuple_args,
-    allow_in,
-    allow_out,
-    ctx,
-) -> tuple[tuple[str, str], ...]:
+class _ContextInputs(NamedTuple):
+    """The lowering and compile inputs besides the jaxpr (hashable: the memo key)."""
+
+    backend_id: int
+    num_const_args: int
+    in_avals: tuple
+    sem_in: Any
+    sem_out: Any
+    in_layouts: tuple
+    out_layouts: tuple
+    num_devices: int
+    donated_invars: tuple
+    inout_aliases: Any
+    all_default_mem_kind: bool
+    out_mem_kinds: tuple
+    platforms: tuple
+    lowering_parameters: tuple
+    abstract_mesh: Any
+    tuple_args: bool
+    allow_in: tuple
+    allow_out: tuple
+    device_list: Any
+    compiler_options_kvs: tuple
+
+
+def _context_parts(i: _ContextInputs) -> tuple[tuple[str, str], ...]:
     return (
-        ("in_avals", _vd(tuple(in_avals))),
-        ("num_const_args", _vd(num_const_args)),
-        ("in_shardings", _vd(tuple(sem_in.shardings))),
-        ("out_shardings", _vd(tuple(sem_out.shardings))),
-        ("in_layouts", _vd(tuple(in_layouts))),
-        ("out_layouts", _vd(tuple(out_layouts))),
-        ("num_devices", _vd(num_devices)),
-        ("donated_invars", _vd(tuple(bool(d) for d in donated_invars))),
-        ("inout_aliases", _vd(inout_aliases)),
-        ("all_default_mem_kind", _vd(bool(all_default_mem_kind))),
-        ("out_mem_kinds", _vd(tuple(propagated_out_mem_kinds))),
-        ("platforms", _vd(tuple(platforms))),
-        ("lowering_parameters", _vd(lp)),
-        ("abstract_mesh", _vd(abstract_mesh)),
-        *_compile_parts(tuple_args, allow_in, allow_out, ctx.device_list, ctx.compiler_options_kvs),
+        ("in_avals", _vd(i.in_avals)),
+        ("num_const_args", _vd(i.num_const_args)),
+        ("in_shardings", _vd(tuple(i.sem_in.shardings))),
+        ("out_shardings", _vd(tuple(i.sem_out.shardings))),
+        ("in_layouts", _vd(i.in_layouts)),
+        ("out_layouts", _vd(i.out_layouts)),
+        ("num_devices", _vd(i.num_devices)),
+        ("donated_invars", _vd(tuple(bool(d) for d in i.donated_invars))),
+        ("inout_aliases", _vd(i.inout_aliases)),
+        ("all_default_mem_kind", _vd(bool(i.all_default_mem_kind))),
+        ("out_mem_kinds", _vd(i.out_mem_kinds)),
+        ("platforms", _vd(i.platforms)),
+        ("lowering_parameters", _vd(i.lowering_parameters)),
+        ("abstract_mesh", _vd(i.abstract_mesh)),
+        *_compile_parts(
+            i.tuple_args, i.allow_in, i.allow_out, i.device_list, i.compiler_options_kvs
+        ),
     )
 
 
