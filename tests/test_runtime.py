@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import hashlib
+import hmac
 import os
 import pickle
 import threading
@@ -136,22 +138,7 @@ def test_planted_entry_without_valid_hmac_is_never_loaded(tmp_path):
         # a payload under the real key: a pickle that would create a file if loaded.
         sentinel = tmp_path / "pwned"
         payload = pickle.dumps(_Evil(str(sentinel)))
-        with store.Store(path / "store") as s:
-            _, entry = s.get_entry(key)
-            extra = dict(entry.extra, hmac="00" * 32)
-            s.put(
-                key,
-                payload,
-                meta={
-                    "backend": entry.backend,
-                    "device_kind": entry.device_kind,
-                    "jax_version": entry.jax_version,
-                    "jaxlib_version": entry.jaxlib_version,
-                    "function_name": entry.function_name,
-                    "compile_seconds": 1.0,
-                    "extra": extra,
-                },
-            )
+        _replace_value(path, key, payload, hmac_tag="00" * 32)
         pcache.enable(path, raise_errors=False)
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
@@ -164,6 +151,21 @@ def test_planted_entry_without_valid_hmac_is_never_loaded(tmp_path):
         assert pcache.stats()["error_causes"].get("load entry") == 1
     finally:
         pcache.disable()
+
+
+def _replace_value(path, key: str, value: bytes, *, hmac_tag: str) -> None:
+    """Overwrite a stored entry's bytes (keeping its metadata) with a given HMAC tag."""
+    with store.Store(path / "store") as s:
+        entry = s.entry(key)
+        meta = {
+            f: getattr(entry, f)
+            for f in ("backend", "device_kind", "jax_version", "jaxlib_version", "function_name")
+        }
+        s.put(
+            key,
+            value,
+            meta={**meta, "compile_seconds": 1.0, "extra": dict(entry.extra, hmac=hmac_tag)},
+        )
 
 
 class _Evil:
@@ -183,29 +185,12 @@ def test_corrupt_entry_degrades_to_compile_with_one_warning(tmp_path):
         expected = np.asarray(jax.jit(fn)(x))
         key = _the_only_entry(path)
         pcache.disable()
-        with store.Store(path / "store") as s:
-            raw, entry = s.get_entry(key)
-            # Valid HMAC over garbage: only possible for someone holding the secret,
-            # so this simulates a bug or a bad executable rather than an attack.
-            import hashlib
-            import hmac as _hmac
-
-            secret = (path / "secret.key").read_bytes()
-            garbage = b"\x00" * len(raw)
-            tag = _hmac.new(secret, key.encode() + b"\0" + garbage, hashlib.sha256).hexdigest()
-            s.put(
-                key,
-                garbage,
-                meta={
-                    "backend": entry.backend,
-                    "device_kind": entry.device_kind,
-                    "jax_version": entry.jax_version,
-                    "jaxlib_version": entry.jaxlib_version,
-                    "function_name": entry.function_name,
-                    "compile_seconds": 1.0,
-                    "extra": dict(entry.extra, hmac=tag),
-                },
-            )
+        # Valid HMAC over garbage: only possible for someone holding the secret, so
+        # this simulates a bug or a bad executable rather than an attack.
+        garbage = b"\x00" * 4096
+        secret = (path / "secret.key").read_bytes()
+        tag = hmac.new(secret, key.encode() + b"\0" + garbage, hashlib.sha256).hexdigest()
+        _replace_value(path, key, garbage, hmac_tag=tag)
         pcache.enable(path, raise_errors=False)
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
