@@ -754,7 +754,11 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
             )
         )
     lines.append("in " + " ".join(bind(v) for v in jaxpr.invars))
+    rules_ok = _jax.lowering_rules_are_jax_own
     for eqn in jaxpr.eqns:
+        if not rules_ok(eqn.primitive):
+            # The lowering is user code the key cannot see: memory tier only.
+            ctx.persistent = False
         prim = eqn.primitive.name
         ins = " ".join([use(a) for a in eqn.invars])
         params = _enc_params(prim, eqn.params, ctx) if eqn.params else ""

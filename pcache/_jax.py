@@ -1165,6 +1165,64 @@ def config_value(name: str):
     return _canon_config.config._value_holders[name].value
 
 
+_JAX_MODULES = ("jax.", "jaxlib.")
+_RULE_VERDICTS: dict = {}
+
+
+def lowering_rules_are_jax_own(prim) -> bool:
+    """True when every MLIR lowering rule registered for ``prim`` is JAX's own code.
+
+    The canonical form names a primitive, not its lowering: a rule from user code
+    (a custom primitive, a monkeypatched rule, or a function closed over by
+    `mlir.lower_fun`) can change between runs while the jaxpr stays the same, so
+    programs using one must not be loaded from disk. Memoized per registered rule
+    entry, so re-registering a rule re-decides.
+    """
+    from jax._src.interpreters import mlir
+
+    entries = (mlir._lowerings.get(prim),) + tuple(
+        d.get(prim) for d in mlir._platform_specific_lowerings.values()
+    )
+    memo = (prim, tuple(id(e) for e in entries))
+    verdict = _RULE_VERDICTS.get(memo)
+    if verdict is None:
+        verdict = all(_callable_is_jax_own(e.rule) for e in entries if e is not None)
+        if len(_RULE_VERDICTS) > 4096:
+            _RULE_VERDICTS.clear()
+        _RULE_VERDICTS[memo] = verdict
+    return verdict
+
+
+def _callable_is_jax_own(fn, depth: int = 0) -> bool:
+    import functools as _ft
+
+    while isinstance(fn, _ft.partial):
+        if not all(
+            _callable_is_jax_own(a, depth + 1)
+            for a in (*fn.args, *fn.keywords.values())
+            if callable(a) and not isinstance(a, type)
+        ):
+            return False
+        fn = fn.func
+    module = getattr(fn, "__module__", None) or ""
+    if not (module == "jax" or module.startswith(_JAX_MODULES)):
+        return False
+    if depth >= 3:
+        return True
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if (
+            callable(value)
+            and not isinstance(value, type)
+            and not _callable_is_jax_own(value, depth + 1)
+        ):
+            return False
+    return True
+
+
 def named_sharding_logical_device_ids(s):
     """NamedSharding's optional device-id permutation (None in the common case)."""
     return getattr(s, "_logical_device_ids", None)

@@ -77,3 +77,29 @@ def test_memoized_computations_respect_devices_and_defaults(cache):
                 out = jax.jit(lambda a: a * 3)(x)
             assert [dv.id for dv in out.devices()] == [d]
     assert pcache.stats()["memory_hits"] >= 8  # 4 programs x 3 rounds, 4 misses
+
+
+def _user_primitive(scale: float):
+    from jax.extend.core import Primitive
+    from jax.interpreters import mlir
+
+    prim = Primitive("pcache_test_user_scale")
+    prim.def_abstract_eval(lambda x: x)
+    mlir.register_lowering(prim, mlir.lower_fun(lambda x: x * scale, multiple_results=False))
+    return prim
+
+
+def test_user_lowering_rules_are_never_persisted(cache):
+    # The key names a primitive, not its lowering rule. A rule from user code may
+    # change between runs under the same jaxpr, so such programs stay in memory.
+    import store
+
+    prim = _user_primitive(3.0)
+    x = jax.device_put(np.arange(4.0, dtype=np.float32))
+    k = pcache.key(lambda v: prim.bind(v), x)
+    assert not k.persistent
+    out = [np.asarray(jax.jit(lambda v: prim.bind(v))(x)) for _ in range(3)]
+    assert all(o.tobytes() == (np.arange(4.0, dtype=np.float32) * 3).tobytes() for o in out)
+    assert pcache.stats()["memory_hits"] >= 2
+    with store.Store(cache / "store") as s:
+        assert not [e for e in s.entries() if not e.key.startswith("hlo-")]
