@@ -322,6 +322,13 @@ class Runtime:
         self._memory_put(digest, exe, len(raw))
         return exe
 
+    def _stored(self, digest: str) -> bool:
+        try:
+            return digest in self.store
+        except Exception as exc:
+            self.error("store read", exc)
+            return False
+
     def _drop(self, digest: str) -> None:
         try:
             self.store.delete(digest)
@@ -383,8 +390,9 @@ class Runtime:
                 self.error("single-flight lock", exc)
             try:
                 # Whoever held the lock before us has probably stored the result;
-                # one indexed read is nothing next to a compile.
-                exe = self._load_from_store(key, load)
+                # one indexed read is nothing next to a compile. (`in` first: the
+                # lookup before the lock already counted this miss in the store.)
+                exe = self._load_from_store(key, load) if self._stored(key.digest) else None
                 if exe is not None:
                     return exe
                 exe, stored = self._compile_and_fill(key, compile_fn, meta)

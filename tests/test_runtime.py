@@ -447,3 +447,17 @@ def test_single_flight_wait_is_bounded(tmp_path):
             holder.kill()
             holder.wait()
         pcache.disable()
+
+
+def test_persisted_counters_count_each_miss_once(tmp_path):
+    x = jax.device_put(X)
+    pcache.enable(tmp_path / "c", raise_errors=True)
+    try:
+        jax.jit(lambda v: jnp.tan(v) * 5.0)(x)
+        pcache.clear_memory()
+        jax.jit(lambda v: jnp.tan(v) * 5.0)(x)
+    finally:
+        pcache.disable()  # closes the store: coalesced counters are flushed
+    with store.Store(tmp_path / "c" / "store") as s:
+        st = s.stats()
+    assert (st["misses"], st["hits"], st["puts"]) == (1, 1, 1), st
