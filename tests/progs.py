@@ -79,8 +79,23 @@ def step_aot(x, w):
     return jax.jit(lambda a: jnp.sum(a * a, axis=0)).lower(x).compile()(x)
 
 
-def step_value_and_grad(x, w):
-    return jax.value_and_grad(jax.checkpoint(g))(w, x)
+def step_train(x, w):
+    """A train step: MLP loss, value_and_grad, SGD update, re-created every call."""
+
+    def loss(params, batch):
+        h = batch
+        for wi, bi in params:
+            h = jnp.tanh(h @ wi + bi)
+        return jnp.mean(h**2)
+
+    def train_step(params, batch):
+        value, grads = jax.value_and_grad(loss)(params, batch)
+        new = jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads)
+        return value, new
+
+    bias = np.linspace(-0.5, 0.5, 64, dtype=np.float32)  # numpy: no eager op to compile
+    params = [(w, bias), (x, bias[::-1].copy())]
+    return jax.jit(train_step)(params, x)
 
 
 PATTERNS = {
@@ -90,6 +105,7 @@ PATTERNS = {
     "partial": step_partial,
     "nested_def": step_nested,
     "aot": step_aot,
+    "train_step": step_train,
 }
 
 
