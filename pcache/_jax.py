@@ -814,10 +814,10 @@ def _compile(
             pending = (key, dict(pending[1], **actual), *pending[2:])
     rt = _RT
     if pending is None or rt is None or pgle_profiler is not None:
-        return call_orig(computation)
+        return _uncached_compile(call_orig, computation, backend, da, name)
     key, predicted, fun_name, keepalive, callbacks = pending
     if not _same_objects(host_callbacks, callbacks):
-        return call_orig(computation)
+        return _uncached_compile(call_orig, computation, backend, da, name)
 
     def compile_fn():
         from pcache._cache import Compiled
@@ -844,6 +844,16 @@ def _compile(
         key, compile_fn, lambda raw: _loaded(_deserialize(raw, backend, predicted)), meta
     )
     return loaded.executable
+
+
+def _uncached_compile(call_orig, computation, backend, da, name):
+    """Compile outside the jit seam's key; JAX's HLO-level cache (pcache's store)
+    may still serve it, and its entry gets this compile's metadata."""
+    token = _HLO_META.set((backend, da, name))
+    try:
+        return call_orig(computation)
+    finally:
+        _HLO_META.reset(token)
 
 
 def _same_objects(a, b) -> bool:
@@ -879,6 +889,8 @@ def _stablehlo_wrapper(self):
 
 
 _HLO_OFF = contextvars.ContextVar("pcache_hlo_off", default=False)
+# (backend, device list, name) of the compile the HLO-level cache is serving.
+_HLO_META: contextvars.ContextVar = contextvars.ContextVar("pcache_hlo_meta", default=None)
 
 
 @contextlib.contextmanager
@@ -910,18 +922,18 @@ class _StoreCacheInterface(_CacheInterface):
     def put(self, key: str, value: bytes) -> None:
         if _HLO_OFF.get():
             return
-        self._rt.hlo_put(
-            key,
-            value,
-            {
+        compile_info = _HLO_META.get()
+        if compile_info is not None:
+            meta = _entry_meta(*compile_info)
+        else:  # a compile path that does not pass through `_cached_compilation`
+            meta = {
                 "backend": "",
                 "device_kind": "",
                 "jax_version": jax.__version__,
                 "jaxlib_version": jaxlib.__version__,
                 "function_name": "",
-                "compile_seconds": 0.0,
-            },
-        )
+            }
+        self._rt.hlo_put(key, value, meta)
 
     def clear(self) -> None:  # JAX calls this from reset paths; pcache keeps its store
         pass
