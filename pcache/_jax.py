@@ -154,15 +154,27 @@ def _compile_parts(tuple_args, allow_in, allow_out, device_list, compiler_option
     ]
 
 
-def _jaxpr_part(closed_jaxpr, hoisted_consts: bool) -> tuple[str, bool]:
-    d = _canon_module().jaxpr_fingerprint(closed_jaxpr, hoisted_consts=hoisted_consts)
-    return d.digest.hex(), d.persistent
+def _jaxpr_fingerprint(ctx: _LowerCtx):
+    """The digest of the jaxpr `lower_sharding_computation` was given (before JAX's
+    DCE and ref discharge, which are deterministic functions of it and of the keyed
+    `keep_unused`). Computed once per lowering: `_pjit_lower_wrapper` hands over the
+    digest it already took for its own memo.
+
+    Literals are keyed by content even where lowering hoists them into arguments
+    (over-keying is safe; keying hoisted literals by aval is not tested yet).
+    """
+    if ctx.jaxpr_digest is None:
+        ctx.jaxpr_digest = _canon_module().jaxpr_fingerprint(ctx.jaxpr, hoisted_consts=False)
+    return ctx.jaxpr_digest
 
 
 class _LowerCtx:
     """What `lower_sharding_computation` knows that `_cached_lowering_to_hlo` is not told."""
 
     __slots__ = (
+        "jaxpr",
+        "jaxpr_digest",
+        "keep_unused",
         "compiler_options_kvs",
         "lowering_platforms",
         "pgle_profiler",
@@ -172,7 +184,19 @@ class _LowerCtx:
         "probe",
     )
 
-    def __init__(self, fun_name, compiler_options_kvs, lowering_platforms, pgle_profiler, probe):
+    def __init__(
+        self,
+        jaxpr,
+        keep_unused,
+        fun_name,
+        compiler_options_kvs,
+        lowering_platforms,
+        pgle_profiler,
+        probe,
+    ):
+        self.jaxpr = jaxpr
+        self.jaxpr_digest = None
+        self.keep_unused = keep_unused
         self.fun_name = fun_name
         self.compiler_options_kvs = compiler_options_kvs
         self.lowering_platforms = lowering_platforms
@@ -229,9 +253,8 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
     ):
         raise Uncacheable("dynamic-shapes", "symbolic dimensions")
     _check_line_specific(closed_jaxpr, sem_in, sem_out)
-    # Literals are keyed by content even where lowering hoists them into arguments
-    # (over-keying is safe; keying hoisted literals by aval is not tested yet).
-    jaxpr_hex, persistent = _jaxpr_part(closed_jaxpr, False)
+    d = _jaxpr_fingerprint(ctx)
+    jaxpr_hex, persistent = d.digest.hex(), d.persistent
     ordered = list(_effects.ordered_effects.filter_in(closed_jaxpr.effects))
     tuple_args = _dispatch.should_tuple_args(len(in_avals), backend.platform)
     allow_in, allow_out = _pxla.get_prop_to_input_output(
@@ -279,7 +302,12 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
         context = _context_parts(inputs)
         if cacheable:
             _CONTEXT_MEMO.put(inputs, context)
-    parts = [("jaxpr", jaxpr_hex), *context, *_environment_parts(backend)]
+    parts = [
+        ("jaxpr", jaxpr_hex),
+        ("keep_unused", _vd(bool(ctx.keep_unused))),
+        *context,
+        *_environment_parts(backend),
+    ]
     predicted = dict(
         tuple_args=tuple_args,
         allow_in=tuple(allow_in),
@@ -510,7 +538,7 @@ def _pjit_lower_wrapper(
         canon = _canon_module()
         d = canon.jaxpr_fingerprint(jaxpr)
         if not d.persistent:
-            return call()
+            return _call_with_digest(call, jaxpr, d)
         memo_key = (
             d.digest,
             in_shardings,
@@ -537,7 +565,7 @@ def _pjit_lower_wrapper(
             rt.stats.add("memory_hits")
             jax.monitoring.record_event("/pcache/memory_hits")
             return comp
-    comp = call()
+    comp = _call_with_digest(call, jaxpr, d)
     hlo = getattr(comp, "_hlo", None)
     if isinstance(hlo, _Prefetched) and hlo.key.persistent and hlo.loaded.computations is not None:
         if len(hlo.loaded.computations) < 4:
@@ -546,14 +574,31 @@ def _pjit_lower_wrapper(
     return comp
 
 
+# (jaxpr, its JaxprDigest) from `_pjit_lower_wrapper` to the lowering it calls.
+_PRE_DIGEST: contextvars.ContextVar = contextvars.ContextVar("pcache_pre_digest", default=None)
+
+
+def _call_with_digest(call, jaxpr, digest):
+    token = _PRE_DIGEST.set((jaxpr, digest))
+    try:
+        return call()
+    finally:
+        _PRE_DIGEST.reset(token)
+
+
 def _lsc_wrapper(closed_jaxpr, api_name, fun_name, *args, **kwargs):
     ctx = _LowerCtx(
+        closed_jaxpr,
+        kwargs.get("keep_unused"),
         fun_name,
         kwargs.get("compiler_options_kvs", ()),
         kwargs.get("lowering_platforms"),
         kwargs.get("pgle_profiler"),
         _PROBE.get(),
     )
+    pre = _PRE_DIGEST.get()
+    if pre is not None and pre[0] is closed_jaxpr:
+        ctx.jaxpr_digest = pre[1]
     token = _LSC_CTX.set(ctx)
     try:
         return _ORIG["lsc"](closed_jaxpr, api_name, fun_name, *args, **kwargs)
