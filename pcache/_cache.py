@@ -194,7 +194,7 @@ class Runtime:
         me = weakref.ref(self)
         os.register_at_fork(after_in_child=lambda: (rt := me()) and rt._reset_locks_after_fork())
         _make_private_dir(path)
-        self.locks_dir = path / "locks"
+        self.locks_dir = path / LOCKS_SUBDIR
         self.locks_dir.mkdir(mode=0o700, exist_ok=True)
         self._secret = _load_or_create_secret(path / "secret.key")
         self.store = store.Store(path / "store", max_bytes=max_disk_bytes)
@@ -457,6 +457,43 @@ class _KeyedLock:
 
 
 # ------------------------------------------------------------------- helpers
+
+
+LOCKS_SUBDIR = "locks"
+
+
+def sweep_locks(cache_dir: Path, *, older_than: float = 3600.0, dry_run: bool = False) -> int:
+    """Remove single-flight lock files nobody holds, older than ``older_than`` seconds.
+
+    A lock file is removed as soon as its entry is stored; one whose compile failed
+    (or was killed) stays behind. A file is only unlinked while this process holds
+    its lock, so a live compiler is never disturbed; a waiter that opened the old
+    file re-reads the store before compiling, as after any release.
+    """
+    locks_dir = Path(cache_dir) / LOCKS_SUBDIR
+    if not locks_dir.is_dir():
+        return 0
+    cutoff = time.time() - older_than
+    removed = 0
+    for path in locks_dir.glob("*.lock"):
+        try:
+            if path.stat().st_mtime > cutoff:
+                continue
+        except FileNotFoundError:  # removed by its compiler meanwhile
+            continue
+        lock = filelock.FileLock(str(path), is_singleton=False)
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:  # held: a compile is in progress
+            continue
+        try:
+            if not dry_run:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            removed += 1
+        finally:
+            lock.release()
+    return removed
 
 
 def _make_private_dir(path: Path) -> None:

@@ -432,6 +432,9 @@ def gc(
                 progress=progress,
             )
         after = store.stats()
+    from pcache._cache import sweep_locks
+
+    locks_removed = sweep_locks(ctx.find_object(_State).resolve(), dry_run=dry_run)
     removed = list(result.removed)
     if as_json:
         data = {
@@ -445,6 +448,7 @@ def gc(
             "bytes_freed": result.bytes_freed,
             "corrupt_removed": result.corrupt_removed,
             "orphans_removed": result.orphans_removed,
+            "locks_removed": locks_removed,
             "entries_after": after["entries"],
             "disk_bytes_before": result.disk_bytes_before,
             "disk_bytes_after": result.disk_bytes_after,
@@ -470,6 +474,8 @@ def gc(
         click.echo(f"Corrupt entries removed: {result.corrupt_removed}")
     if result.orphans_removed:
         click.echo(f"Orphan value files removed: {result.orphans_removed}")
+    if locks_removed:
+        click.echo(f"Stale lock files removed: {locks_removed}")
     click.echo(
         f"Left: {after['entries']} entries, {format_size(after['stored_bytes'])} stored; "
         f"disk {format_size(result.disk_bytes_before)} -> "

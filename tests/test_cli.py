@@ -776,3 +776,40 @@ def test_progress_callback_draws_only_on_a_terminal(monkeypatch: pytest.MonkeyPa
         for i in range(1, 11):
             p(i, 10)
     assert len(bars) == 1 and bars[0].done == 10 and bars[0].kw["length"] == 10
+
+
+def test_gc_sweeps_unheld_stale_lock_files_only(cache: Path) -> None:
+    locks = cache / "locks"
+    locks.mkdir()
+    old, fresh, held = (locks / f"{n * 64}.lock" for n in "abc")
+    for p in (old, fresh, held):
+        p.touch()
+    two_hours_ago = time.time() - 7200
+    for p in (old, held):
+        os.utime(p, (two_hours_ago, two_hours_ago))
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+            import time, filelock
+            lock = filelock.FileLock({str(held)!r}, is_singleton=False)
+            lock.acquire()
+            print("held", flush=True)
+            time.sleep(60)
+        """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        result = run("--dir", str(cache), "gc", "--json")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    validate(data, "cli-gc")
+    assert data["locks_removed"] == 1
+    assert not old.exists() and fresh.exists() and held.exists()
