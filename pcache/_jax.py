@@ -642,7 +642,11 @@ def _lowering_wrapper(*args, **kwargs):
         "/pcache/fingerprint_time_sec", time.perf_counter() - t0
     )
     backend = args[2]
-    loaded = rt.lookup(key, lambda raw: _loaded(_deserialize(raw, backend, predicted)))
+    try:
+        loaded = rt.lookup(key, lambda raw: _loaded(_deserialize(raw, backend, predicted)))
+    except Exception as exc:  # the cache must never break the program: compile instead
+        rt.error("lookup", exc)
+        loaded = None
     if loaded is not None:
         closed_jaxpr = args[0]
         unordered = list(_effects.ordered_effects.filter_not_in(closed_jaxpr.effects))
