@@ -541,6 +541,7 @@ def _pjit_lower_wrapper(
             return _call_with_digest(call, jaxpr, d)
         memo_key = (
             d.digest,
+            name,  # JAX's key has it too: module name and argument names in diagnostics
             in_shardings,
             out_shardings,
             in_layouts,
@@ -567,7 +568,15 @@ def _pjit_lower_wrapper(
             return comp
     comp = _call_with_digest(call, jaxpr, d)
     hlo = getattr(comp, "_hlo", None)
-    if isinstance(hlo, _Prefetched) and hlo.key.persistent and hlo.loaded.computations is not None:
+    # Not with hoisted constants (jax_use_simplified_jaxpr_constants): the computation
+    # holds this call's constant arrays (views of user buffers, placed on devices),
+    # which a later call with equal content but other buffers must not inherit.
+    if (
+        isinstance(hlo, _Prefetched)
+        and hlo.key.persistent
+        and hlo.loaded.computations is not None
+        and not comp.const_args
+    ):
         if len(hlo.loaded.computations) < 4:
             hlo.loaded.computations[memo_key] = comp
             _COMPUTATIONS.put(memo_key, hlo.key.digest)

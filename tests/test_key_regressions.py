@@ -103,3 +103,74 @@ def test_user_lowering_rules_are_never_persisted(cache):
     assert pcache.stats()["memory_hits"] >= 2
     with store.Store(cache / "store") as s:
         assert not [e for e in s.entries() if not e.key.startswith("hlo-")]
+
+
+_HOISTED_CONSTANTS = """
+import sys, tempfile
+import numpy as np, jax, pcache
+
+def run():
+    out = []
+    x = np.ones(1000, np.float32)
+    a = np.zeros(1000, np.float32)
+    for _ in range(4):
+        out.append(float(jax.jit(lambda v: v + a)(x)[0]))
+    a[:] = 5  # mutate the buffer a memoized computation would hold
+    for _ in range(3):
+        out.append(float(jax.jit(lambda v: v + a)(x)[0]))
+    b = np.zeros(1000, np.float32)  # old content, another buffer
+    for _ in range(3):
+        out.append(float(jax.jit(lambda v: v + b)(x)[0]))
+    d0, d1 = jax.devices()[:2]
+    for i in range(6):  # equal constant content, placed on alternating devices
+        c = jax.device_put(np.arange(4, dtype=np.float32), (d0, d1)[i % 2])
+        r = jax.jit(lambda v: v + c)(np.zeros(4, np.float32))
+        out.append(sorted(d.id for d in r.devices()))
+    return out
+
+stock = run()
+pcache.enable(tempfile.mkdtemp(), raise_errors=True)
+cached = run()
+assert stock == cached, (stock, cached)
+assert stock[7:10] == [1.0, 1.0, 1.0], stock
+print("ok")
+"""
+
+
+def test_hoisted_constants_are_never_shared_between_calls():
+    # With jax_use_simplified_jaxpr_constants, closed-over arrays become arguments
+    # held by the MeshComputation: reusing one across calls with equal content
+    # once returned a mutated buffer's values and ran on another call's device.
+    import os
+    import subprocess
+    import sys
+
+    env = dict(
+        os.environ,
+        JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS="1",
+        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+    )
+    env.pop("JAX_PCACHE_DIR", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", _HOISTED_CONSTANTS],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
+def test_memoized_computation_keeps_the_function_name(cache):
+    def foo(alpha):
+        return alpha * 5
+
+    def bar(beta):
+        return beta * 5
+
+    x = jnp.ones((4,))
+    for _ in range(3):
+        jax.jit(bar)(x)
+        jax.jit(foo)(x)
+    assert "jit_foo" in jax.jit(foo).lower(x).as_text()
+    assert "jit_bar" in jax.jit(bar).lower(x).as_text()
