@@ -716,84 +716,23 @@ def _compile_options(backend, predicted):
     return options
 
 
-def _compilation_wrapper(
-    computation,
-    name,
-    tuple_args,
-    allow_in,
-    allow_out,
-    host_callbacks,
-    backend,
-    da,
-    compiler_options_kvs,
-    pgle_profiler,
-):
+def _compilation_wrapper(computation, *rest):
     """`_cached_compilation` on 0.10.x."""
-
-    def call_orig(comp):
-        return _ORIG["compile"](
-            comp,
-            name,
-            tuple_args,
-            allow_in,
-            allow_out,
-            host_callbacks,
-            backend,
-            da,
-            compiler_options_kvs,
-            pgle_profiler,
-        )
-
+    (name, tuple_args, allow_in, allow_out, host_callbacks, backend, da,
+     compiler_options_kvs, pgle_profiler) = rest  # fmt: skip
     return _compile(
-        computation,
-        name,
-        tuple_args,
-        allow_in,
-        allow_out,
-        host_callbacks,
-        backend,
-        da,
-        compiler_options_kvs,
-        pgle_profiler,
-        call_orig,
-    )
+        computation, name, tuple_args, allow_in, allow_out, host_callbacks, backend, da,
+        compiler_options_kvs, pgle_profiler, lambda comp: _ORIG["compile"](comp, *rest),
+    )  # fmt: skip
 
 
-def _compilation_wrapper_v09(
-    computation,
-    name,
-    mesh,
-    spmd_lowering,
-    tuple_args,
-    auto_spmd_lowering,
-    allow_in,
-    allow_out,
-    host_callbacks,
-    backend,
-    da,
-    pmap_nreps,
-    compiler_options_kvs,
-    pgle_profiler,
-):
+def _compilation_wrapper_v09(computation, *rest):
     """`_cached_compilation` on 0.9.x (extra mesh/spmd/auto-spmd/pmap_nreps inputs)."""
+    (name, mesh, spmd_lowering, tuple_args, auto_spmd_lowering, allow_in, allow_out,
+     host_callbacks, backend, da, pmap_nreps, compiler_options_kvs, pgle_profiler) = rest  # fmt: skip
 
     def call_orig(comp):
-        return _ORIG["compile"](
-            comp,
-            name,
-            mesh,
-            spmd_lowering,
-            tuple_args,
-            auto_spmd_lowering,
-            allow_in,
-            allow_out,
-            host_callbacks,
-            backend,
-            da,
-            pmap_nreps,
-            compiler_options_kvs,
-            pgle_profiler,
-        )
+        return _ORIG["compile"](comp, *rest)
 
     if pmap_nreps != 1 or auto_spmd_lowering or not spmd_lowering or mesh is not None:
         # Not the plain SPMD compile a key predicts (jit-of-pmap, auto-SPMD): compile
@@ -808,18 +747,9 @@ def _compilation_wrapper_v09(
             rt.bypass("compile-inputs", f"{name}: 0.9 non-SPMD or auto-SPMD compile")
         return call_orig(computation)
     return _compile(
-        computation,
-        name,
-        tuple_args,
-        allow_in,
-        allow_out,
-        host_callbacks,
-        backend,
-        da,
-        compiler_options_kvs,
-        pgle_profiler,
-        call_orig,
-    )
+        computation, name, tuple_args, allow_in, allow_out, host_callbacks, backend, da,
+        compiler_options_kvs, pgle_profiler, call_orig,
+    )  # fmt: skip
 
 
 def _compile(
