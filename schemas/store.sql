@@ -11,7 +11,7 @@
 -- Never edit a released `migrate` section; add a new one and bump `create`.
 
 -- @section create
--- version 2
+-- version 3
 
 -- One row per cached value.  Everything pcache queries is a real column; only
 -- `extra` (free-form, JSON text) is not.  `id` changes on every put, so "the
@@ -66,6 +66,16 @@ CREATE TABLE IF NOT EXISTS counters (
 CREATE TABLE IF NOT EXISTS meta (
     name  TEXT PRIMARY KEY,
     value TEXT
+) WITHOUT ROWID;
+
+-- Named, ordered lists of keys used together: a program's working set, so a
+-- new process can load those values before it asks for them.  `keys` is a
+-- JSON array of entry keys in first-use order.  Hints only: a key whose entry
+-- is gone is skipped.
+CREATE TABLE IF NOT EXISTS key_sets (
+    name    TEXT PRIMARY KEY,
+    keys    TEXT NOT NULL,
+    updated REAL NOT NULL                        -- unix time of the last write
 ) WITHOUT ROWID;
 
 -- Eviction orders (see store/_policy.py); each policy's ORDER BY matches one
@@ -148,3 +158,11 @@ CREATE TRIGGER entries_au AFTER UPDATE OF raw_size, stored_size, file ON entries
                        + (CASE WHEN NEW.file IS NULL THEN 0 ELSE NEW.stored_size END)
     WHERE id = 0;
 END;
+
+-- @section migrate 3
+-- Version 2 had no working sets.
+CREATE TABLE IF NOT EXISTS key_sets (
+    name    TEXT PRIMARY KEY,
+    keys    TEXT NOT NULL,
+    updated REAL NOT NULL
+) WITHOUT ROWID;

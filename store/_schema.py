@@ -11,7 +11,7 @@ from functools import cache
 __all__ = ["SCHEMA_VERSION", "sections", "statements"]
 
 #: ``PRAGMA user_version`` of a database this code writes.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SECTION = re.compile(r"^-- @section (.+?)\s*$", re.MULTILINE)
 

@@ -45,6 +45,7 @@ get costs no write.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import random
 import sqlite3
@@ -52,7 +53,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,8 @@ VALUES_DIR = "values"
 INLINE_THRESHOLD = 256 * 1024
 GC_CACHE_KIB = 65536  # page cache while gc runs
 SWEEP_INTERVAL = 86400.0  # seconds between orphan sweeps done at open (gc always sweeps)
+MAX_KEY_SET_LEN = 4096  # keys kept per key set
+MAX_KEY_SETS = 1024  # key sets kept per store
 
 _COLS = ", ".join(ENTRY_COLUMNS)
 _E_COLS = ", ".join(f"e.{c}" for c in ENTRY_COLUMNS)
@@ -499,11 +502,23 @@ class Store:
         got = self._get(key, with_entry=False)
         return None if got is None else got[0]
 
-    def get_entry(self, key: str) -> tuple[bytes, Entry] | None:
-        """``(value, entry)`` for ``key``, or None; checked like :meth:`get`."""
-        return self._get(key, with_entry=True)
+    def get_entry(self, key: str, *, touch: bool = True) -> tuple[bytes, Entry] | None:
+        """``(value, entry)`` for ``key``, or None; checked like :meth:`get`.
 
-    def _get(self, key: str, *, with_entry: bool) -> tuple[bytes, Entry | None] | None:
+        ``touch=False`` reads without counting a hit or a miss and without renewing
+        ``last_used`` (a speculative read: call :meth:`touch` if the value gets used).
+        """
+        return self._get(key, with_entry=True, touch=touch)
+
+    def touch(self, key: str) -> None:
+        """Count a hit on ``key`` and renew its ``last_used`` (coalesced, like a get)."""
+        _check_key(key)
+        self._note_hit(key)
+        self._maybe_flush()
+
+    def _get(
+        self, key: str, *, with_entry: bool, touch: bool = True
+    ) -> tuple[bytes, Entry | None] | None:
         _check_key(key)
         cols = _E_COLS if with_entry else "e.key"
         sql = (
@@ -513,7 +528,7 @@ class Store:
         for _ in range(3):  # retried only when a concurrent overwrite moved the side file
             row = self._read(f"get {key!r}", lambda con: con.execute(sql, (key,)).fetchone())
             if row is None:
-                self._miss()
+                self._miss(touch)
                 return None
             rowid, codec, raw_size, stored_size, digest, file, data = row[:7]
             if file is not None:
@@ -522,7 +537,7 @@ class Store:
                 except FileNotFoundError:
                     if self._row_unchanged(rowid):
                         self._corrupt(key, rowid, file, "its side file is missing")
-                        self._miss()
+                        self._miss(touch)
                         return None
                     continue  # overwritten or deleted meanwhile: look again
                 except OSError as exc:
@@ -530,17 +545,19 @@ class Store:
             problem = _check_value(data, codec, raw_size, stored_size, digest)
             if isinstance(problem, str):
                 self._corrupt(key, rowid, file, problem)
-                self._miss()
+                self._miss(touch)
                 return None
-            self._note_hit(key)
-            self._maybe_flush()
+            if touch:
+                self._note_hit(key)
+                self._maybe_flush()
             return problem, (Entry.from_row(row[7:]) if with_entry else None)
-        self._miss()
+        self._miss(touch)
         return None
 
-    def _miss(self) -> None:
-        self._note_counters({"misses": 1})
-        self._maybe_flush()
+    def _miss(self, touch: bool = True) -> None:
+        if touch:
+            self._note_counters({"misses": 1})
+            self._maybe_flush()
 
     def _row_unchanged(self, rowid: int) -> bool:
         return (
@@ -597,17 +614,74 @@ class Store:
         return removed
 
     def clear(self) -> int:
-        """Remove every entry; return how many.  Counters are kept."""
+        """Remove every entry and key set; return how many entries.  Counters are kept."""
         files: list[str] = []
 
         def txn(con: sqlite3.Connection) -> int:
             files[:] = [r[0] for r in con.execute("SELECT file FROM entries WHERE file NOT NULL")]
+            con.execute("DELETE FROM key_sets")
             return con.execute("DELETE FROM entries").rowcount
 
         n = self._write("clear", txn)
         for name in files:
             self._unlink_file(name)
         return n
+
+    # ---------------------------------------------------------------- key sets
+
+    def put_key_set(self, name: str, keys: Iterable[str]) -> None:
+        """Store the ordered list ``keys`` under ``name`` (replacing it).
+
+        Key sets are hints that the caller keeps (e.g. the keys one program used, in
+        order, so its next run can read them ahead).  At most ``MAX_KEY_SET_LEN`` keys
+        are kept per set and ``MAX_KEY_SETS`` sets per store (the least recently
+        written go first); a key need not name a stored entry.
+        """
+        _check_key(name)
+        keys = list(keys)
+        for k in keys:
+            _check_key(k)
+        text = json.dumps(keys[:MAX_KEY_SET_LEN], separators=(",", ":"))
+
+        def txn(con: sqlite3.Connection) -> None:
+            con.execute(
+                "INSERT OR REPLACE INTO key_sets (name, keys, updated) VALUES (?, ?, ?)",
+                (name, text, time.time()),
+            )
+            con.execute(
+                "DELETE FROM key_sets WHERE name NOT IN "
+                "(SELECT name FROM key_sets ORDER BY updated DESC LIMIT ?)",
+                (MAX_KEY_SETS,),
+            )
+
+        self._write(f"put key set {name!r}", txn)
+
+    def key_set(self, name: str) -> list[str]:
+        """The keys stored under ``name`` by :meth:`put_key_set`; ``[]`` if none."""
+        _check_key(name)
+        row = self._read(
+            f"key set {name!r}",
+            lambda con: con.execute("SELECT keys FROM key_sets WHERE name = ?", (name,)).fetchone(),
+        )
+        if row is None:
+            return []
+        try:
+            keys = json.loads(row[0])
+        except ValueError:  # a hint: unreadable means empty, never an error
+            return []
+        if not isinstance(keys, list):
+            return []
+        return [k for k in keys if isinstance(k, str)]
+
+    def key_sets(self) -> list[tuple[str, int, float]]:
+        """``(name, number of keys, updated)`` of every key set, newest first."""
+        rows = self._read(
+            "listing key sets",
+            lambda con: con.execute(
+                "SELECT name, keys, updated FROM key_sets ORDER BY updated DESC"
+            ).fetchall(),
+        )
+        return [(name, _json_len(keys), updated) for name, keys, updated in rows]
 
     # ---------------------------------------------------------------- metadata
 
@@ -842,6 +916,14 @@ class Store:
         corrupt = orphans = 0
         if not dry_run:
             freed = self._delete_ids(ids, progress, counter="evictions")
+            if older_than is not None:
+                cutoff_sets = time.time() - older_than
+                self._write(
+                    "gc: removing old key sets",
+                    lambda con: con.execute(
+                        "DELETE FROM key_sets WHERE updated <= ?", (cutoff_sets,)
+                    ),
+                )
             corrupt, orphans = self._sweep(self.orphan_grace)
             self._reclaim()
         else:
@@ -1089,6 +1171,14 @@ class _Release:
 
 def _user_version(con: sqlite3.Connection) -> int:
     return con.execute("PRAGMA user_version").fetchone()[0]
+
+
+def _json_len(text: str) -> int:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return 0
+    return len(value) if isinstance(value, list) else 0
 
 
 def _check_key(key: object) -> None:
