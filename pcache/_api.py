@@ -29,6 +29,7 @@ def enable(
     raise_errors: bool | None = None,
     lock_timeout: float | str | None = None,
     explain: bool | None = None,
+    preload: int | None = None,
 ) -> Path:
     """Switch the cache on for this process; returns the cache directory.
 
@@ -45,6 +46,10 @@ def enable(
         compiling the same program before compiling it here too; default 600 s.
       explain: log, for each miss, which key parts differ from the nearest stored
         entries of the same function (default ``$JAX_PCACHE_EXPLAIN``).
+      preload: at this program's first cached compile, load up to this many
+        executables that its previous run used (in the order it used them) on a
+        background thread, so a new process overlaps loading with tracing;
+        default ``$JAX_PCACHE_PRELOAD``, else 256. ``0``: off.
 
     Calling it again replaces the previous configuration.
     """
@@ -78,6 +83,11 @@ def enable(
             raise_errors=env.raise_errors if raise_errors is None else raise_errors,
             lock_timeout=timeout,
             explain=env.explain if explain is None else explain,
+            preload=_config.parse_count(
+                preload
+                if preload is not None
+                else (env.preload if env.preload is not None else _config.DEFAULT_PRELOAD)
+            ),
         )
         _jax.install(rt)
         _RUNTIME = rt
@@ -131,6 +141,7 @@ def enabled(path: str | Path | None = None, **kwargs: Any) -> Iterator[Path]:
                 raise_errors=previous.raise_errors,
                 lock_timeout=previous.lock_timeout,
                 explain=previous.explain,
+                preload=previous.preload_limit,
             )
         where = enable(path, **kwargs)
     try:

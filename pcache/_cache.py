@@ -9,14 +9,17 @@ unless ``raise_errors`` is set (``JAX_PCACHE_RAISE_ERRORS=1``, for tests).
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import hashlib
 import hmac
+import json
 import logging
 import os
 import secrets
 import stat
+import sys
 import threading
 import time
 import warnings
@@ -57,6 +60,8 @@ _COUNTERS = (
     "lock_waits",
     "hlo_hits",
     "hlo_misses",
+    "preloaded",
+    "preload_hits",
 )
 
 
@@ -176,6 +181,7 @@ class Runtime:
         raise_errors: bool,
         lock_timeout: float,
         explain: bool,
+        preload: int = 0,
     ) -> None:
         import store  # JAX-free; imported here so `import pcache` stays light
 
@@ -198,8 +204,15 @@ class Runtime:
         self.locks_dir.mkdir(mode=0o700, exist_ok=True)
         self._secret = _load_or_create_secret(path / "secret.key")
         self.store = store.Store(path / "store", max_bytes=max_disk_bytes)
+        self.preload_limit = preload
+        self._preloader: Preloader | None = None
+        self._working_set = WorkingSet(self)
+        atexit.register(lambda: (rt := me()) and rt._working_set.save())
 
     def _reset_locks_after_fork(self) -> None:
+        # The preload thread and the working-set timer do not exist in the child.
+        self._preloader = None
+        self._working_set = WorkingSet(self)
         self._warn_lock = threading.Lock()
         self._inflight = {}
         self._inflight_lock = threading.Lock()
@@ -207,6 +220,9 @@ class Runtime:
         self.stats._lock = threading.Lock()
 
     def close(self) -> None:
+        if self._preloader is not None:
+            self._preloader.stop()
+        self._working_set.save()
         self.memory.clear()
         try:
             self.store.close()
@@ -215,11 +231,11 @@ class Runtime:
 
     # -- error policy ---------------------------------------------------------
 
-    def error(self, cause: str, exc: BaseException) -> None:
+    def error(self, cause: str, exc: BaseException, *, may_raise: bool = True) -> None:
         """A cache failure: count it, warn once per cause, or raise in test mode."""
         self.stats.error(cause)
         _record_event("/pcache/errors")
-        if self.raise_errors:
+        if self.raise_errors and may_raise:
             raise exc
         tag = f"{cause}:{type(exc).__name__}"
         with self._warn_lock:
@@ -235,6 +251,11 @@ class Runtime:
         else:
             logger.debug("pcache: %s failed again: %r", cause, exc)
 
+    def background_error(self, cause: str, exc: BaseException) -> None:
+        """A failure on a helper thread or at exit: counted and warned about once,
+        never raised (there is no caller to raise to)."""
+        self.error(cause, exc, may_raise=False)
+
     def bypass(self, reason: str, detail: str = "") -> None:
         self.stats.bypass(reason)
         _record_event("/pcache/bypasses")
@@ -245,6 +266,11 @@ class Runtime:
     def sign(self, key: str, value: bytes) -> str:
         return hmac.new(self._secret, key.encode() + b"\0" + value, hashlib.sha256).hexdigest()
 
+    def sign_params(self, key: str, params: Any) -> str:
+        """HMAC of an entry's JSON-able load parameters (kept in its ``extra``)."""
+        text = json.dumps(params, sort_keys=True, separators=(",", ":"))
+        return self.sign(key + "#load", text.encode())
+
     def check(self, key: str, value: bytes, tag: str | None) -> None:
         if not tag or not hmac.compare_digest(self.sign(key, value), tag):
             raise IntegrityError(
@@ -254,17 +280,87 @@ class Runtime:
 
     # -- lookups --------------------------------------------------------------
 
-    def lookup(self, key: CacheKey, load: Callable[[bytes], Any]) -> Any | None:
-        """Memory tier, then store. Returns a ready executable or None."""
+    def lookup(
+        self,
+        key: CacheKey,
+        load: Callable[[bytes], Any],
+        accept: Callable[[Any], bool] | None = None,
+    ) -> Any | None:
+        """Memory tier, then what the preload thread loaded, then the store.
+
+        Returns a ready executable or None. ``accept(signature)`` is asked about a
+        preloaded executable: whether it was loaded the way ``load`` would load it.
+        """
         digest = key.digest
         exe = self.memory.get(digest)
         if exe is not None:
             self.stats.add("memory_hits")
             _record_event("/pcache/memory_hits")
+            self._working_set.add(digest)
             return exe
         if not key.persistent:
             return None
-        return self._load_from_store(key, load)
+        exe = self._take_preloaded(digest, accept)
+        if exe is None:
+            exe = self._load_from_store(key, load)
+        if exe is not None:
+            self._working_set.add(digest)
+        return exe
+
+    # -- preloading a program's working set ------------------------------------
+
+    def preload_pending(self) -> bool:
+        """True until the first persistent lookup has named the working set."""
+        return self._working_set.name is None
+
+    def start_preload(self, name: str, current: str, load: PreloadFn) -> None:
+        """Name this process's working set and, once, start loading the previous
+        run's on a background thread (``current`` is being looked up right now).
+
+        ``load(raw, params)`` deserializes an entry with its stored load parameters
+        and returns ``(executable, signature)``; it runs off the main thread.
+        """
+        if self._working_set.name is not None:
+            return
+        self._working_set.name = name
+        self._working_set.schedule()
+        if self.preload_limit <= 0:
+            return
+        try:
+            digests = self.store.key_set(name)
+        except Exception as exc:
+            self.error("store read", exc)
+            return
+        digests = [d for d in digests if d != current][: self.preload_limit]
+        if digests:
+            self._preloader = Preloader(self, digests, load, self.memory.max_bytes // 2)
+            self._preloader.start()
+
+    def _take_preloaded(self, digest: str, accept: Callable[[Any], bool] | None) -> Any | None:
+        pre = self._preloader
+        got = pre.take(digest) if pre is not None else None
+        if got is None:
+            return None
+        exe, signature, entry, nbytes = got
+        if accept is not None and not accept(signature):
+            # Loaded with other compile options or devices than this lookup predicts
+            # (the digest covers them, so only a stale or foreign entry gets here).
+            self.bypass("preload-mismatch", digest[:12])
+            return None
+        self.stats.add("disk_hits")
+        self.stats.add("preload_hits")
+        self.stats.add("bytes_read", nbytes)
+        saved = entry.compile_seconds or 0.0
+        self.stats.add("seconds_saved", saved)
+        _record_event("/pcache/disk_hits")
+        _record_event("/pcache/preload_hits")
+        self._bump({"seconds_saved": saved})
+        try:
+            self.store.touch(digest)
+        except Exception as exc:
+            self.error("store counters", exc)
+        self._memory_put(digest, exe, nbytes)
+        return exe
 
     def _read_verified(self, digest: str, load: Callable[[bytes], Any]):
         """Read an entry, check its HMAC and format, and ``load`` it.
@@ -297,6 +393,8 @@ class Runtime:
         meta = dict(meta)
         extra = {**meta.pop("extra", {}), **extra, "format": ENTRY_FORMAT}
         extra["hmac"] = self.sign(digest, raw)
+        if "load" in extra:
+            extra["load_hmac"] = self.sign_params(digest, extra["load"])
         try:
             self.store.put(digest, raw, meta={**meta, "extra": extra})
         except Exception as exc:
@@ -371,6 +469,7 @@ class Runtime:
                 return exe
             if not key.persistent:
                 return self._compile_and_fill(key, compile_fn, meta)[0]
+            self._working_set.add(digest)
             lock = filelock.FileLock(str(self.locks_dir / f"{digest}.lock"), is_singleton=False)
             acquired = False
             try:
@@ -456,6 +555,182 @@ class _KeyedLock:
                 self.rt._inflight.pop(self.digest, None)
 
 
+# ------------------------------------------------- working sets and preloading
+
+#: ``load(raw, params) -> (executable, signature)``: deserialize an entry with the
+#: load parameters stored beside it; ``signature`` says how it was loaded.
+PreloadFn = Callable[[bytes, Any], tuple[Any, Any]]
+
+
+class WorkingSet:
+    """The persistent keys this process used, in first-use order.
+
+    Saved as the store's key set ``name`` (the program, backend and JAX version)
+    a few seconds after it last grew, and at exit: the next run of the same
+    program preloads it (`Preloader`).
+    """
+
+    SAVE_DELAY = 2.0  # seconds: coalesces the burst of first uses at start-up
+    MAX_KEYS = 4096
+
+    def __init__(self, rt: Runtime) -> None:
+        self._rt = rt
+        self.name: str | None = None
+        self._keys: dict[str, None] = {}
+        self._dirty = False
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+
+    def add(self, digest: str) -> None:
+        if digest in self._keys:  # the steady state: one dict lookup
+            return
+        with self._lock:
+            if digest in self._keys or len(self._keys) >= self.MAX_KEYS:
+                return
+            self._keys[digest] = None
+            self._dirty = True
+        self.schedule()
+
+    def schedule(self) -> None:
+        with self._lock:
+            if self._timer is not None or not self._dirty or self.name is None:
+                return
+            self._timer = threading.Timer(self.SAVE_DELAY, self.save)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def save(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if not self._dirty or self.name is None:
+                return
+            keys, self._dirty = list(self._keys), False
+        try:
+            self._rt.store.put_key_set(self.name, keys)
+        except Exception as exc:  # a hint for the next run: never worth an exception
+            self._rt.background_error("store write (working set)", exc)
+
+
+_PENDING, _LOADING, _DONE, _TAKEN = range(4)
+
+
+class _Item:
+    __slots__ = ("done", "result", "state")
+
+    def __init__(self) -> None:
+        self.state = _PENDING
+        self.done = threading.Event()
+        self.result: tuple | None = None
+
+
+class Preloader:
+    """Loads the previous run's working set on a daemon thread, in the order the
+    program first asked for it, ahead of the lookups that will want it.
+
+    Reading, checking and deserializing an entry all release the GIL, so on a new
+    process this overlaps the main thread's tracing. A lookup takes a loaded
+    executable, waits for one being loaded, or (if the thread has not reached it)
+    claims it and loads it itself. Entries are read without touching the store's
+    hit counts (`touch` happens on use), and loads stop at ``budget`` bytes.
+    """
+
+    def __init__(self, rt: Runtime, digests: list[str], load: PreloadFn, budget: int) -> None:
+        self._rt = rt
+        self._order = digests
+        self._load = load
+        self._budget = budget
+        self._lock = threading.Lock()
+        self._items = {d: _Item() for d in digests}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pcache-preload", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+
+    def take(self, digest: str) -> tuple | None:
+        """``(executable, signature, entry, nbytes)`` if preloaded, else None."""
+        item = self._items.get(digest)
+        if item is None:
+            return None
+        with self._lock:
+            state = item.state
+            if state in (_PENDING, _TAKEN):
+                item.state = _TAKEN
+                return None
+        if state == _LOADING:
+            item.done.wait()
+        with self._lock:
+            got, item.result = item.result, None
+            item.state = _TAKEN
+        return got
+
+    def _run(self) -> None:
+        used = 0
+        for digest in self._schedule():
+            if self._stop.is_set() or used >= self._budget:
+                break
+            item = self._items[digest]
+            with self._lock:
+                if item.state != _PENDING:
+                    continue
+                item.state = _LOADING
+            try:
+                item.result = self._load_one(digest)
+            except Exception as exc:  # the lookup will load (and report) it itself
+                logger.debug("pcache: preloading %s failed: %r", digest[:12], exc)
+            finally:
+                with self._lock:
+                    item.state = _DONE
+                item.done.set()
+            if item.result is not None:
+                used += item.result[3] + MemoryTier.ENTRY_OVERHEAD
+                self._rt.stats.add("preloaded")
+
+    def _schedule(self) -> list[str]:
+        """Largest first: a lookup that finds its entry not started loads it itself,
+        which is cheap for small executables; the big ones are where overlapping
+        the load with the main thread's work pays (and where waiting would cost)."""
+        sizes = {}
+        for digest in self._order:
+            try:
+                e = self._rt.store.entry(digest)
+            except Exception as exc:
+                logger.debug("pcache: preload could not list %s: %r", digest[:12], exc)
+                e = None
+            if e is not None:
+                sizes[digest] = e.raw_size
+        return sorted(sizes, key=lambda d: -sizes[d])
+
+    def _load_one(self, digest: str) -> tuple | None:
+        rt = self._rt
+        got = rt.store.get_entry(digest, touch=False)
+        if got is None:
+            return None
+        raw, entry = got
+        extra = entry.extra
+        params = extra.get("load")
+        if (
+            params is None
+            or extra.get("format") != ENTRY_FORMAT
+            or not _tag_ok(rt.sign(digest, raw), extra.get("hmac"))
+            or not _tag_ok(rt.sign_params(digest, params), extra.get("load_hmac"))
+        ):
+            return None  # not preloadable; a lookup reads it the checked way
+        exe, signature = self._load(raw, params)
+        return exe, signature, entry, len(raw)
+
+
+def _tag_ok(expected: str, tag: object) -> bool:
+    return isinstance(tag, str) and hmac.compare_digest(expected, tag)
+
+
 # ------------------------------------------------------------------- helpers
 
 
@@ -494,6 +769,19 @@ def sweep_locks(cache_dir: Path, *, older_than: float = 3600.0, dry_run: bool = 
         finally:
             lock.release()
     return removed
+
+
+def program_name() -> str:
+    """This program, as the next run of it will name itself: ``python -m pkg.mod``
+    is the module, a script its real path, anything else ``<interactive>``."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and getattr(spec, "name", None):
+        return f"module {spec.name}"
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0 and argv0 not in ("-c", "-"):
+        return f"script {os.path.realpath(argv0)}"
+    return "<interactive>"
 
 
 def _make_private_dir(path: Path) -> None:

@@ -101,6 +101,17 @@ def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "pcache"
 
 
+def parse_count(text: str | int) -> int:
+    """A non-negative integer such as ``256`` (``0`` switches the feature off)."""
+    if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
+        return text
+    t = str(text).strip()
+    if not t.isdigit():
+        raise ConfigError(f"invalid count {text!r}; expected a non-negative integer such as 256")
+    return int(t)
+
+
+DEFAULT_PRELOAD = 256
 DEFAULT_MAX_DISK = 10 * 1000**3
 DEFAULT_MAX_MEMORY = 1024**3
 
@@ -116,6 +127,7 @@ class EnvSettings:
     raise_errors: bool
     explain: bool
     lock_timeout: float | None
+    preload: int | None
 
 
 ENV_VARS = {
@@ -126,6 +138,10 @@ ENV_VARS = {
     "JAX_PCACHE_RAISE_ERRORS": f"raise cache errors instead of warning (tests) ({BOOL_FORMS})",
     "JAX_PCACHE_EXPLAIN": f"log, for every miss, which key parts differ from the nearest entries ({BOOL_FORMS})",
     "JAX_PCACHE_LOCK_TIMEOUT": f"how long to wait for another process compiling the same key ({AGE_FORMS})",
+    "JAX_PCACHE_PRELOAD": (
+        "how many executables of this program's previous run to load on a background thread "
+        f"at start-up (a non-negative integer; 0 = off); default {DEFAULT_PRELOAD}"
+    ),
 }
 
 
@@ -158,4 +174,5 @@ def read_env(environ: Mapping[str, str] | None = None) -> EnvSettings:
         ),
         explain=bool(get("JAX_PCACHE_EXPLAIN", lambda v: parse_bool(v, "JAX_PCACHE_EXPLAIN"))),
         lock_timeout=get("JAX_PCACHE_LOCK_TIMEOUT", parse_age),
+        preload=get("JAX_PCACHE_PRELOAD", parse_count),
     )

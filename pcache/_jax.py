@@ -47,6 +47,7 @@ import jax
 import jaxlib
 import numpy as np
 
+from pcache import _cache
 from pcache._errors import Uncacheable
 from pcache._key import CacheKey
 
@@ -652,7 +653,13 @@ def _lowering_wrapper(*args, **kwargs):
     )
     backend = args[2]
     try:
-        loaded = rt.lookup(key, lambda raw: _loaded(_deserialize(raw, backend, predicted)))
+        if key.persistent and rt.preload_pending():
+            rt.start_preload(_working_set_name(backend), key.digest, _preload_fn(backend))
+        loaded = rt.lookup(
+            key,
+            lambda raw: _loaded(_deserialize(raw, backend, predicted)),
+            lambda signature: signature == _load_signature(predicted),
+        )
     except Exception as exc:  # the cache must never break the program: compile instead
         rt.error("lookup", exc)
         loaded = None
@@ -691,6 +698,60 @@ def _log_miss(rt, key: CacheKey, fun_name: str) -> None:
         from pcache import _explain
 
         logger.warning("%s", _explain.explain_miss(rt, key, fun_name))
+
+
+def _working_set_name(backend) -> str:
+    """Which previous run's working set to preload: this program's on this backend."""
+    d0 = backend.local_devices()[0]
+    return (
+        f"{_cache.program_name()} [{backend.platform}/{d0.device_kind}, "
+        f"jax {jax.__version__}, jaxlib {jaxlib.__version__}]"
+    )
+
+
+def _load_params(predicted) -> dict | None:
+    """What a preload needs to deserialize an entry as ``_deserialize`` would (stored in
+    the entry's ``extra``, under its own HMAC); None if not representable in JSON."""
+    kvs = [[k, v] for k, v in predicted["compiler_options_kvs"]]
+    if not all(isinstance(v, (str, bool, int, float)) for _, v in kvs):
+        return None
+    return {
+        "tuple_args": bool(predicted["tuple_args"]),
+        "allow_in": [bool(b) for b in predicted["allow_in"]],
+        "allow_out": [bool(b) for b in predicted["allow_out"]],
+        "compiler_options": kvs,
+        "device_ids": [d.id for d in predicted["device_list"]],
+    }
+
+
+def _load_signature(predicted) -> tuple:
+    """How an executable is loaded: compared before a preloaded one is used."""
+    return (
+        bool(predicted["tuple_args"]),
+        tuple(bool(b) for b in predicted["allow_in"]),
+        tuple(bool(b) for b in predicted["allow_out"]),
+        tuple((k, v) for k, v in predicted["compiler_options_kvs"]),
+        tuple(predicted["device_list"]),
+    )
+
+
+def _preload_fn(backend):
+    """``load(raw, params)`` for the preload thread: rebuilds the predicted compile
+    inputs from stored load parameters on this backend's devices."""
+    devices = {d.id: d for d in backend.devices()}
+
+    def load(raw: bytes, params: dict):
+        device_list = _pxla._create_device_list(tuple(devices[i] for i in params["device_ids"]))
+        predicted = dict(
+            tuple_args=bool(params["tuple_args"]),
+            allow_in=tuple(bool(b) for b in params["allow_in"]),
+            allow_out=tuple(bool(b) for b in params["allow_out"]),
+            device_list=device_list,
+            compiler_options_kvs=tuple((k, v) for k, v in params["compiler_options"]),
+        )
+        return _loaded(_deserialize(raw, backend, predicted)), _load_signature(predicted)
+
+    return load
 
 
 def _deserialize(raw: bytes, backend, predicted):
@@ -828,6 +889,9 @@ def _compile(
         return Compiled(_loaded(exe, keepalive, callbacks, module), raw, secs)
 
     meta = _entry_meta(backend, da, fun_name)
+    params = _load_params(predicted)
+    if params is not None:
+        meta["extra"]["load"] = params
     loaded = rt.compile_through(
         key, compile_fn, lambda raw: _loaded(_deserialize(raw, backend, predicted)), meta
     )
