@@ -15,8 +15,14 @@ Modes:
 Cases 1-4 report per-call ms (median of N calls, block_until_ready each call) of a
 step that *re-creates* the jitted function every call, plus a "built-once" baseline
 (the same jitted function built once and called N times) in each process.
-Case 5 reports the time from the start of work (after imports) to the results of
-six jitted functions in a new process (trace + lower + compile, or load).
+Case 5 is a new process running six jitted functions (a train step and 5 others).
+It initializes parameters (random init, itself jitted), then traces, lowers and
+compiles the six (``jax.jit(f).trace(*args).lower().compile()``: exactly the
+trace+lower+compile the target is about, with nothing else in the window), then
+runs each once. Row 5 is the trace+lower+compile time of the six; row 6 the whole
+process after imports (init, compile and first runs, where XLA:CPU also does
+first-execution work that no cache removes). The pcache-warm worker of case 5 also
+runs once more with JAX_PCACHE_PRELOAD=0 to show what preloading contributes.
 
 Prints a Markdown table, PASS/FAIL per target, and writes docs/bench_jit.png.
 """
@@ -42,7 +48,8 @@ CASES = {
     2: "new lambda under jit",
     3: "new functools.partial under jit",
     4: "remat MLP jit(grad(checkpoint))",
-    5: "new process: 6 jitted fns (ms total)",
+    5: "new process: trace+lower+compile 6 fns (ms)",
+    6: "new process: total after imports (ms)",
 }
 
 
@@ -56,10 +63,10 @@ def _configure(mode: str, cache_dir: str | None) -> None:
         jax.config.update("jax_compilation_cache_dir", cache_dir)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
-    elif mode in ("pcache-cold", "pcache-warm", "pcache-fill"):
+    elif mode.startswith("pcache"):
         import pcache
 
-        pcache.enable(cache_dir)
+        pcache.enable(cache_dir, preload=0 if mode.endswith("-nopreload") else None)
 
 
 def _mlp_setup(layers: int = 16, width: int = 256, batch: int = 64):
@@ -147,30 +154,44 @@ def _median_ms(fn, n: int, warmup: int) -> float:
     return statistics.median(_timed(fn) for _ in range(n))
 
 
-def _case5() -> None:
-    """Six jitted functions in a fresh process: train step + 5 others."""
+def _case5() -> dict:
+    """A new process: random init, then trace+lower+compile six jitted functions
+    (a train step + 5 others), then run them once. Returns ms per phase."""
     import functools
 
     import jax
     import jax.numpy as jnp
 
+    t0 = time.perf_counter()
     params, xb, mlp, mlp_loss = _mlp_setup()
     x = jnp.ones((500, 500), jnp.float32)
-
-    train_step = jax.jit(jax.value_and_grad(mlp_loss))
-    predict = jax.jit(mlp)
-    sgd = jax.jit(lambda p, g: jax.tree_util.tree_map(lambda a, b: a - 1e-3 * b, p, g))
-    grad_f = jax.jit(jax.grad(lambda x: jnp.mean(x @ x.T)))
-    tanh_sum = jax.jit(lambda x: jnp.tanh(x @ x.T).sum())
+    jax.block_until_ready((params, xb, x))
+    t1 = time.perf_counter()
 
     def h(x, k):
         return jnp.sum(jnp.sin(x * k) @ x)
 
-    part = jax.jit(functools.partial(h, k=2.0))
-
-    loss, grads = train_step(params, xb)
-    out = [loss, grads, predict(params, xb), sgd(params, grads), grad_f(x), tanh_sum(x), part(x)]
-    jax.block_until_ready(out)
+    fns = [
+        (jax.jit(jax.value_and_grad(mlp_loss)), (params, xb)),  # the train step
+        (jax.jit(mlp), (params, xb)),
+        (
+            jax.jit(lambda p, g: jax.tree_util.tree_map(lambda a, b: a - 1e-3 * b, p, g)),
+            (params, params),
+        ),
+        (jax.jit(jax.grad(lambda x: jnp.mean(x @ x.T))), (x,)),
+        (jax.jit(lambda x: jnp.tanh(x @ x.T).sum()), (x,)),
+        (jax.jit(functools.partial(h, k=2.0)), (x,)),
+    ]
+    compiled = [f.trace(*a).lower().compile() for f, a in fns]
+    t2 = time.perf_counter()
+    jax.block_until_ready([c(*a) for c, (_, a) in zip(compiled, fns, strict=True)])
+    t3 = time.perf_counter()
+    return {
+        "init_ms": (t1 - t0) * 1e3,
+        "compile_ms": (t2 - t1) * 1e3,
+        "run_ms": (t3 - t2) * 1e3,
+        "total_ms": (t3 - t0) * 1e3,
+    }
 
 
 def worker(args) -> dict:
@@ -188,9 +209,7 @@ def worker(args) -> dict:
     _configure(args.mode, args.dir)
 
     if args.case == 5:
-        t0 = time.perf_counter()
-        _case5()
-        res["total_ms"] = (time.perf_counter() - t0) * 1e3
+        res.update(_case5())
     else:
         step, once = _make_case(args.case)
         if args.mode.endswith("-fill"):
@@ -301,7 +320,7 @@ def main(argv=None) -> int:
     t_all = time.perf_counter()
     reps = args.reps or (5 if args.quick else 20)
     procs5 = 1 if args.quick else 3
-    cases = [int(c) for c in args.cases.split(",")]
+    cases = [int(c) for c in args.cases.split(",") if c.strip() != "6"]  # 6 comes with 5
     tmp = Path(tempfile.mkdtemp(prefix="bench_jit_"))
     rows: dict[int, dict] = {}
     raw: dict = {}
@@ -313,16 +332,30 @@ def main(argv=None) -> int:
             if case == 5:
 
                 def med(mode, d):
-                    return statistics.median(
-                        run_worker(mode, 5, reps, d)["total_ms"] for _ in range(procs5)
-                    )
+                    runs = [run_worker(mode, 5, reps, d) for _ in range(procs5)]
+                    return {
+                        k: statistics.median(run[k] for run in runs)
+                        for k in ("compile_ms", "total_ms")
+                    }
 
-                r["stock"] = med("stock", None)
+                got = {"stock": med("stock", None)}
                 run_worker("jaxcache-fill", 5, reps, jdir)
-                r["jaxcache"] = med("jaxcache", jdir)
-                r["pcache-cold"] = run_worker("pcache-cold", 5, reps, pdir)["total_ms"]
-                r["pcache-warm"] = med("pcache-warm", pdir)
-                r["once"] = None
+                got["jaxcache"] = med("jaxcache", jdir)
+                cold = run_worker("pcache-cold", 5, reps, pdir)  # fills the cache
+                got["pcache-cold"] = {k: cold[k] for k in ("compile_ms", "total_ms")}
+                got["pcache-warm"] = med("pcache-warm", pdir)
+                nopre = med("pcache-warm-nopreload", pdir)
+                raw[5] = {**got, "pcache-warm-nopreload": nopre}
+                for case_row, k in ((5, "compile_ms"), (6, "total_ms")):
+                    rows[case_row] = {m: v[k] for m, v in got.items()}
+                    rows[case_row]["once"] = None
+                    rows[case_row]["nopreload"] = nopre[k]
+                print(
+                    f"[case {case} done in {time.perf_counter() - t_case:.1f}s]",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                continue
             else:
                 stock = run_worker("stock", case, reps, None)
                 run_worker("jaxcache-fill", case, reps, jdir)
@@ -356,7 +389,7 @@ def main(argv=None) -> int:
 
     # ---- table
     print(
-        f"\nper-call ms, median of {reps} calls (case 5: total ms per new process, "
+        f"\nper-call ms, median of {reps} calls (cases 5-6: ms per new process, "
         f"median of {procs5} process(es)); pcache = pcache-warm\n"
     )
     print(
@@ -377,9 +410,13 @@ def main(argv=None) -> int:
             + ", ".join(f"case {c}: {_fmt(v)}" for c, v in firsts.items())
         )
     if 5 in rows:
-        print(
-            f"case 5 pcache-cold column = the filling process's total ms ({_fmt(rows[5]['pcache-cold'])})"
-        )
+        print("cases 5-6: the pcache-cold column is the one process that filled the cache")
+        for c in (5, 6):
+            r = rows[c]
+            print(
+                f"case {c} pcache-warm without preloading (JAX_PCACHE_PRELOAD=0): "
+                f"{_fmt(r['nopreload'])} ms = {_ratio(r['nopreload'], r['jaxcache'])} of jaxcache"
+            )
 
     h = _PCACHE_HEALTH
     print(
@@ -431,6 +468,8 @@ def main(argv=None) -> int:
             r["pcache-warm"],
             r["jaxcache"],
             0.5,
+            f"; without preloading {r['nopreload'] / r['jaxcache']:.2f}; whole process "
+            f"(row 6, no target) {rows[6]['pcache-warm'] / rows[6]['jaxcache']:.2f}",
         )
 
     # ---- plot
