@@ -207,7 +207,7 @@ class Runtime:
         self.preload_limit = preload
         self._preloader: Preloader | None = None
         self._working_set = WorkingSet(self)
-        atexit.register(lambda: (rt := me()) and rt._working_set.save())
+        atexit.register(lambda: (rt := me()) and rt._at_exit())
 
     def _reset_locks_after_fork(self) -> None:
         # The preload thread and the working-set timer do not exist in the child.
@@ -219,10 +219,15 @@ class Runtime:
         self.memory._lock = threading.Lock()
         self.stats._lock = threading.Lock()
 
-    def close(self) -> None:
+    def _at_exit(self) -> None:
+        # Before JAX's own exit hooks (atexit runs last-registered first): a preload
+        # thread must not be inside the backend while it is torn down.
         if self._preloader is not None:
             self._preloader.stop()
         self._working_set.save()
+
+    def close(self) -> None:
+        self._at_exit()
         self.memory.clear()
         try:
             self.store.close()

@@ -182,6 +182,48 @@ def six_functions(root: str) -> None:
     )
 
 
+def preload(root: str, use_pcache: bool = True) -> None:
+    """A program whose next run should preload: one small jit first (its lookup starts
+    the preload), a pause (so the preload thread finishes: counts are then exact), then
+    five more functions including a train step. Prints stats, digests and keys."""
+    import time
+
+    import pcache
+
+    if use_pcache:
+        pcache.enable(root)
+    x, w = inputs()
+    COUNTS.update(compile=0, lower=0)
+    first = jax.jit(lambda a: a + 1.0)
+    outs = [first(x)]
+    jax.block_until_ready(outs)
+    time.sleep(float(os.environ.get("PROG_PAUSE", "1.0")))
+    fns = [
+        (jax.jit(lambda a: jnp.sin(a) @ a), (x,)),
+        (jax.jit(jax.grad(lambda a: jnp.sum(jnp.sin(a) ** 2))), (x,)),
+        (jax.jit(lambda a, b: jnp.tanh(a @ b).mean()), (x, w)),
+        (jax.jit(functools.partial(scaled, k=2.0)), (x,)),
+    ]
+    outs += [fn(*args) for fn, args in fns]
+    outs.append(step_train(x, w))
+    jax.block_until_ready(outs)
+    keys = []
+    if use_pcache:
+        keys = [pcache.fingerprint(lambda a: a + 1.0, x)]
+        keys += [pcache.fingerprint(fn, *args) for fn, args in fns]
+    print(
+        json.dumps(
+            {
+                "compiles": COUNTS["compile"],
+                "stats": pcache.stats(),
+                "digests": [digest(o) for o in outs],
+                "keys": keys,
+            }
+        ),
+        flush=True,
+    )
+
+
 def env_only() -> None:
     """Never imports pcache: JAX_PCACHE_DIR alone must switch the cache on."""
     x, w = inputs()
@@ -205,5 +247,7 @@ if __name__ == "__main__" and sys.argv[1] == "patterns":
     patterns(sys.argv[2], "--no-pcache" not in sys.argv)
 elif __name__ == "__main__" and sys.argv[1] == "six":
     six_functions(sys.argv[2])
+elif __name__ == "__main__" and sys.argv[1] == "preload":
+    preload(sys.argv[2], "--no-pcache" not in sys.argv)
 elif __name__ == "__main__" and sys.argv[1] == "env-only":
     env_only()

@@ -1,0 +1,227 @@
+"""Preloading: a new process loads its previous run's executables on a background thread.
+
+Real subprocesses against a real store; compiles counted through `jax.monitoring`;
+results compared bitwise with JAX run without pcache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import sqlite3
+import threading
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_jit_cache import run_prog
+
+import pcache
+import store
+from pcache import _config
+
+pytestmark = pytest.mark.timeout(600)
+
+ENV = {"JAX_PCACHE_RAISE_ERRORS": "1"}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    (row,) = run_prog("preload", str(tmp_path_factory.mktemp("unused")), "--no-pcache")
+    return row["digests"]
+
+
+def _cold(root) -> dict:
+    (row,) = run_prog("preload", str(root), env=ENV)
+    return row
+
+
+def _warm(root, **env) -> dict:
+    (row,) = run_prog("preload", str(root), env={**ENV, **env})
+    return row
+
+
+def test_warm_process_takes_its_executables_from_the_preload(tmp_path, reference):
+    cold = _cold(tmp_path)
+    assert cold["digests"] == reference and cold["stats"]["preloaded"] == 0
+    n = cold["stats"]["misses"]
+    assert n >= 6
+
+    warm = _warm(tmp_path)
+    st = warm["stats"]
+    assert warm["compiles"] == 0 and warm["digests"] == reference
+    assert st["disk_hits"] == n and st["misses"] == 0
+    # The first lookup (which starts the preload) loads its own entry; the program
+    # then pauses, so every other entry is preloaded before it is asked for.
+    assert st["preloaded"] == st["preload_hits"] == n - 1
+    assert st["errors"] == 0 and st["bypasses"] == 0
+
+    off = _warm(tmp_path, JAX_PCACHE_PRELOAD="0")
+    assert off["compiles"] == 0 and off["digests"] == reference
+    assert off["stats"]["preloaded"] == off["stats"]["preload_hits"] == 0
+    assert off["stats"]["disk_hits"] == n
+
+
+def test_preload_without_a_pause_is_still_exact(tmp_path, reference):
+    _cold(tmp_path)
+    warm = _warm(tmp_path, PROG_PAUSE="0")
+    st = warm["stats"]
+    # Lookups race the preload thread: each entry comes from one or the other.
+    assert warm["compiles"] == 0 and warm["digests"] == reference
+    assert st["preload_hits"] <= st["preloaded"] and st["misses"] == 0
+    assert st["errors"] == 0 and st["bypasses"] == 0
+
+
+def test_working_set_is_saved_in_first_use_order(tmp_path):
+    cold = _cold(tmp_path)
+    with store.Store(tmp_path / "store") as s:
+        ((name, n, _),) = s.key_sets()
+        keys = s.key_set(name)
+        stored = {e.key for e in s.entries()}
+    assert name.startswith("module tests.progs [cpu/cpu, jax ") and n == len(keys)
+    assert set(keys) == stored and len(keys) == cold["stats"]["misses"]
+    first, *others = cold["keys"]
+    assert keys[0] == first
+    positions = [keys.index(k) for k in others]
+    assert positions == sorted(positions)  # the program's order
+
+
+def _entries(db):
+    con = sqlite3.connect(db)
+    try:
+        return con, con.execute("SELECT key, extra FROM entries").fetchall()
+    except Exception:
+        con.close()
+        raise
+
+
+def test_tampered_load_parameters_are_not_preloaded(tmp_path, reference):
+    _cold(tmp_path)
+    con, rows = _entries(tmp_path / "store" / "store.db")
+    with con:
+        for key, extra in rows:
+            e = json.loads(extra)
+            e["load"]["tuple_args"] = not e["load"]["tuple_args"]  # without re-signing
+            con.execute("UPDATE entries SET extra = ? WHERE key = ?", (json.dumps(e), key))
+    con.close()
+    warm = _warm(tmp_path)
+    st = warm["stats"]
+    assert warm["compiles"] == 0 and warm["digests"] == reference
+    assert st["preloaded"] == 0 and st["disk_hits"] == len(rows)
+    assert st["errors"] == 0
+
+
+def test_a_preload_loaded_differently_than_predicted_is_not_used(tmp_path, reference):
+    """Defence in depth: load parameters that pass their HMAC (re-signed with the
+    directory's secret) but differ from what the lookup predicts are never used.
+    (Only a compiler option is changed: XLA aborts the process when an executable is
+    deserialized with, e.g., another tuple_args, which is why the parameters are
+    signed at all.)"""
+    _cold(tmp_path)
+    secret = (tmp_path / "secret.key").read_bytes()
+    con, rows = _entries(tmp_path / "store" / "store.db")
+    with con:
+        for key, extra in rows:
+            e = json.loads(extra)
+            e["load"]["compiler_options"].append(["xla_embed_ir_in_executable", False])
+            text = json.dumps(e["load"], sort_keys=True, separators=(",", ":"))
+            e["load_hmac"] = hmac.new(
+                secret, (key + "#load").encode() + b"\0" + text.encode(), hashlib.sha256
+            ).hexdigest()
+            con.execute("UPDATE entries SET extra = ? WHERE key = ?", (json.dumps(e), key))
+    con.close()
+    warm = _warm(tmp_path)
+    st = warm["stats"]
+    assert warm["compiles"] == 0 and warm["digests"] == reference
+    assert st["preload_hits"] == 0 and st["disk_hits"] == len(rows)
+    assert st["bypass_reasons"] == {"preload-mismatch": st["preloaded"]} and st["preloaded"] > 0
+
+
+# ------------------------------------------------------------------ in-process
+
+
+def _fill(path, n):
+    """n programs compiled into the store at `path`, and the working set saved."""
+    x = jnp.ones((32, 32), jnp.float32)
+    with pcache.enabled(path, raise_errors=True):
+        outs = [jax.jit(lambda a, i=i: jnp.tanh(a * (i + 1.0)) @ a)(x) for i in range(n)]
+        jax.block_until_ready(outs)
+    return x, [np.asarray(o) for o in outs]
+
+
+def test_disable_stops_the_preload_thread(tmp_path, monkeypatch):
+    from pcache import _cache
+
+    x, expected = _fill(tmp_path, 6)
+    gate = threading.Event()
+    loading = threading.Event()
+    original = _cache.Preloader._load_one
+
+    def slow_load_one(self, digest):
+        loading.set()
+        gate.wait(10)
+        return original(self, digest)
+
+    monkeypatch.setattr(_cache.Preloader, "_load_one", slow_load_one)
+    pcache.enable(tmp_path, raise_errors=True)
+    try:
+        out = jax.jit(lambda a, i=0: jnp.tanh(a * (i + 1.0)) @ a)(x)  # starts the preload
+        assert np.array_equal(np.asarray(out), expected[0])
+        assert loading.wait(10)
+        thread = pcache._api.runtime()._preloader._thread
+        assert thread.is_alive()
+    finally:
+        threading.Timer(0.2, gate.set).start()
+        pcache.disable()
+    assert not thread.is_alive()  # joined by disable(), after the one load in flight
+
+
+def test_preload_budget_is_half_the_memory_tier(tmp_path):
+    x, expected = _fill(tmp_path, 8)
+    # Each executable counts as its size plus the tier's per-entry overhead: a
+    # memory bound of 4 overheads leaves a preload budget of about 2 executables.
+    bound = 4 * pcache._cache.MemoryTier.ENTRY_OVERHEAD
+    pcache.enable(tmp_path, raise_errors=True, max_memory_bytes=bound)
+    try:
+        jax.jit(lambda a, i=0: jnp.tanh(a * (i + 1.0)) @ a)(x)
+        pre = pcache._api.runtime()._preloader
+        pre._thread.join(10)
+        assert 1 <= pcache.stats()["preloaded"] <= 2
+        for i in range(1, 8):
+            out = jax.jit(lambda a, i=i: jnp.tanh(a * (i + 1.0)) @ a)(x)
+            assert np.array_equal(np.asarray(out), expected[i])
+        st = pcache.stats()
+        assert st["disk_hits"] == 8 and st["preload_hits"] == st["preloaded"]
+    finally:
+        pcache.disable()
+
+
+def test_working_set_is_saved_soon_after_it_grows(tmp_path, monkeypatch):
+    from pcache import _cache
+
+    monkeypatch.setattr(_cache.WorkingSet, "SAVE_DELAY", 0.05)
+    x = jnp.ones((8, 8), jnp.float32)
+    pcache.enable(tmp_path, raise_errors=True)
+    try:
+        jax.block_until_ready(jax.jit(lambda a: a * 3.0)(x))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with store.Store(tmp_path / "store") as s:
+                sets = s.key_sets()
+            if sets:
+                break
+            time.sleep(0.05)
+        assert sets and sets[0][1] == 1  # written while the process still runs
+    finally:
+        pcache.disable()
+
+
+def test_preload_setting_is_validated(monkeypatch):
+    monkeypatch.setenv("JAX_PCACHE_PRELOAD", "lots")
+    with pytest.raises(_config.ConfigError, match="JAX_PCACHE_PRELOAD.*non-negative integer"):
+        _config.read_env()
+    monkeypatch.setenv("JAX_PCACHE_PRELOAD", "12")
+    assert _config.read_env().preload == 12
