@@ -359,7 +359,7 @@ class Runtime:
         self.stats.add("seconds_saved", saved)
         _record_event("/pcache/disk_hits")
         _record_event("/pcache/preload_hits")
-        self._bump({"seconds_saved": saved})
+        self._bump({"seconds_saved": saved, "preload_hits": 1})
         try:
             self.store.touch(digest)
         except Exception as exc:

@@ -573,6 +573,10 @@ def _stats_data(store: Store, directory: Path, limit: int, top: int) -> dict[str
         "top_by_compile_seconds_saved": sorted(
             fn_rows, key=lambda f: (-f["compile_seconds_saved"], f["function_name"])
         )[:top],
+        "working_sets": [
+            {"name": name, "keys": n, "updated": updated}
+            for name, n, updated in store.key_sets()[:top]
+        ],
     }
 
 
@@ -665,6 +669,11 @@ def stats(ctx: click.Context, max_size: int | None, top: int, as_json: bool) -> 
         _echo_indented(
             _table(["FUNCTION", "ENTRIES", "HITS", "COMPILE", "SAVED"], rows, {1, 2, 3, 4})
         )
+    if data["working_sets"]:
+        click.echo("\nWorking sets (what each program's next run preloads), most recent first:")
+        now = time.time()
+        rows = [[w["name"], str(w["keys"]), _ago(w["updated"], now)] for w in data["working_sets"]]
+        _echo_indented(_table(["PROGRAM", "KEYS", "SAVED"], rows, {1}))
 
 
 _COUNTER_LABELS = {

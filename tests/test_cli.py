@@ -736,6 +736,13 @@ def test_real_jax_compilations(tmp_path: Path) -> None:
     data = json.loads(run("--dir", str(d), "stats", "--json").output)
     validate(data, "cli-stats")
     assert data["entries"] == len(rows) and data["hits"] >= 1
+    # `python -c` is an "<interactive>" program: its working set lists what it used;
+    # the second process preloaded from it (racing its own lookups: exact counts are
+    # tested in test_preload.py), never the entry whose lookup started the preload.
+    ((ws),) = data["working_sets"]
+    assert ws["name"].startswith("<interactive> [cpu/cpu, jax ") and ws["keys"] == len(rows)
+    assert data["counters"].get("preload_hits", 0) <= len(rows) - 1
+    assert "Working sets" in run("--dir", str(d), "stats").output
     key = rows[0]["key"]
     r = run("--dir", str(d), "explain", key[:10])
     assert r.exit_code == 0 and key in r.output
