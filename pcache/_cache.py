@@ -641,6 +641,8 @@ class Preloader:
     hit counts (`touch` happens on use), and loads stop at ``budget`` bytes.
     """
 
+    WAIT_LIMIT = 60.0  # seconds a lookup waits for an entry the thread is loading
+
     def __init__(self, rt: Runtime, digests: list[str], load: PreloadFn, budget: int) -> None:
         self._rt = rt
         self._order = digests
@@ -669,8 +671,17 @@ class Preloader:
             if state in (_PENDING, _TAKEN):
                 item.state = _TAKEN
                 return None
-        if state == _LOADING:
-            item.done.wait()
+        if state == _LOADING and not item.done.wait(self.WAIT_LIMIT):
+            # Never hang a lookup on the helper thread: load it the normal way.
+            logger.warning(
+                "pcache: preloading %s took over %.0f s; loading it here instead",
+                digest[:12],
+                self.WAIT_LIMIT,
+            )
+            with self._lock:
+                if item.state == _LOADING:
+                    item.state = _TAKEN
+                    return None
         with self._lock:
             got, item.result = item.result, None
             item.state = _TAKEN
@@ -686,16 +697,20 @@ class Preloader:
                 if item.state != _PENDING:
                     continue
                 item.state = _LOADING
+            result = None
             try:
-                item.result = self._load_one(digest)
+                result = self._load_one(digest)
             except Exception as exc:  # the lookup will load (and report) it itself
                 logger.debug("pcache: preloading %s failed: %r", digest[:12], exc)
             finally:
                 with self._lock:
-                    item.state = _DONE
+                    if item.state == _LOADING:
+                        item.result, item.state = result, _DONE
+                    else:  # a lookup gave up waiting and loaded it itself
+                        result = None
                 item.done.set()
-            if item.result is not None:
-                used += item.result[3] + MemoryTier.ENTRY_OVERHEAD
+            if result is not None:
+                used += result[3] + MemoryTier.ENTRY_OVERHEAD
                 self._rt.stats.add("preloaded")
 
     def _schedule(self) -> list[str]:

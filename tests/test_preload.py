@@ -179,6 +179,35 @@ def test_disable_stops_the_preload_thread(tmp_path, monkeypatch):
     assert not thread.is_alive()  # joined by disable(), after the one load in flight
 
 
+def test_a_lookup_never_hangs_on_the_preload_thread(tmp_path, monkeypatch, caplog):
+    from pcache import _cache
+
+    x, expected = _fill(tmp_path, 4)
+    gate = threading.Event()
+    stuck = []
+    original = _cache.Preloader._load_one
+
+    def stuck_load_one(self, digest):
+        stuck.append(digest)
+        gate.wait(30)  # a load that does not finish while the program runs
+        return original(self, digest)
+
+    monkeypatch.setattr(_cache.Preloader, "_load_one", stuck_load_one)
+    monkeypatch.setattr(_cache.Preloader, "WAIT_LIMIT", 0.2)
+    pcache.enable(tmp_path, raise_errors=True)
+    try:
+        with caplog.at_level("WARNING", logger="pcache"):
+            for i in range(4):  # one of these is the entry stuck in the thread
+                out = jax.jit(lambda a, i=i: jnp.tanh(a * (i + 1.0)) @ a)(x)
+                assert np.array_equal(np.asarray(out), expected[i])
+        assert len(stuck) == 1 and "loading it here instead" in caplog.text
+        st = pcache.stats()
+        assert st["disk_hits"] == 4 and st["preload_hits"] == 0 and st["compiles"] == 0
+    finally:
+        gate.set()
+        pcache.disable()
+
+
 def test_preload_budget_is_half_the_memory_tier(tmp_path):
     x, expected = _fill(tmp_path, 8)
     # Each executable counts as its size plus the tier's per-entry overhead: a
