@@ -177,10 +177,12 @@ def stats() -> dict[str, Any]:
 
 
 def clear_memory() -> None:
-    """Empty the in-memory tier (the store is untouched; use ``pcache clear`` for that)."""
+    """Empty the in-memory tier and drop preloaded executables nobody has used (the
+    store is untouched; use ``pcache clear`` for that)."""
     rt = _RUNTIME
     if rt is not None:
         rt.memory.clear()
+        rt.release_preloaded()
 
 
 def key(fun, *args, **kwargs) -> CacheKey:

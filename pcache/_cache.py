@@ -205,14 +205,21 @@ class Runtime:
         self._secret = _load_or_create_secret(path / "secret.key")
         self.store = store.Store(path / "store", max_bytes=max_disk_bytes)
         self.preload_limit = preload
-        self._preloader: Preloader | None = None
-        self._working_set = WorkingSet(self)
+        self._preloaders: dict[str, Preloader] = {}  # working-set name -> its preloader
+        self._preload_started: set[str] = set()
+        self._preload_lock = threading.Lock()
+        self._forked = False
+        self._working_sets = WorkingSets(self)
         atexit.register(lambda: (rt := me()) and rt._at_exit())
 
     def _reset_locks_after_fork(self) -> None:
-        # The preload thread and the working-set timer do not exist in the child.
-        self._preloader = None
-        self._working_set = WorkingSet(self)
+        # The preload threads and the save timer do not exist in the child. A child
+        # neither preloads nor saves working sets: it would start the parent's
+        # previous run over again and overwrite the program's set with its few keys.
+        self._forked = True
+        self._preloaders = {}
+        self._preload_lock = threading.Lock()
+        self._working_sets = WorkingSets(self, enabled=False)
         self._warn_lock = threading.Lock()
         self._inflight = {}
         self._inflight_lock = threading.Lock()
@@ -222,9 +229,9 @@ class Runtime:
     def _at_exit(self) -> None:
         # Before JAX's own exit hooks (atexit runs last-registered first): a preload
         # thread must not be inside the backend while it is torn down.
-        if self._preloader is not None:
-            self._preloader.stop()
-        self._working_set.save()
+        for pre in list(self._preloaders.values()):
+            pre.stop()
+        self._working_sets.save()
 
     def close(self) -> None:
         self._at_exit()
@@ -272,9 +279,10 @@ class Runtime:
         return hmac.new(self._secret, key.encode() + b"\0" + value, hashlib.sha256).hexdigest()
 
     def sign_params(self, key: str, params: Any) -> str:
-        """HMAC of an entry's JSON-able load parameters (kept in its ``extra``)."""
+        """HMAC of an entry's JSON-able load parameters (kept in its ``extra``), in
+        its own domain: no entry key starts with this prefix."""
         text = json.dumps(params, sort_keys=True, separators=(",", ":"))
-        return self.sign(key + "#load", text.encode())
+        return self.sign("pcache-load-params\0" + key, text.encode())
 
     def check(self, key: str, value: bytes, tag: str | None) -> None:
         if not tag or not hmac.compare_digest(self.sign(key, value), tag):
@@ -290,60 +298,75 @@ class Runtime:
         key: CacheKey,
         load: Callable[[bytes], Any],
         accept: Callable[[Any], bool] | None = None,
+        working_set: str | None = None,
     ) -> Any | None:
-        """Memory tier, then what the preload thread loaded, then the store.
+        """Memory tier, then what a preload thread loaded, then the store.
 
         Returns a ready executable or None. ``accept(signature)`` is asked about a
         preloaded executable: whether it was loaded the way ``load`` would load it.
+        A persistent key that hits is recorded in the working set ``working_set``.
         """
         digest = key.digest
         exe = self.memory.get(digest)
         if exe is not None:
             self.stats.add("memory_hits")
             _record_event("/pcache/memory_hits")
-            self._working_set.add(digest)
+            if key.persistent and working_set is not None:
+                self._working_sets.add(working_set, digest)
             return exe
         if not key.persistent:
             return None
         exe = self._take_preloaded(digest, accept)
         if exe is None:
             exe = self._load_from_store(key, load)
-        if exe is not None:
-            self._working_set.add(digest)
+        if exe is not None and working_set is not None:
+            self._working_sets.add(working_set, digest)
         return exe
 
     # -- preloading a program's working set ------------------------------------
 
-    def preload_pending(self) -> bool:
-        """True until the first persistent lookup has named the working set."""
-        return self._working_set.name is None
+    def preload_pending(self, name: str) -> bool:
+        """True until the first persistent lookup of working set ``name`` (one per
+        program and backend) has started its preload."""
+        return not self._forked and name not in self._preload_started
 
     def start_preload(self, name: str, current: str, load: PreloadFn) -> None:
-        """Name this process's working set and, once, start loading the previous
-        run's on a background thread (``current`` is being looked up right now).
+        """Once per working set: read what the previous run of this program used on
+        this backend and start loading it on a background thread (``current`` is
+        being looked up right now).
 
         ``load(raw, params)`` deserializes an entry with its stored load parameters
-        and returns ``(executable, signature)``; it runs off the main thread.
+        and returns ``(executable, signature)``, or None if the entry was written
+        for another backend; it runs off the main thread.
         """
-        if self._working_set.name is not None:
-            return
-        self._working_set.name = name
-        self._working_set.schedule()
-        if self.preload_limit <= 0:
-            return
-        try:
-            digests = self.store.key_set(name)
-        except Exception as exc:
-            self.error("store read", exc)
-            return
-        digests = [d for d in digests if d != current][: self.preload_limit]
-        if digests:
-            self._preloader = Preloader(self, digests, load, self.memory.max_bytes // 2)
-            self._preloader.start()
+        with self._preload_lock:
+            if not self.preload_pending(name):
+                return
+            self._preload_started.add(name)
+            try:
+                previous = self.store.key_set(name)
+            except Exception as exc:
+                self.background_error("store read (working set)", exc)
+                return
+            self._working_sets.set_previous(name, previous)
+            digests = [d for d in previous if d != current][: self.preload_limit]
+            if self.preload_limit <= 0 or not digests:
+                return
+            pre = Preloader(self, digests, load, self.memory.max_bytes // 2)
+            self._preloaders[name] = pre
+        pre.start()
+
+    def release_preloaded(self) -> None:
+        """Drop preloaded executables nobody has asked for (``clear_memory``)."""
+        for pre in list(self._preloaders.values()):
+            pre.release()
 
     def _take_preloaded(self, digest: str, accept: Callable[[Any], bool] | None) -> Any | None:
-        pre = self._preloader
-        got = pre.take(digest) if pre is not None else None
+        got = None
+        for pre in list(self._preloaders.values()):
+            got = pre.take(digest)
+            if got is not None:
+                break
         if got is None:
             return None
         exe, signature, entry, nbytes = got
@@ -457,6 +480,8 @@ class Runtime:
         compile_fn: Callable[[], Compiled],
         load: Callable[[bytes], Any],
         meta: dict[str, Any],
+        accept: Callable[[Any], bool] | None = None,
+        working_set: str | None = None,
     ) -> Any:
         """Compile on a miss, with single-flight across threads and processes.
 
@@ -474,7 +499,11 @@ class Runtime:
                 return exe
             if not key.persistent:
                 return self._compile_and_fill(key, compile_fn, meta)[0]
-            self._working_set.add(digest)
+            if working_set is not None:
+                self._working_sets.add(working_set, digest)
+            exe = self._take_preloaded(digest, accept)
+            if exe is not None:  # e.g. AOT .compile(compiler_options=...) keyed anew
+                return exe
             lock = filelock.FileLock(str(self.locks_dir / f"{digest}.lock"), is_singleton=False)
             acquired = False
             try:
@@ -564,58 +593,86 @@ class _KeyedLock:
 
 #: ``load(raw, params) -> (executable, signature)``: deserialize an entry with the
 #: load parameters stored beside it; ``signature`` says how it was loaded.
-PreloadFn = Callable[[bytes, Any], tuple[Any, Any]]
+PreloadFn = Callable[[bytes, Any], "tuple[Any, Any] | None"]
 
 
-class WorkingSet:
-    """The persistent keys this process used, in first-use order.
+class WorkingSets:
+    """The persistent keys this process used, per working set (program x backend x
+    JAX version), in first-use order.
 
-    Saved as the store's key set ``name`` (the program, backend and JAX version)
-    a few seconds after it last grew, and at exit: the next run of the same
-    program preloads it (`Preloader`).
+    Each is saved as the store's key set of that name a few seconds after it last
+    grew, and at exit, for the next run's `Preloader`: this run's keys first, then
+    the previous run's that this one did not use (so a short run, e.g. one that
+    exits after its first step, does not wipe what a full run will want).
     """
 
     SAVE_DELAY = 2.0  # seconds: coalesces the burst of first uses at start-up
     MAX_KEYS = 4096
 
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self, rt: Runtime, *, enabled: bool = True) -> None:
         self._rt = rt
-        self.name: str | None = None
-        self._keys: dict[str, None] = {}
-        self._dirty = False
+        self._enabled = enabled
+        self._sets: dict[str, dict[str, None]] = {}
+        self._previous: dict[str, list[str]] = {}
+        self._dirty: set[str] = set()
         self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
+        self._save_lock = threading.Lock()  # one save at a time: the newest snapshot lands last
 
-    def add(self, digest: str) -> None:
-        if digest in self._keys:  # the steady state: one dict lookup
+    def add(self, name: str, digest: str) -> None:
+        keys = self._sets.get(name)
+        if keys is not None and digest in keys:  # the steady state: two dict lookups
+            return
+        if not self._enabled:
             return
         with self._lock:
-            if digest in self._keys or len(self._keys) >= self.MAX_KEYS:
+            keys = self._sets.setdefault(name, {})
+            if digest in keys or len(keys) >= self.MAX_KEYS:
                 return
-            self._keys[digest] = None
-            self._dirty = True
-        self.schedule()
+            keys[digest] = None
+            self._dirty.add(name)
+            if self._timer is not None:
+                return
+            timer = self._timer = threading.Timer(self.SAVE_DELAY, self._timed_save)
+            timer.daemon = True
+        try:
+            timer.start()
+        except RuntimeError as exc:  # can't start new thread: saved at exit instead
+            with self._lock:
+                self._timer = None
+            self._rt.background_error("working-set timer", exc)
 
-    def schedule(self) -> None:
+    def set_previous(self, name: str, keys: list[str]) -> None:
         with self._lock:
-            if self._timer is not None or not self._dirty or self.name is None:
-                return
-            self._timer = threading.Timer(self.SAVE_DELAY, self.save)
-            self._timer.daemon = True
-            self._timer.start()
+            self._previous[name] = list(keys)
+
+    def _timed_save(self) -> None:
+        try:
+            self.save()
+        finally:
+            # This thread ends now; its SQLite connection must not outlive it.
+            self._rt.store.release_connection()
 
     def save(self) -> None:
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            if not self._dirty or self.name is None:
-                return
-            keys, self._dirty = list(self._keys), False
-        try:
-            self._rt.store.put_key_set(self.name, keys)
-        except Exception as exc:  # a hint for the next run: never worth an exception
-            self._rt.background_error("store write (working set)", exc)
+        with self._save_lock:
+            with self._lock:
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
+                if not self._enabled:
+                    return
+                snapshot = {}
+                for name in self._dirty:
+                    keys = list(self._sets[name])
+                    seen = set(keys)
+                    keys += [k for k in self._previous.get(name, ()) if k not in seen]
+                    snapshot[name] = keys[: self.MAX_KEYS]
+                self._dirty.clear()
+            for name, keys in snapshot.items():
+                try:
+                    self._rt.store.put_key_set(name, keys)
+                except Exception as exc:  # a hint for the next run: never worth an exception
+                    self._rt.background_error("store write (working set)", exc)
 
 
 _PENDING, _LOADING, _DONE, _TAKEN = range(4)
@@ -631,17 +688,20 @@ class _Item:
 
 
 class Preloader:
-    """Loads the previous run's working set on a daemon thread, in the order the
-    program first asked for it, ahead of the lookups that will want it.
+    """Loads the previous run's working set on a daemon thread, ahead of the
+    lookups that will want it.
 
     Reading, checking and deserializing an entry all release the GIL, so on a new
-    process this overlaps the main thread's tracing. A lookup takes a loaded
-    executable, waits for one being loaded, or (if the thread has not reached it)
-    claims it and loads it itself. Entries are read without touching the store's
-    hit counts (`touch` happens on use), and loads stop at ``budget`` bytes.
+    process this overlaps the main thread's tracing. Entries load largest first
+    (within ``budget`` bytes): a lookup takes a loaded executable, waits for one
+    being loaded, or (if the thread has not reached it) claims it and loads it
+    itself, which is cheap for the small ones. Entries are read without touching
+    the store's hit counts (`touch` happens on use); what nobody has asked for
+    ``RELEASE_AFTER`` seconds after the thread finished is dropped.
     """
 
     WAIT_LIMIT = 60.0  # seconds a lookup waits for an entry the thread is loading
+    RELEASE_AFTER = 60.0
 
     def __init__(self, rt: Runtime, digests: list[str], load: PreloadFn, budget: int) -> None:
         self._rt = rt
@@ -660,6 +720,12 @@ class Preloader:
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
+
+    def release(self) -> None:
+        with self._lock:
+            for item in self._items.values():
+                if item.state == _DONE:
+                    item.result, item.state = None, _TAKEN
 
     def take(self, digest: str) -> tuple | None:
         """``(executable, signature, entry, nbytes)`` if preloaded, else None."""
@@ -688,35 +754,40 @@ class Preloader:
         return got
 
     def _run(self) -> None:
-        used = 0
-        for digest in self._schedule():
-            if self._stop.is_set() or used >= self._budget:
-                break
-            item = self._items[digest]
-            with self._lock:
-                if item.state != _PENDING:
-                    continue
-                item.state = _LOADING
-            result = None
-            try:
-                result = self._load_one(digest)
-            except Exception as exc:  # the lookup will load (and report) it itself
-                logger.debug("pcache: preloading %s failed: %r", digest[:12], exc)
-            finally:
+        try:
+            for digest in self._schedule():
+                if self._stop.is_set():
+                    break
+                item = self._items[digest]
                 with self._lock:
-                    if item.state == _LOADING:
-                        item.result, item.state = result, _DONE
-                    else:  # a lookup gave up waiting and loaded it itself
-                        result = None
-                item.done.set()
-            if result is not None:
-                used += result[3] + MemoryTier.ENTRY_OVERHEAD
-                self._rt.stats.add("preloaded")
+                    if item.state != _PENDING:
+                        continue
+                    item.state = _LOADING
+                result = None
+                try:
+                    result = self._load_one(digest)
+                except Exception as exc:  # the lookup will load (and report) it itself
+                    logger.debug("pcache: preloading %s failed: %r", digest[:12], exc)
+                finally:
+                    with self._lock:
+                        if item.state == _LOADING:
+                            item.result, item.state = result, _DONE
+                        else:  # a lookup gave up waiting and loaded it itself
+                            result = None
+                    item.done.set()
+                if result is not None:
+                    self._rt.stats.add("preloaded")
+        finally:
+            self._rt.store.release_connection()
+        if not self._stop.is_set():
+            timer = threading.Timer(self.RELEASE_AFTER, self.release)
+            timer.daemon = True
+            with contextlib.suppress(RuntimeError):
+                timer.start()
 
     def _schedule(self) -> list[str]:
-        """Largest first: a lookup that finds its entry not started loads it itself,
-        which is cheap for small executables; the big ones are where overlapping
-        the load with the main thread's work pays (and where waiting would cost)."""
+        """The entries to load, largest first, as many as fit in the budget (each
+        counts its size plus the memory tier's per-entry overhead)."""
         sizes = {}
         for digest in self._order:
             try:
@@ -726,7 +797,13 @@ class Preloader:
                 e = None
             if e is not None:
                 sizes[digest] = e.raw_size
-        return sorted(sizes, key=lambda d: -sizes[d])
+        chosen, used = [], 0
+        for digest in sorted(sizes, key=lambda d: -sizes[d]):
+            cost = sizes[digest] + MemoryTier.ENTRY_OVERHEAD
+            if used + cost <= self._budget:
+                chosen.append(digest)
+                used += cost
+        return chosen
 
     def _load_one(self, digest: str) -> tuple | None:
         rt = self._rt
@@ -743,7 +820,10 @@ class Preloader:
             or not _tag_ok(rt.sign_params(digest, params), extra.get("load_hmac"))
         ):
             return None  # not preloadable; a lookup reads it the checked way
-        exe, signature = self._load(raw, params)
+        loaded = self._load(raw, params)
+        if loaded is None:  # written for another backend, device kind or JAX
+            return None
+        exe, signature = loaded
         return exe, signature, entry, len(raw)
 
 

@@ -106,7 +106,7 @@ def parse_count(text: str | int) -> int:
     if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
         return text
     t = str(text).strip()
-    if not t.isdigit():
+    if not (t.isascii() and t.isdigit()):
         raise ConfigError(f"invalid count {text!r}; expected a non-negative integer such as 256")
     return int(t)
 

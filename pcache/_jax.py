@@ -653,12 +653,17 @@ def _lowering_wrapper(*args, **kwargs):
     )
     backend = args[2]
     try:
-        if key.persistent and rt.preload_pending():
-            rt.start_preload(_working_set_name(backend), key.digest, _preload_fn(backend))
+        ws = _working_set_name(backend) if key.persistent else None
+        if ws is not None and rt.preload_pending(ws):
+            try:
+                rt.start_preload(ws, key.digest, _preload_fn(backend))
+            except Exception as exc:  # a speedup only: never let it cost the lookup
+                rt.background_error("preload", exc)
         loaded = rt.lookup(
             key,
             lambda raw: _loaded(_deserialize(raw, backend, predicted)),
             lambda signature: signature == _load_signature(predicted),
+            working_set=ws,
         )
     except Exception as exc:  # the cache must never break the program: compile instead
         rt.error("lookup", exc)
@@ -700,27 +705,45 @@ def _log_miss(rt, key: CacheKey, fun_name: str) -> None:
         logger.warning("%s", _explain.explain_miss(rt, key, fun_name))
 
 
+_SET_NAMES: dict[int, str] = {}
+
+
 def _working_set_name(backend) -> str:
-    """Which previous run's working set to preload: this program's on this backend."""
-    d0 = backend.local_devices()[0]
-    return (
-        f"{_cache.program_name()} [{backend.platform}/{d0.device_kind}, "
-        f"jax {jax.__version__}, jaxlib {jaxlib.__version__}]"
-    )
+    """The working set a lookup on ``backend`` belongs to: this program on this
+    backend and device kind, with this JAX (one per backend a program uses)."""
+    name = _SET_NAMES.get(id(backend))
+    if name is None:
+        d0 = backend.local_devices()[0]
+        name = _SET_NAMES[id(backend)] = (
+            f"{_cache.program_name()} [{backend.platform}/{d0.device_kind}, "
+            f"jax {jax.__version__}, jaxlib {jaxlib.__version__}]"
+        )
+    return name
 
 
-def _load_params(predicted) -> dict | None:
-    """What a preload needs to deserialize an entry as ``_deserialize`` would (stored in
-    the entry's ``extra``, under its own HMAC); None if not representable in JSON."""
+LOAD_PARAMS_VERSION = 1
+
+
+def _load_params(backend, predicted) -> dict | None:
+    """What a preload needs to deserialize an entry as ``_deserialize`` would, and to
+    tell first that the entry is for this backend (stored in the entry's ``extra``,
+    under its own HMAC); None if not representable in JSON."""
     kvs = [[k, v] for k, v in predicted["compiler_options_kvs"]]
     if not all(isinstance(v, (str, bool, int, float)) for _, v in kvs):
         return None
+    devices = list(predicted["device_list"])
     return {
+        "v": LOAD_PARAMS_VERSION,
+        "platform": backend.platform,
+        "platform_version": backend.platform_version,
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
         "tuple_args": bool(predicted["tuple_args"]),
         "allow_in": [bool(b) for b in predicted["allow_in"]],
         "allow_out": [bool(b) for b in predicted["allow_out"]],
         "compiler_options": kvs,
-        "device_ids": [d.id for d in predicted["device_list"]],
+        "device_ids": [d.id for d in devices],
+        "device_kinds": [d.device_kind for d in devices],
     }
 
 
@@ -741,7 +764,23 @@ def _preload_fn(backend):
     devices = {d.id: d for d in backend.devices()}
 
     def load(raw: bytes, params: dict):
-        device_list = _pxla._create_device_list(tuple(devices[i] for i in params["device_ids"]))
+        # Deserializing with another backend's or another build's options can abort
+        # the process inside XLA: only ever load what was written for this one.
+        if (
+            params.get("v") != LOAD_PARAMS_VERSION
+            or params["platform"] != backend.platform
+            or params["platform_version"] != backend.platform_version
+            or params["jax"] != jax.__version__
+            or params["jaxlib"] != jaxlib.__version__
+        ):
+            return None
+        chosen = [devices.get(i) for i in params["device_ids"]]
+        if (
+            any(d is None for d in chosen)
+            or [d.device_kind for d in chosen] != params["device_kinds"]
+        ):
+            return None
+        device_list = _pxla._create_device_list(tuple(chosen))
         predicted = dict(
             tuple_args=bool(params["tuple_args"]),
             allow_in=tuple(bool(b) for b in params["allow_in"]),
@@ -889,11 +928,16 @@ def _compile(
         return Compiled(_loaded(exe, keepalive, callbacks, module), raw, secs)
 
     meta = _entry_meta(backend, da, fun_name)
-    params = _load_params(predicted)
+    params = _load_params(backend, predicted)
     if params is not None:
         meta["extra"]["load"] = params
     loaded = rt.compile_through(
-        key, compile_fn, lambda raw: _loaded(_deserialize(raw, backend, predicted)), meta
+        key,
+        compile_fn,
+        lambda raw: _loaded(_deserialize(raw, backend, predicted)),
+        meta,
+        lambda signature: signature == _load_signature(predicted),
+        _working_set_name(backend) if key.persistent else None,
     )
     return loaded.executable
 

@@ -209,6 +209,26 @@ class Store:
                 self._cons.append(con)
         return con
 
+    def release_connection(self) -> None:
+        """Close the calling thread's connection, if it has one.
+
+        For short-lived helper threads: a connection otherwise lives (with its file
+        descriptors) until :meth:`close`, and every new thread opens its own.
+        """
+        if self._closed or os.getpid() != self._pid:
+            return
+        con = getattr(self._local, "con", None)
+        if con is None:
+            return
+        self._local.con = None
+        with self._cons_lock:
+            if con in self._cons:
+                self._cons.remove(con)
+        try:
+            con.close()
+        except sqlite3.Error:
+            pass
+
     def _retry(self, what: str, attempt: Callable[[], Any], timeout: float | None) -> Any:
         deadline = time.monotonic() + (self.busy_timeout if timeout is None else timeout)
         delay = 0.001

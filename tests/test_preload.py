@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -129,7 +130,9 @@ def test_a_preload_loaded_differently_than_predicted_is_not_used(tmp_path, refer
             e["load"]["compiler_options"].append(["xla_embed_ir_in_executable", False])
             text = json.dumps(e["load"], sort_keys=True, separators=(",", ":"))
             e["load_hmac"] = hmac.new(
-                secret, (key + "#load").encode() + b"\0" + text.encode(), hashlib.sha256
+                secret,
+                b"pcache-load-params\0" + key.encode() + b"\0" + text.encode(),
+                hashlib.sha256,
             ).hexdigest()
             con.execute("UPDATE entries SET extra = ? WHERE key = ?", (json.dumps(e), key))
     con.close()
@@ -140,7 +143,58 @@ def test_a_preload_loaded_differently_than_predicted_is_not_used(tmp_path, refer
     assert st["bypass_reasons"] == {"preload-mismatch": st["preloaded"]} and st["preloaded"] > 0
 
 
+def _resign(root, change):
+    """Apply ``change(load_params)`` to every entry and sign the result with the
+    directory's secret, as pcache itself would."""
+    secret = (root / "secret.key").read_bytes()
+    con, rows = _entries(root / "store" / "store.db")
+    with con:
+        for key, extra in rows:
+            e = json.loads(extra)
+            change(e["load"])
+            text = json.dumps(e["load"], sort_keys=True, separators=(",", ":"))
+            e["load_hmac"] = hmac.new(
+                secret,
+                b"pcache-load-params\0" + key.encode() + b"\0" + text.encode(),
+                hashlib.sha256,
+            ).hexdigest()
+            con.execute("UPDATE entries SET extra = ? WHERE key = ?", (json.dumps(e), key))
+    con.close()
+    return len(rows)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"platform": "cuda"},
+        {"platform_version": "cuda 99"},
+        {"jaxlib": "0.0.1"},
+        {"device_kinds": ["NVIDIA H100"]},
+        {"device_ids": [12345]},
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_entries_for_another_backend_are_never_deserialized(tmp_path, reference, change):
+    """A working set can name entries this backend must not load (the program also
+    ran on a GPU, or the directory is shared): XLA may abort the process if asked
+    to deserialize them, so the thread checks first and skips them."""
+    _cold(tmp_path)
+    n = _resign(tmp_path, lambda p: p.update(change))
+    warm = _warm(tmp_path)
+    st = warm["stats"]
+    assert warm["compiles"] == 0 and warm["digests"] == reference
+    # Had any been deserialized it would be a preload hit (its load signature is
+    # unchanged) or a preload-mismatch bypass: neither happened.
+    assert st["preloaded"] == st["preload_hits"] == 0 and st["bypasses"] == 0
+    assert st["disk_hits"] == n
+
+
 # ------------------------------------------------------------------ in-process
+
+
+def _the_preloader():
+    (pre,) = pcache._api.runtime()._preloaders.values()
+    return pre
 
 
 def _fill(path, n):
@@ -171,7 +225,7 @@ def test_disable_stops_the_preload_thread(tmp_path, monkeypatch):
         out = jax.jit(lambda a, i=0: jnp.tanh(a * (i + 1.0)) @ a)(x)  # starts the preload
         assert np.array_equal(np.asarray(out), expected[0])
         assert loading.wait(10)
-        thread = pcache._api.runtime()._preloader._thread
+        thread = _the_preloader()._thread
         assert thread.is_alive()
     finally:
         threading.Timer(0.2, gate.set).start()
@@ -211,14 +265,15 @@ def test_a_lookup_never_hangs_on_the_preload_thread(tmp_path, monkeypatch, caplo
 def test_preload_budget_is_half_the_memory_tier(tmp_path):
     x, expected = _fill(tmp_path, 8)
     # Each executable counts as its size plus the tier's per-entry overhead: a
-    # memory bound of 4 overheads leaves a preload budget of about 2 executables.
+    # memory bound of 4 overheads leaves a preload budget of 2 overheads, which
+    # one executable fits and two do not.
     bound = 4 * pcache._cache.MemoryTier.ENTRY_OVERHEAD
     pcache.enable(tmp_path, raise_errors=True, max_memory_bytes=bound)
     try:
         jax.jit(lambda a, i=0: jnp.tanh(a * (i + 1.0)) @ a)(x)
-        pre = pcache._api.runtime()._preloader
+        pre = _the_preloader()
         pre._thread.join(10)
-        assert 1 <= pcache.stats()["preloaded"] <= 2
+        assert pcache.stats()["preloaded"] == 1  # two would exceed it by their sizes
         for i in range(1, 8):
             out = jax.jit(lambda a, i=i: jnp.tanh(a * (i + 1.0)) @ a)(x)
             assert np.array_equal(np.asarray(out), expected[i])
@@ -231,7 +286,7 @@ def test_preload_budget_is_half_the_memory_tier(tmp_path):
 def test_working_set_is_saved_soon_after_it_grows(tmp_path, monkeypatch):
     from pcache import _cache
 
-    monkeypatch.setattr(_cache.WorkingSet, "SAVE_DELAY", 0.05)
+    monkeypatch.setattr(_cache.WorkingSets, "SAVE_DELAY", 0.05)
     x = jnp.ones((8, 8), jnp.float32)
     pcache.enable(tmp_path, raise_errors=True)
     try:
@@ -254,3 +309,109 @@ def test_preload_setting_is_validated(monkeypatch):
         _config.read_env()
     monkeypatch.setenv("JAX_PCACHE_PRELOAD", "12")
     assert _config.read_env().preload == 12
+
+
+def test_working_set_saves_do_not_leak_connections(tmp_path, monkeypatch):
+    """Each timed save runs on a new thread; its SQLite connection must go with it."""
+    from pcache import _cache
+
+    monkeypatch.setattr(_cache.WorkingSets, "SAVE_DELAY", 0.01)
+    x = jnp.ones((8, 8), jnp.float32)
+    pcache.enable(tmp_path, raise_errors=True)
+    try:
+        rt = pcache._api.runtime()
+        for i in range(25):
+            jax.block_until_ready(jax.jit(lambda a, i=i: a * (i + 2.0))(x))
+            time.sleep(0.05)  # past the save delay: one save per new key
+        time.sleep(0.2)
+        with store.Store(tmp_path / "store") as s:
+            (name,) = [n for n, _, _ in s.key_sets()]
+            assert len(s.key_set(name)) == 25
+        assert len(rt.store._cons) <= 2  # the main thread's (+ a save in flight)
+    finally:
+        pcache.disable()
+
+
+def test_a_short_run_keeps_the_rest_of_the_working_set(tmp_path):
+    x, expected = _fill(tmp_path, 5)
+    with store.Store(tmp_path / "store") as s:
+        (name,) = [n for n, _, _ in s.key_sets()]
+        full = s.key_set(name)
+    assert len(full) == 5
+    with pcache.enabled(tmp_path, raise_errors=True):  # uses only the fourth program
+        out = jax.jit(lambda a, i=3: jnp.tanh(a * (i + 1.0)) @ a)(x)
+        assert np.array_equal(np.asarray(out), expected[3])
+    with store.Store(tmp_path / "store") as s:
+        assert s.key_set(name) == [full[3]] + [k for k in full if k != full[3]]
+
+
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # the child runs no JAX
+def test_a_forked_child_neither_preloads_nor_saves(tmp_path, monkeypatch):
+    from pcache import _cache
+
+    monkeypatch.setattr(_cache.WorkingSets, "SAVE_DELAY", 0.01)
+    x, _ = _fill(tmp_path, 4)
+    with store.Store(tmp_path / "store") as s:
+        (name,) = [n for n, _, _ in s.key_sets()]
+        before = s.key_set(name)
+    pcache.enable(tmp_path, raise_errors=True)
+    try:
+        rt = pcache._api.runtime()
+        pid = os.fork()
+        if pid == 0:  # the child: no JAX work after fork, only pcache's bookkeeping
+            ok = not rt.preload_pending(name) and not rt.preload_pending("other")
+            rt._working_sets.add(name, "f" * 64)
+            time.sleep(0.2)
+            rt._at_exit()
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        with store.Store(tmp_path / "store") as s:
+            assert s.key_set(name) == before
+    finally:
+        pcache.disable()
+
+
+def test_unused_preloads_are_released(tmp_path, monkeypatch):
+    from pcache import _cache
+
+    monkeypatch.setattr(_cache.Preloader, "RELEASE_AFTER", 0.05)
+    x, expected = _fill(tmp_path, 4)
+    pcache.enable(tmp_path, raise_errors=True)
+    try:
+        jax.jit(lambda a, i=0: jnp.tanh(a * (i + 1.0)) @ a)(x)
+        pre = _the_preloader()
+        pre._thread.join(10)
+        time.sleep(0.3)
+        assert pcache.stats()["preloaded"] == 3
+        assert all(item.result is None for item in pre._items.values())
+        for i in range(1, 4):  # still served, from the store
+            out = jax.jit(lambda a, i=i: jnp.tanh(a * (i + 1.0)) @ a)(x)
+            assert np.array_equal(np.asarray(out), expected[i])
+        st = pcache.stats()
+        assert st["preload_hits"] == 0 and st["disk_hits"] == 4 and st["compiles"] == 0
+    finally:
+        pcache.disable()
+
+
+def test_aot_compile_with_options_takes_its_preload(tmp_path):
+    """`.compile(compiler_options=...)` is keyed anew at compile time; that key's
+    entry is preloaded like any other."""
+
+    def make():  # a new function each time, as in a new process (no JAX trace cache)
+        def f(a):
+            return jnp.sin(a) @ a
+
+        return f
+
+    x = jnp.ones((16, 16), jnp.float32)
+    opts = {"xla_cpu_enable_fast_math": False}
+    with pcache.enabled(tmp_path, raise_errors=True):
+        expected = np.asarray(jax.jit(make()).lower(x).compile(compiler_options=opts)(x))
+    with pcache.enabled(tmp_path, raise_errors=True):
+        lowered = jax.jit(make()).lower(x)  # its lookup starts the preload
+        _the_preloader()._thread.join(10)
+        out = lowered.compile(compiler_options=opts)(x)
+        st = pcache.stats()
+    assert np.array_equal(np.asarray(out), expected)
+    assert st["preload_hits"] == 1 and st["compiles"] == 0
