@@ -184,10 +184,9 @@ def six_functions(root: str) -> None:
 
 def preload(root: str, use_pcache: bool = True) -> None:
     """A program whose next run should preload: one small jit first (its lookup starts
-    the preload), a pause (so the preload thread finishes: counts are then exact), then
-    five more functions including a train step. Prints stats, digests and keys."""
-    import time
-
+    the preload), a wait for the preload thread (so counts are exact; PROG_PAUSE=0
+    skips it), then five more functions including a train step. Prints stats,
+    digests and keys."""
     import pcache
 
     if use_pcache:
@@ -197,7 +196,10 @@ def preload(root: str, use_pcache: bool = True) -> None:
     first = jax.jit(lambda a: a + 1.0)
     outs = [first(x)]
     jax.block_until_ready(outs)
-    time.sleep(float(os.environ.get("PROG_PAUSE", "1.0")))
+    if use_pcache and os.environ.get("PROG_PAUSE") != "0":
+        # Let the preload finish (counts are then exact): wait for its thread.
+        for pre in list(pcache._api.runtime()._preloaders.values()):
+            pre._thread.join(30)
     fns = [
         (jax.jit(lambda a: jnp.sin(a) @ a), (x,)),
         (jax.jit(jax.grad(lambda a: jnp.sum(jnp.sin(a) ** 2))), (x,)),
