@@ -226,6 +226,16 @@ def preload(root: str, use_pcache: bool = True) -> None:
     )
 
 
+def exit_early(root: str) -> None:
+    """Start the preload (one lookup) and exit at once, while it may be mid-load."""
+    import pcache
+
+    pcache.enable(root)
+    x, _ = inputs()
+    jax.block_until_ready(jax.jit(lambda a: a + 1.0)(x))
+    print(json.dumps({"preloaders": len(pcache._api.runtime()._preloaders)}), flush=True)
+
+
 def env_only() -> None:
     """Never imports pcache: JAX_PCACHE_DIR alone must switch the cache on."""
     x, w = inputs()
@@ -251,5 +261,7 @@ elif __name__ == "__main__" and sys.argv[1] == "six":
     six_functions(sys.argv[2])
 elif __name__ == "__main__" and sys.argv[1] == "preload":
     preload(sys.argv[2], "--no-pcache" not in sys.argv)
+elif __name__ == "__main__" and sys.argv[1] == "exit-early":
+    exit_early(sys.argv[2])
 elif __name__ == "__main__" and sys.argv[1] == "env-only":
     env_only()

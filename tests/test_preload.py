@@ -76,6 +76,16 @@ def test_lookups_racing_the_preload_thread_stay_correct(tmp_path, reference):
     assert st["errors"] == 0 and st["bypasses"] == 0
 
 
+def test_exiting_while_the_preload_thread_loads_is_clean(tmp_path, reference):
+    _cold(tmp_path)
+    for _ in range(3):  # run_prog asserts exit status 0 (no abort, no segfault)
+        (row,) = run_prog("exit-early", str(tmp_path), env=ENV)
+        assert row["preloaders"] == 1
+    warm = _warm(tmp_path)  # and the working set survived the short runs
+    assert warm["compiles"] == 0 and warm["digests"] == reference
+    assert warm["stats"]["preloaded"] == warm["stats"]["misses"] + warm["stats"]["disk_hits"] - 1
+
+
 def test_working_set_is_saved_in_first_use_order(tmp_path):
     cold = _cold(tmp_path)
     with store.Store(tmp_path / "store") as s:
