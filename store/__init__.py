@@ -22,7 +22,7 @@ from ._errors import (
 )
 from ._policy import POLICIES
 from ._schema import SCHEMA_VERSION
-from ._store import INLINE_THRESHOLD, Store, policies
+from ._store import INLINE_THRESHOLD, Store, checksum_matches, policies
 
 __all__ = [
     "INLINE_THRESHOLD",
@@ -40,5 +40,6 @@ __all__ = [
     "StorePermissionError",
     "StoreVersionError",
     "VerifyResult",
+    "checksum_matches",
     "policies",
 ]

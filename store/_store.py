@@ -522,13 +522,19 @@ class Store:
         got = self._get(key, with_entry=False)
         return None if got is None else got[0]
 
-    def get_entry(self, key: str, *, touch: bool = True) -> tuple[bytes, Entry] | None:
+    def get_entry(
+        self, key: str, *, touch: bool = True, verify: bool = True
+    ) -> tuple[bytes, Entry] | None:
         """``(value, entry)`` for ``key``, or None; checked like :meth:`get`.
 
         ``touch=False`` reads without counting a hit or a miss and without renewing
         ``last_used`` (a speculative read: call :meth:`touch` if the value gets used).
+        ``verify=False`` skips the checksum of the value (sizes and decoding are still
+        checked): for callers that authenticate the bytes themselves, e.g. with an
+        HMAC, and would otherwise hash every byte twice. They can tell corruption
+        from forgery afterwards with :func:`checksum_matches`.
         """
-        return self._get(key, with_entry=True, touch=touch)
+        return self._get(key, with_entry=True, touch=touch, verify=verify)
 
     def touch(self, key: str) -> None:
         """Count a hit on ``key`` and renew its ``last_used`` (coalesced, like a get)."""
@@ -537,7 +543,7 @@ class Store:
         self._maybe_flush()
 
     def _get(
-        self, key: str, *, with_entry: bool, touch: bool = True
+        self, key: str, *, with_entry: bool, touch: bool = True, verify: bool = True
     ) -> tuple[bytes, Entry | None] | None:
         _check_key(key)
         cols = _E_COLS if with_entry else "e.key"
@@ -562,7 +568,7 @@ class Store:
                     continue  # overwritten or deleted meanwhile: look again
                 except OSError as exc:
                     raise translate(exc, f"reading side file of {key!r}") from exc
-            problem = _check_value(data, codec, raw_size, stored_size, digest)
+            problem = _check_value(data, codec, raw_size, stored_size, digest if verify else None)
             if isinstance(problem, str):
                 self._corrupt(key, rowid, file, problem)
                 self._miss(touch)
@@ -1206,10 +1212,16 @@ def _check_key(key: object) -> None:
         raise TypeError(f"key must be a str, got {type(key).__name__}")
 
 
+def checksum_matches(raw: bytes, checksum: str) -> bool:
+    """True when ``raw`` has the recorded ``checksum`` (an Entry's ``checksum`` field)."""
+    return _codec.matches(raw, checksum)
+
+
 def _check_value(
-    data: bytes, codec: str, raw_size: int, stored_size: int, digest: str
+    data: bytes, codec: str, raw_size: int, stored_size: int, digest: str | None
 ) -> bytes | str:
-    """The decoded value, or a string saying what is wrong with it."""
+    """The decoded value, or a string saying what is wrong with it (``digest`` None:
+    the checksum is left to the caller)."""
     if len(data) != stored_size:
         return f"stored size {len(data)} != recorded {stored_size}"
     try:
@@ -1218,7 +1230,7 @@ def _check_value(
         return f"cannot decode: {exc}"
     if len(raw) != raw_size:
         return f"size {len(raw)} != recorded {raw_size}"
-    if not _codec.matches(raw, digest):
+    if digest is not None and not _codec.matches(raw, digest):
         return "checksum mismatch"
     return raw
 

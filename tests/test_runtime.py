@@ -203,6 +203,49 @@ def test_corrupt_entry_degrades_to_compile_with_one_warning(tmp_path):
         pcache.disable()
 
 
+def test_bytes_damaged_on_disk_are_reported_as_corrupt_once(tmp_path):
+    """pcache reads without the store's checksum (its HMAC covers every byte); a
+    damaged entry must still be caught, named as damage, removed, and recompiled.
+
+    Simulated on an uncompressed ("identity") entry, where no zstd frame check can
+    catch it first: one bit of the executable flipped, metadata untouched."""
+    import sqlite3
+
+    path = tmp_path / "c"
+    pcache.enable(path, raise_errors=False)
+    try:
+        x = jax.device_put(X)
+        expected = np.asarray(jax.jit(lambda v: jnp.sin(v) * 5.0)(x))
+        key = _the_only_entry(path)
+        pcache.disable()
+        with store.Store(path / "store") as s:
+            raw = s.get(key)
+        damaged = bytearray(raw)
+        damaged[len(raw) // 2] ^= 0x40
+        con = sqlite3.connect(path / "store" / "store.db")
+        with con:
+            (rowid,) = con.execute("SELECT id FROM entries WHERE key = ?", (key,)).fetchone()
+            con.execute(
+                "UPDATE entries SET codec = 'identity', stored_size = ? WHERE id = ?",
+                (len(raw), rowid),
+            )
+            con.execute("UPDATE blobs SET data = ? WHERE id = ?", (bytes(damaged), rowid))
+        con.close()
+        pcache.enable(path, raise_errors=False)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            got = np.asarray(jax.jit(lambda v: jnp.sin(v) * 5.0)(x))
+        assert got.tobytes() == expected.tobytes()
+        msgs = [str(m.message) for m in w if "pcache" in str(m.message)]
+        assert len(msgs) == 1 and "damaged on disk" in msgs[0], msgs
+        st = pcache.stats()
+        assert st["compiles"] == 1 and st["disk_hits"] == 0
+        with store.Store(path / "store") as s:  # the recompile stored a sound entry
+            assert s.get(key) is not None
+    finally:
+        pcache.disable()
+
+
 def test_unusable_directory_never_breaks_the_program(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")

@@ -120,3 +120,26 @@ def test_v1_and_v2_stores_migrate_to_the_current_schema(tmp_path):
     assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     con.close()
     assert _objects(v2 / "store.db") == want
+
+
+def test_unverified_read_leaves_the_checksum_to_the_caller(tmp_path):
+    from store import checksum_matches
+
+    value = bytes(range(256)) * 4  # stored as zstd; make it identity to flip a byte
+    with Store(tmp_path) as s:
+        s.put("k", value, meta={})
+        con = s._con()
+        (rowid, checksum) = con.execute("SELECT id, checksum FROM entries").fetchone()
+        damaged = bytearray(value)
+        damaged[100] ^= 1
+        con.execute(
+            "UPDATE entries SET codec = 'identity', stored_size = ? WHERE id = ?",
+            (len(value), rowid),
+        )
+        con.execute("UPDATE blobs SET data = ? WHERE id = ?", (bytes(damaged), rowid))
+        raw, entry = s.get_entry("k", verify=False)  # sizes fine: returned as stored
+        assert raw == bytes(damaged) and entry.checksum == checksum
+        assert not checksum_matches(raw, entry.checksum) and checksum_matches(value, checksum)
+        with pytest.warns(store_mod.StoreCorruptionWarning):
+            assert s.get_entry("k") is None  # the verified read catches and removes it
+        assert "k" not in s
