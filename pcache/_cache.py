@@ -213,7 +213,7 @@ class Runtime:
         self._preload_started: set[str] = set()
         self._preload_lock = threading.Lock()
         self._forked = False
-        self._working_sets = WorkingSets(self)
+        self._working_sets = WorkingSets(self, enabled=preload > 0)
         atexit.register(lambda: (rt := me()) and rt._at_exit())
 
     def _reset_locks_after_fork(self) -> None:
@@ -230,15 +230,20 @@ class Runtime:
         self.memory._lock = threading.Lock()
         self.stats._lock = threading.Lock()
 
-    def _at_exit(self) -> None:
+    def _at_exit(self, join_timeout: float | None = None) -> None:
         # Before JAX's own exit hooks (atexit runs last-registered first): a preload
-        # thread must not be inside the backend while it is torn down.
-        for pre in list(self._preloaders.values()):
-            pre.stop()
+        # thread must not be inside the backend while it is torn down, so at exit we
+        # wait for the one load in flight however long it takes.
+        preloaders = list(self._preloaders.values())
+        for pre in preloaders:
+            pre.stop(wait=False)
+        for pre in preloaders:
+            pre.stop(timeout=join_timeout)
         self._working_sets.save()
 
     def close(self) -> None:
-        self._at_exit()
+        self._at_exit(join_timeout=10.0)
+        self.release_preloaded()
         self.memory.clear()
         try:
             self.store.close()
@@ -247,11 +252,11 @@ class Runtime:
 
     # -- error policy ---------------------------------------------------------
 
-    def error(self, cause: str, exc: BaseException, *, may_raise: bool = True) -> None:
+    def error(self, cause: str, exc: BaseException) -> None:
         """A cache failure: count it, warn once per cause, or raise in test mode."""
         self.stats.error(cause)
         _record_event("/pcache/errors")
-        if self.raise_errors and may_raise:
+        if self.raise_errors:
             raise exc
         tag = f"{cause}:{type(exc).__name__}"
         with self._warn_lock:
@@ -268,9 +273,17 @@ class Runtime:
             logger.debug("pcache: %s failed again: %r", cause, exc)
 
     def background_error(self, cause: str, exc: BaseException) -> None:
-        """A failure on a helper thread or at exit: counted and warned about once,
-        never raised (there is no caller to raise to)."""
-        self.error(cause, exc, may_raise=False)
+        """A failure on a helper thread or at exit: counted and logged once per cause
+        (a log record, not a warning: ``-W error`` must not turn it into an exception
+        on a thread nobody joins), never raised."""
+        self.stats.error(cause)
+        tag = f"{cause}:{type(exc).__name__}"
+        with self._warn_lock:
+            first = tag not in self._warned
+            self._warned.add(tag)
+        log = logger.warning if first else logger.debug
+        log("pcache: %s failed (%s: %s); the cache itself is unaffected", cause,
+            type(exc).__name__, exc)  # fmt: skip
 
     def bypass(self, reason: str, detail: str = "") -> None:
         self.stats.bypass(reason)
@@ -334,16 +347,19 @@ class Runtime:
     def preload_pending(self, name: str) -> bool:
         """True until the first persistent lookup of working set ``name`` (one per
         program and backend) has started its preload."""
-        return not self._forked and name not in self._preload_started
+        return self.preload_limit > 0 and not self._forked and name not in self._preload_started
 
-    def start_preload(self, name: str, current: str, load: PreloadFn) -> None:
+    def start_preload(
+        self, name: str, current: str, usable: Callable[[Any], bool], load: PreloadFn
+    ) -> None:
         """Once per working set: read what the previous run of this program used on
         this backend and start loading it on a background thread (``current`` is
         being looked up right now).
 
-        ``load(raw, params)`` deserializes an entry with its stored load parameters
-        and returns ``(executable, signature)``, or None if the entry was written
-        for another backend; it runs off the main thread.
+        ``usable(params)`` says whether an entry with these stored load parameters
+        was written for this backend and environment; ``load(raw, params)``
+        deserializes one and returns ``(executable, signature)`` (or None). Both run
+        off the main thread.
         """
         with self._preload_lock:
             if not self.preload_pending(name):
@@ -358,7 +374,7 @@ class Runtime:
             digests = [d for d in previous if d != current][: self.preload_limit]
             if self.preload_limit <= 0 or not digests:
                 return
-            pre = Preloader(self, digests, load, self.memory.max_bytes // 2)
+            pre = Preloader(self, digests, usable, load, self.memory.max_bytes // 2)
             self._preloaders[name] = pre
         pre.start()
 
@@ -722,10 +738,19 @@ class Preloader:
     WAIT_LIMIT = 60.0  # seconds a lookup waits for an entry the thread is loading
     RELEASE_AFTER = 60.0
 
-    def __init__(self, rt: Runtime, digests: list[str], load: PreloadFn, budget: int) -> None:
+    def __init__(
+        self,
+        rt: Runtime,
+        digests: list[str],
+        usable: Callable[[Any], bool],
+        load: PreloadFn,
+        budget: int,
+    ) -> None:
         self._rt = rt
         self._order = digests
+        self._usable = usable
         self._load = load
+        self._release_timer: threading.Timer | None = None
         self._budget = budget
         self._lock = threading.Lock()
         self._items = {d: _Item() for d in digests}
@@ -735,16 +760,24 @@ class Preloader:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, *, wait: bool = True, timeout: float | None = None) -> None:
+        """Stop after the load in flight; with ``wait``, join the thread (``timeout``
+        None: however long that load takes)."""
         self._stop.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
+        timer = self._release_timer
+        if timer is not None:
+            timer.cancel()
+        if wait and self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=timeout)
 
     def release(self) -> None:
+        dropped = []
         with self._lock:
             for item in self._items.values():
                 if item.state == _DONE:
+                    dropped.append(item.result)
                     item.result, item.state = None, _TAKEN
+        del dropped  # executables are freed here, outside the lock
 
     def take(self, digest: str) -> tuple | None:
         """``(executable, signature, entry, nbytes)`` if preloaded, else None."""
@@ -799,7 +832,7 @@ class Preloader:
         finally:
             self._rt.store.release_connection()
         if not self._stop.is_set():
-            timer = threading.Timer(self.RELEASE_AFTER, self.release)
+            timer = self._release_timer = threading.Timer(self.RELEASE_AFTER, self.release)
             timer.daemon = True
             with contextlib.suppress(RuntimeError):
                 timer.start()
@@ -809,12 +842,16 @@ class Preloader:
         counts its size plus the memory tier's per-entry overhead)."""
         sizes = {}
         for digest in self._order:
+            if self._stop.is_set():
+                return []
             try:
                 e = self._rt.store.entry(digest)
             except Exception as exc:
                 logger.debug("pcache: preload could not list %s: %r", digest[:12], exc)
                 e = None
-            if e is not None:
+            # Metadata only: skip, before reading any value, what was written for
+            # another backend or environment (it would only use up the budget).
+            if e is not None and self._params(digest, e.extra) is not None:
                 sizes[digest] = e.raw_size
         chosen, used = [], 0
         for digest in sorted(sizes, key=lambda d: -sizes[d]):
@@ -824,21 +861,31 @@ class Preloader:
                 used += cost
         return chosen
 
+    def _params(self, digest: str, extra: dict) -> Any | None:
+        """The entry's load parameters if they are pcache's own (their HMAC) and
+        ``usable`` here; else None."""
+        params = extra.get("load")
+        if (
+            params is None
+            or extra.get("format") != ENTRY_FORMAT
+            or not _tag_ok(self._rt.sign_params(digest, params), extra.get("load_hmac"))
+        ):
+            return None
+        return params if self._usable(params) else None
+
     def _load_one(self, digest: str) -> tuple | None:
         rt = self._rt
         got = rt.store.get_entry(digest, touch=False)
         if got is None:
             return None
         raw, entry = got
-        extra = entry.extra
-        params = extra.get("load")
-        if (
-            params is None
-            or extra.get("format") != ENTRY_FORMAT
-            or not _tag_ok(rt.sign(digest, raw), extra.get("hmac"))
-            or not _tag_ok(rt.sign_params(digest, params), extra.get("load_hmac"))
-        ):
-            return None  # not preloadable; a lookup reads it the checked way
+        params = self._params(digest, entry.extra)
+        if params is None or self._stop.is_set():
+            return None
+        if not _tag_ok(rt.sign(digest, raw), entry.extra.get("hmac")):
+            return None  # a lookup reads it the checked way (and reports it)
+        if self._stop.is_set():
+            return None
         loaded = self._load(raw, params)
         if loaded is None:  # written for another backend, device kind or JAX
             return None

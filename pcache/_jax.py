@@ -134,6 +134,12 @@ def _environment_parts(backend) -> list[tuple[str, str]]:
     return got
 
 
+def _environment_digest(env: list[tuple[str, str]]) -> str:
+    """One hash of the environment key parts (versions, XLA flags, JAX config): what
+    a preloaded entry must have been written under, besides its load parameters."""
+    return _h("".join(f"{name}={h};" for name, h in env).encode())
+
+
 def _device_part(device_list) -> str:
     # The executable is built for exactly these devices: ids and kinds go in the key.
     return _vd(
@@ -303,11 +309,12 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
         context = _context_parts(inputs)
         if cacheable:
             _CONTEXT_MEMO.put(inputs, context)
+    env = _environment_parts(backend)
     parts = [
         ("jaxpr", jaxpr_hex),
         ("keep_unused", _vd(bool(ctx.keep_unused))),
         *context,
-        *_environment_parts(backend),
+        *env,
     ]
     predicted = dict(
         tuple_args=tuple_args,
@@ -316,6 +323,7 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
         device_list=ctx.device_list,
         compiler_options_kvs=ctx.compiler_options_kvs,
         ordered=ordered,
+        env=_environment_digest(env),
     )
     return CacheKey(parts=tuple(parts), persistent=persistent), predicted
 
@@ -656,7 +664,7 @@ def _lowering_wrapper(*args, **kwargs):
         ws = _working_set_name(backend) if key.persistent else None
         if ws is not None and rt.preload_pending(ws):
             try:
-                rt.start_preload(ws, key.digest, _preload_fn(backend))
+                rt.start_preload(ws, key.digest, *_preload_fns(backend, predicted["env"]))
             except Exception as exc:  # a speedup only: never let it cost the lookup
                 rt.background_error("preload", exc)
         loaded = rt.lookup(
@@ -710,12 +718,16 @@ _SET_NAMES: dict[int, str] = {}
 
 def _working_set_name(backend) -> str:
     """The working set a lookup on ``backend`` belongs to: this program on this
-    backend and device kind, with this JAX (one per backend a program uses)."""
+    backend and device kind (and process, in a multi-process run), with this JAX."""
     name = _SET_NAMES.get(id(backend))
     if name is None:
         d0 = backend.local_devices()[0]
+        proc = ""
+        count = len({getattr(d, "process_index", 0) for d in backend.devices()})
+        if count > 1:
+            proc = f", process {backend.process_index()}/{count}"
         name = _SET_NAMES[id(backend)] = (
-            f"{_cache.program_name()} [{backend.platform}/{d0.device_kind}, "
+            f"{_cache.program_name()} [{backend.platform}/{d0.device_kind}{proc}, "
             f"jax {jax.__version__}, jaxlib {jaxlib.__version__}]"
         )
     return name
@@ -726,10 +738,12 @@ LOAD_PARAMS_VERSION = 1
 
 def _load_params(backend, predicted) -> dict | None:
     """What a preload needs to deserialize an entry as ``_deserialize`` would, and to
-    tell first that the entry is for this backend (stored in the entry's ``extra``,
-    under its own HMAC); None if not representable in JSON."""
+    tell first that the entry is for this backend and environment (stored in the
+    entry's ``extra``, under its own HMAC); None if not representable in JSON."""
     kvs = [[k, v] for k, v in predicted["compiler_options_kvs"]]
-    if not all(isinstance(v, (str, bool, int, float)) for _, v in kvs):
+    if predicted.get("env") is None or not all(
+        isinstance(v, (str, bool, int, float)) for _, v in kvs
+    ):
         return None
     devices = list(predicted["device_list"])
     return {
@@ -738,59 +752,82 @@ def _load_params(backend, predicted) -> dict | None:
         "platform_version": backend.platform_version,
         "jax": jax.__version__,
         "jaxlib": jaxlib.__version__,
+        "env": predicted["env"],
         "tuple_args": bool(predicted["tuple_args"]),
         "allow_in": [bool(b) for b in predicted["allow_in"]],
         "allow_out": [bool(b) for b in predicted["allow_out"]],
         "compiler_options": kvs,
         "device_ids": [d.id for d in devices],
         "device_kinds": [d.device_kind for d in devices],
+        "process_indices": [getattr(d, "process_index", 0) for d in devices],
     }
 
 
 def _load_signature(predicted) -> tuple:
     """How an executable is loaded: compared before a preloaded one is used."""
     return (
+        predicted.get("env"),
         bool(predicted["tuple_args"]),
         tuple(bool(b) for b in predicted["allow_in"]),
         tuple(bool(b) for b in predicted["allow_out"]),
-        tuple((k, v) for k, v in predicted["compiler_options_kvs"]),
+        # As XLA applies them (last one wins) and as the key has them.
+        tuple(sorted(dict(predicted["compiler_options_kvs"]).items())),
         tuple(predicted["device_list"]),
     )
 
 
-def _preload_fn(backend):
-    """``load(raw, params)`` for the preload thread: rebuilds the predicted compile
-    inputs from stored load parameters on this backend's devices."""
+def _preload_fns(backend, env: str):
+    """``(usable, load)`` for the preload thread. ``usable(params)``: whether an entry
+    with these load parameters was written for this backend, this process and the
+    environment ``env`` the program runs under (taken on the main thread) and can be
+    loaded the same way from this thread. ``load(raw, params)``: deserialize it."""
     devices = {d.id: d for d in backend.devices()}
+    me = backend.process_index()
+
+    def chosen(params: dict):
+        devs = [devices.get(i) for i in params["device_ids"]]
+        if (
+            any(d is None for d in devs)
+            or [d.device_kind for d in devs] != params["device_kinds"]
+            or [getattr(d, "process_index", 0) for d in devs] != params["process_indices"]
+            or all(getattr(d, "process_index", 0) != me for d in devs)
+        ):
+            return None
+        return devs
+
+    def usable(params: dict) -> bool:
+        # Deserializing with another backend's, build's or configuration's options can
+        # abort the process inside XLA: only ever load what was written for this one.
+        try:
+            return (
+                params.get("v") == LOAD_PARAMS_VERSION
+                and params["platform"] == backend.platform
+                and params["platform_version"] == backend.platform_version
+                and params["jax"] == jax.__version__
+                and params["jaxlib"] == jaxlib.__version__
+                and params["env"] == env
+                # This thread builds compile options from the configuration it sees,
+                # which must be the one the main thread keyed with.
+                and _environment_digest(_environment_parts(backend)) == env
+                and chosen(params) is not None
+            )
+        except (KeyError, TypeError, AttributeError):
+            return False
 
     def load(raw: bytes, params: dict):
-        # Deserializing with another backend's or another build's options can abort
-        # the process inside XLA: only ever load what was written for this one.
-        if (
-            params.get("v") != LOAD_PARAMS_VERSION
-            or params["platform"] != backend.platform
-            or params["platform_version"] != backend.platform_version
-            or params["jax"] != jax.__version__
-            or params["jaxlib"] != jaxlib.__version__
-        ):
+        if not usable(params):
             return None
-        chosen = [devices.get(i) for i in params["device_ids"]]
-        if (
-            any(d is None for d in chosen)
-            or [d.device_kind for d in chosen] != params["device_kinds"]
-        ):
-            return None
-        device_list = _pxla._create_device_list(tuple(chosen))
         predicted = dict(
+            env=params["env"],
             tuple_args=bool(params["tuple_args"]),
             allow_in=tuple(bool(b) for b in params["allow_in"]),
             allow_out=tuple(bool(b) for b in params["allow_out"]),
-            device_list=device_list,
+            device_list=_pxla._create_device_list(tuple(chosen(params))),
             compiler_options_kvs=tuple((k, v) for k, v in params["compiler_options"]),
         )
         return _loaded(_deserialize(raw, backend, predicted)), _load_signature(predicted)
 
-    return load
+    return usable, load
 
 
 def _deserialize(raw: bytes, backend, predicted):
@@ -928,16 +965,21 @@ def _compile(
         return Compiled(_loaded(exe, keepalive, callbacks, module), raw, secs)
 
     meta = _entry_meta(backend, da, fun_name)
-    params = _load_params(backend, predicted)
-    if params is not None:
-        meta["extra"]["load"] = params
+    ws = None
+    try:
+        params = _load_params(backend, predicted)
+        if params is not None:
+            meta["extra"]["load"] = params
+        ws = _working_set_name(backend) if key.persistent else None
+    except Exception as exc:  # preloading is a speedup: never let it cost the compile
+        rt.background_error("preload parameters", exc)
     loaded = rt.compile_through(
         key,
         compile_fn,
         lambda raw: _loaded(_deserialize(raw, backend, predicted)),
         meta,
         lambda signature: signature == _load_signature(predicted),
-        _working_set_name(backend) if key.persistent else None,
+        ws,
     )
     return loaded.executable
 

@@ -45,6 +45,7 @@ get costs no write.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import random
@@ -172,6 +173,7 @@ class Store:
         self._pid = os.getpid()
         self._local = threading.local()
         self._cons: list[sqlite3.Connection] = []
+        self._owners: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._cons_lock = threading.Lock()
         self._pending_lock = threading.Lock()
         self._pending_hits: dict[str, list[float]] = {}  # key -> [hits, last_used]
@@ -207,6 +209,14 @@ class Store:
             self._local.con = con
             with self._cons_lock:
                 self._cons.append(con)
+                self._owners.append((threading.current_thread(), con))
+                dead = [(t, c) for t, c in self._owners if not t.is_alive()]
+                for t, c in dead:  # threads that ended without release_connection()
+                    self._owners.remove((t, c))
+                    self._cons.remove(c)
+            for _, c in dead:
+                with contextlib.suppress(sqlite3.Error):
+                    c.close()
         return con
 
     def release_connection(self) -> None:
@@ -224,6 +234,7 @@ class Store:
         with self._cons_lock:
             if con in self._cons:
                 self._cons.remove(con)
+            self._owners = [(t, c) for t, c in self._owners if c is not con]
         try:
             con.close()
         except sqlite3.Error:
@@ -1167,7 +1178,7 @@ class Store:
             self._closed = True
             _LIVE.discard(self)
             with self._cons_lock:
-                cons, self._cons = self._cons, []
+                cons, self._cons, self._owners = self._cons, [], []
             for con in cons:
                 try:
                     con.close()

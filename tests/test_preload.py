@@ -13,6 +13,7 @@ import os
 import sqlite3
 import threading
 import time
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -191,6 +192,15 @@ def test_entries_for_another_backend_are_never_deserialized(tmp_path, reference,
 # ------------------------------------------------------------------ in-process
 
 
+def _eventually(cond, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def _the_preloader():
     (pre,) = pcache._api.runtime()._preloaders.values()
     return pre
@@ -322,11 +332,14 @@ def test_working_set_saves_do_not_leak_connections(tmp_path, monkeypatch):
         for i in range(25):
             jax.block_until_ready(jax.jit(lambda a, i=i: a * (i + 2.0))(x))
             time.sleep(0.05)  # past the save delay: one save per new key
-        time.sleep(0.2)
-        with store.Store(tmp_path / "store") as s:
-            (name,) = [n for n, _, _ in s.key_sets()]
-            assert len(s.key_set(name)) == 25
-        assert len(rt.store._cons) <= 2  # the main thread's (+ a save in flight)
+
+        def saved_all():
+            with store.Store(tmp_path / "store") as s:
+                sets = s.key_sets()
+            return sets and sets[0][1] == 25
+
+        assert _eventually(saved_all)
+        assert _eventually(lambda: len(rt.store._cons) <= 2)  # main's (+ a save in flight)
     finally:
         pcache.disable()
 
@@ -358,11 +371,15 @@ def test_a_forked_child_neither_preloads_nor_saves(tmp_path, monkeypatch):
         rt = pcache._api.runtime()
         pid = os.fork()
         if pid == 0:  # the child: no JAX work after fork, only pcache's bookkeeping
-            ok = not rt.preload_pending(name) and not rt.preload_pending("other")
-            rt._working_sets.add(name, "f" * 64)
-            time.sleep(0.2)
-            rt._at_exit()
-            os._exit(0 if ok else 1)
+            code = 1
+            try:
+                ok = not rt.preload_pending(name) and not rt.preload_pending("other")
+                rt._working_sets.add(name, "f" * 64)
+                time.sleep(0.2)  # several save delays
+                rt._at_exit()
+                code = 0 if ok else 1
+            finally:
+                os._exit(code)
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
         with store.Store(tmp_path / "store") as s:
@@ -381,9 +398,8 @@ def test_unused_preloads_are_released(tmp_path, monkeypatch):
         jax.jit(lambda a, i=0: jnp.tanh(a * (i + 1.0)) @ a)(x)
         pre = _the_preloader()
         pre._thread.join(10)
-        time.sleep(0.3)
         assert pcache.stats()["preloaded"] == 3
-        assert all(item.result is None for item in pre._items.values())
+        assert _eventually(lambda: all(item.result is None for item in pre._items.values()))
         for i in range(1, 4):  # still served, from the store
             out = jax.jit(lambda a, i=i: jnp.tanh(a * (i + 1.0)) @ a)(x)
             assert np.array_equal(np.asarray(out), expected[i])
@@ -414,3 +430,73 @@ def test_aot_compile_with_options_takes_its_preload(tmp_path):
         st = pcache.stats()
     assert np.array_equal(np.asarray(out), expected)
     assert st["preload_hits"] == 1 and st["compiles"] == 0
+
+
+def test_entries_written_under_another_configuration_are_skipped(tmp_path):
+    """The key covers the JAX configuration and XLA flags; the preload thread builds
+    compile options from the configuration it sees, so it skips entries written
+    under another one instead of deserializing them with options they were not
+    compiled with."""
+    _cold(tmp_path)
+    warm = _warm(tmp_path, JAX_DISABLE_MOST_OPTIMIZATIONS="1")
+    st = warm["stats"]
+    assert warm["compiles"] > 0 and st["disk_hits"] == 0  # other programs, other keys
+    assert st["preloaded"] == 0 and st["bypasses"] == 0 and st["errors"] == 0
+
+
+def _preloaded_in_process(tmp_path, n):
+    x, expected = _fill(tmp_path, n)
+    pcache.enable(tmp_path, raise_errors=True)
+    jax.jit(lambda a, i=0: jnp.tanh(a * (i + 1.0)) @ a)(x)
+    pre = _the_preloader()
+    pre._thread.join(10)
+    assert pcache.stats()["preloaded"] == n - 1
+    return pre
+
+
+def test_clear_memory_and_disable_drop_unused_preloads(tmp_path):
+    pre = _preloaded_in_process(tmp_path, 4)
+    try:
+        pcache.clear_memory()
+        assert all(item.result is None for item in pre._items.values())
+    finally:
+        pcache.disable()
+    pre = _preloaded_in_process(tmp_path, 4)
+    timer = pre._release_timer
+    pcache.disable()
+    assert all(item.result is None for item in pre._items.values())
+    assert timer.finished.is_set()  # cancelled: it no longer holds the runtime
+
+
+def test_background_failures_never_raise_even_under_werror(tmp_path, monkeypatch, caplog):
+    """A failed working-set save happens on a timer thread or at exit: it is counted
+    and logged once, never raised (not even as a warning turned error)."""
+    from pcache import _cache
+
+    monkeypatch.setattr(_cache.WorkingSets, "SAVE_DELAY", 0.01)
+    escaped = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args))
+    x = jnp.ones((8, 8), jnp.float32)
+    pcache.enable(tmp_path, raise_errors=True)
+    try:
+        rt = pcache._api.runtime()
+
+        def broken(*a, **k):
+            raise OSError("disk full")
+
+        monkeypatch.setattr(rt.store, "put_key_set", broken)
+        with warnings.catch_warnings(), caplog.at_level("WARNING", logger="pcache"):
+            warnings.simplefilter("error")
+            for i in range(3):
+                jax.block_until_ready(jax.jit(lambda a, i=i: a * (i + 5.0))(x))
+                time.sleep(0.05)
+            assert _eventually(lambda: pcache.stats()["errors"] >= 3)
+            rt._at_exit()  # the exit-time save fails the same way
+        assert not escaped
+        assert caplog.text.count("store write (working set) failed") == 1
+        assert pcache.stats()["error_causes"] == {
+            "store write (working set)": pcache.stats()["errors"]
+        }
+    finally:
+        monkeypatch.undo()
+        pcache.disable()

@@ -143,3 +143,20 @@ def test_unverified_read_leaves_the_checksum_to_the_caller(tmp_path):
         with pytest.warns(store_mod.StoreCorruptionWarning):
             assert s.get_entry("k") is None  # the verified read catches and removes it
         assert "k" not in s
+
+
+def test_connections_of_finished_threads_are_closed(tmp_path):
+    import threading
+
+    with Store(tmp_path) as s:
+        s.put("k", b"v", meta={})
+
+        def read():
+            assert s.get("k") == b"v"
+
+        for _ in range(30):  # threads that end without release_connection()
+            t = threading.Thread(target=read)
+            t.start()
+            t.join()
+        read()  # a connection opened after they ended prunes theirs
+        assert len(s._cons) <= 2
