@@ -114,10 +114,12 @@ def _vd(obj: Any) -> str:
     return _canon_module().value_digest(obj).hex()
 
 
-_ENV_CACHE: dict[tuple, list[tuple[str, str]]] = {}
+_ENV_CACHE: dict[tuple, tuple[list[tuple[str, str]], str]] = {}
 
 
-def _environment_parts(backend) -> list[tuple[str, str]]:
+def _environment(backend) -> tuple[list[tuple[str, str]], str]:
+    """The environment key parts (versions, XLA flags, JAX configuration) and one
+    hash of them all: what a preloaded entry must have been written under."""
     # The memo is keyed on everything environment_parts reads that can change in a
     # running process: trace_context() (x64, matmul precision...) and the config
     # values outside it (optimization level, disable_most_optimizations...).
@@ -128,16 +130,11 @@ def _environment_parts(backend) -> list[tuple[str, str]]:
     except TypeError:  # an unhashable config value: recompute each time
         got, memo_key = None, None
     if got is None:
-        got = [(name, _h(data)) for name, data in _canon_module().environment_parts(backend)]
+        parts = [(name, _h(data)) for name, data in _canon_module().environment_parts(backend)]
+        got = (parts, _h("".join(f"{name}={h};" for name, h in parts).encode()))
         if memo_key is not None:
             _ENV_CACHE[memo_key] = got
     return got
-
-
-def _environment_digest(env: list[tuple[str, str]]) -> str:
-    """One hash of the environment key parts (versions, XLA flags, JAX config): what
-    a preloaded entry must have been written under, besides its load parameters."""
-    return _h("".join(f"{name}={h};" for name, h in env).encode())
 
 
 def _device_part(device_list) -> str:
@@ -309,7 +306,7 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
         context = _context_parts(inputs)
         if cacheable:
             _CONTEXT_MEMO.put(inputs, context)
-    env = _environment_parts(backend)
+    env, env_digest = _environment(backend)
     parts = [
         ("jaxpr", jaxpr_hex),
         ("keep_unused", _vd(bool(ctx.keep_unused))),
@@ -323,7 +320,7 @@ def _lowering_key(ctx: _LowerCtx, args: tuple, kwargs: dict) -> tuple[CacheKey, 
         device_list=ctx.device_list,
         compiler_options_kvs=ctx.compiler_options_kvs,
         ordered=ordered,
-        env=_environment_digest(env),
+        env=env_digest,
     )
     return CacheKey(parts=tuple(parts), persistent=persistent), predicted
 
@@ -808,7 +805,7 @@ def _preload_fns(backend, env: str):
                 and params["env"] == env
                 # This thread builds compile options from the configuration it sees,
                 # which must be the one the main thread keyed with.
-                and _environment_digest(_environment_parts(backend)) == env
+                and _environment(backend)[1] == env
                 and chosen(params) is not None
             )
         except (KeyError, TypeError, AttributeError):

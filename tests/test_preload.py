@@ -216,19 +216,19 @@ def _fill(path, n):
 
 
 def test_disable_stops_the_preload_thread(tmp_path, monkeypatch):
-    from pcache import _cache
+    from pcache import _preload
 
     x, expected = _fill(tmp_path, 6)
     gate = threading.Event()
     loading = threading.Event()
-    original = _cache.Preloader._load_one
+    original = _preload.Preloader._load_one
 
     def slow_load_one(self, digest):
         loading.set()
         gate.wait(10)
         return original(self, digest)
 
-    monkeypatch.setattr(_cache.Preloader, "_load_one", slow_load_one)
+    monkeypatch.setattr(_preload.Preloader, "_load_one", slow_load_one)
     pcache.enable(tmp_path, raise_errors=True)
     try:
         out = jax.jit(lambda a, i=0: jnp.tanh(a * (i + 1.0)) @ a)(x)  # starts the preload
@@ -243,20 +243,20 @@ def test_disable_stops_the_preload_thread(tmp_path, monkeypatch):
 
 
 def test_a_lookup_never_hangs_on_the_preload_thread(tmp_path, monkeypatch, caplog):
-    from pcache import _cache
+    from pcache import _preload
 
     x, expected = _fill(tmp_path, 4)
     gate = threading.Event()
     stuck = []
-    original = _cache.Preloader._load_one
+    original = _preload.Preloader._load_one
 
     def stuck_load_one(self, digest):
         stuck.append(digest)
         gate.wait(30)  # a load that does not finish while the program runs
         return original(self, digest)
 
-    monkeypatch.setattr(_cache.Preloader, "_load_one", stuck_load_one)
-    monkeypatch.setattr(_cache.Preloader, "WAIT_LIMIT", 0.2)
+    monkeypatch.setattr(_preload.Preloader, "_load_one", stuck_load_one)
+    monkeypatch.setattr(_preload.Preloader, "WAIT_LIMIT", 0.2)
     pcache.enable(tmp_path, raise_errors=True)
     try:
         with caplog.at_level("WARNING", logger="pcache"):
@@ -293,9 +293,9 @@ def test_preload_budget_is_half_the_memory_tier(tmp_path):
 
 
 def test_working_set_is_saved_soon_after_it_grows(tmp_path, monkeypatch):
-    from pcache import _cache
+    from pcache import _preload
 
-    monkeypatch.setattr(_cache.WorkingSets, "SAVE_DELAY", 0.05)
+    monkeypatch.setattr(_preload.WorkingSets, "SAVE_DELAY", 0.05)
     x = jnp.ones((8, 8), jnp.float32)
     pcache.enable(tmp_path, raise_errors=True)
     try:
@@ -322,9 +322,9 @@ def test_preload_setting_is_validated(monkeypatch):
 
 def test_working_set_saves_do_not_leak_connections(tmp_path, monkeypatch):
     """Each timed save runs on a new thread; its SQLite connection must go with it."""
-    from pcache import _cache
+    from pcache import _preload
 
-    monkeypatch.setattr(_cache.WorkingSets, "SAVE_DELAY", 0.01)
+    monkeypatch.setattr(_preload.WorkingSets, "SAVE_DELAY", 0.01)
     x = jnp.ones((8, 8), jnp.float32)
     pcache.enable(tmp_path, raise_errors=True)
     try:
@@ -359,9 +359,9 @@ def test_a_short_run_keeps_the_rest_of_the_working_set(tmp_path):
 
 @pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # the child runs no JAX
 def test_a_forked_child_neither_preloads_nor_saves(tmp_path, monkeypatch):
-    from pcache import _cache
+    from pcache import _preload
 
-    monkeypatch.setattr(_cache.WorkingSets, "SAVE_DELAY", 0.01)
+    monkeypatch.setattr(_preload.WorkingSets, "SAVE_DELAY", 0.01)
     x, _ = _fill(tmp_path, 4)
     with store.Store(tmp_path / "store") as s:
         (name,) = [n for n, _, _ in s.key_sets()]
@@ -389,9 +389,9 @@ def test_a_forked_child_neither_preloads_nor_saves(tmp_path, monkeypatch):
 
 
 def test_unused_preloads_are_released(tmp_path, monkeypatch):
-    from pcache import _cache
+    from pcache import _preload
 
-    monkeypatch.setattr(_cache.Preloader, "RELEASE_AFTER", 0.05)
+    monkeypatch.setattr(_preload.Preloader, "RELEASE_AFTER", 0.05)
     x, expected = _fill(tmp_path, 4)
     pcache.enable(tmp_path, raise_errors=True)
     try:
@@ -471,9 +471,9 @@ def test_clear_memory_and_disable_drop_unused_preloads(tmp_path):
 def test_background_failures_never_raise_even_under_werror(tmp_path, monkeypatch, caplog):
     """A failed working-set save happens on a timer thread or at exit: it is counted
     and logged once, never raised (not even as a warning turned error)."""
-    from pcache import _cache
+    from pcache import _preload
 
-    monkeypatch.setattr(_cache.WorkingSets, "SAVE_DELAY", 0.01)
+    monkeypatch.setattr(_preload.WorkingSets, "SAVE_DELAY", 0.01)
     escaped = []
     monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args))
     x = jnp.ones((8, 8), jnp.float32)

@@ -1,0 +1,291 @@
+"""Preloading: a new process loads what its previous run used, off the main thread.
+
+`WorkingSets` records the persistent keys a process uses, per program x backend x
+JAX version, and saves them as store key sets; the next run's `Preloader` loads
+those entries on a daemon thread, so deserialization overlaps tracing. No JAX
+here: `pcache._jax` supplies the functions that check and deserialize an entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pcache._cache import Runtime
+
+logger = logging.getLogger("pcache")
+
+#: ``load(raw, params) -> (executable, signature)``: deserialize an entry with the
+#: load parameters stored beside it; ``signature`` says how it was loaded.
+PreloadFn = Callable[[bytes, Any], "tuple[Any, Any] | None"]
+
+
+class WorkingSets:
+    """The persistent keys this process used, per working set (program x backend x
+    JAX version), in first-use order.
+
+    Each is saved as the store's key set of that name a few seconds after it last
+    grew, and at exit, for the next run's `Preloader`: this run's keys first, then
+    the previous run's that this one did not use (so a short run, e.g. one that
+    exits after its first step, does not wipe what a full run will want).
+    """
+
+    SAVE_DELAY = 2.0  # seconds: coalesces the burst of first uses at start-up
+    MAX_KEYS = 4096
+
+    def __init__(self, rt: Runtime, *, enabled: bool = True) -> None:
+        self._rt = rt
+        self._enabled = enabled
+        self._sets: dict[str, dict[str, None]] = {}
+        self._previous: dict[str, list[str]] = {}
+        self._dirty: set[str] = set()
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+        self._save_lock = threading.Lock()  # one save at a time: the newest snapshot lands last
+
+    def add(self, name: str, digest: str) -> None:
+        keys = self._sets.get(name)
+        if keys is not None and digest in keys:  # the steady state: two dict lookups
+            return
+        if not self._enabled:
+            return
+        with self._lock:
+            keys = self._sets.setdefault(name, {})
+            if digest in keys or len(keys) >= self.MAX_KEYS:
+                return
+            keys[digest] = None
+            self._dirty.add(name)
+            if self._timer is not None:
+                return
+            timer = self._timer = threading.Timer(self.SAVE_DELAY, self._timed_save)
+            timer.daemon = True
+        try:
+            timer.start()
+        except RuntimeError as exc:  # can't start new thread: saved at exit instead
+            with self._lock:
+                self._timer = None
+            self._rt.background_error("working-set timer", exc)
+
+    def set_previous(self, name: str, keys: list[str]) -> None:
+        with self._lock:
+            self._previous[name] = list(keys)
+
+    def _timed_save(self) -> None:
+        try:
+            self.save()
+        finally:
+            # This thread ends now; its SQLite connection must not outlive it.
+            self._rt.store.release_connection()
+
+    def save(self) -> None:
+        with self._save_lock:
+            with self._lock:
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
+                if not self._enabled:
+                    return
+                snapshot = {}
+                for name in self._dirty:
+                    keys = list(self._sets[name])
+                    seen = set(keys)
+                    keys += [k for k in self._previous.get(name, ()) if k not in seen]
+                    snapshot[name] = keys[: self.MAX_KEYS]
+                self._dirty.clear()
+            for name, keys in snapshot.items():
+                try:
+                    self._rt.store.put_key_set(name, keys)
+                except Exception as exc:  # a hint for the next run: never worth an exception
+                    self._rt.background_error("store write (working set)", exc)
+
+
+_PENDING, _LOADING, _DONE, _TAKEN = range(4)
+
+
+class _Item:
+    __slots__ = ("done", "result", "state")
+
+    def __init__(self) -> None:
+        self.state = _PENDING
+        self.done = threading.Event()
+        self.result: tuple | None = None
+
+
+class Preloader:
+    """Loads the previous run's working set on a daemon thread, ahead of the
+    lookups that will want it.
+
+    Reading, checking and deserializing an entry all release the GIL, so on a new
+    process this overlaps the main thread's tracing. Entries load largest first
+    (within ``budget`` bytes): a lookup takes a loaded executable, waits for one
+    being loaded, or (if the thread has not reached it) claims it and loads it
+    itself, which is cheap for the small ones. Entries are read without touching
+    the store's hit counts (`touch` happens on use); what nobody has asked for
+    ``RELEASE_AFTER`` seconds after the thread finished is dropped.
+    """
+
+    WAIT_LIMIT = 60.0  # seconds a lookup waits for an entry the thread is loading
+    RELEASE_AFTER = 60.0
+
+    def __init__(
+        self,
+        rt: Runtime,
+        digests: list[str],
+        usable: Callable[[Any], bool],
+        load: PreloadFn,
+        budget: int,
+    ) -> None:
+        self._rt = rt
+        self._order = digests
+        self._usable = usable
+        self._load = load
+        self._release_timer: threading.Timer | None = None
+        self._budget = budget
+        self._lock = threading.Lock()
+        self._items = {d: _Item() for d in digests}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pcache-preload", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, *, wait: bool = True, timeout: float | None = None) -> None:
+        """Stop after the load in flight; with ``wait``, join the thread (``timeout``
+        None: however long that load takes)."""
+        self._stop.set()
+        timer = self._release_timer
+        if timer is not None:
+            timer.cancel()
+        if wait and self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=timeout)
+
+    def release(self) -> None:
+        dropped = []
+        with self._lock:
+            for item in self._items.values():
+                if item.state == _DONE:
+                    dropped.append(item.result)
+                    item.result, item.state = None, _TAKEN
+        del dropped  # executables are freed here, outside the lock
+
+    def take(self, digest: str) -> tuple | None:
+        """``(executable, signature, entry, nbytes)`` if preloaded, else None."""
+        item = self._items.get(digest)
+        if item is None:
+            return None
+        with self._lock:
+            state = item.state
+            if state in (_PENDING, _TAKEN):
+                item.state = _TAKEN
+                return None
+        if state == _LOADING and not item.done.wait(self.WAIT_LIMIT):
+            # Never hang a lookup on the helper thread: load it the normal way.
+            logger.warning(
+                "pcache: preloading %s took over %.0f s; loading it here instead",
+                digest[:12],
+                self.WAIT_LIMIT,
+            )
+            with self._lock:
+                if item.state == _LOADING:
+                    item.state = _TAKEN
+                    return None
+        with self._lock:
+            got, item.result = item.result, None
+            item.state = _TAKEN
+        return got
+
+    def _run(self) -> None:
+        try:
+            for digest in self._schedule():
+                if self._stop.is_set():
+                    break
+                item = self._items[digest]
+                with self._lock:
+                    if item.state != _PENDING:
+                        continue
+                    item.state = _LOADING
+                result = None
+                try:
+                    result = self._load_one(digest)
+                except Exception as exc:  # the lookup will load (and report) it itself
+                    logger.debug("pcache: preloading %s failed: %r", digest[:12], exc)
+                finally:
+                    with self._lock:
+                        if item.state == _LOADING:
+                            item.result, item.state = result, _DONE
+                        else:  # a lookup gave up waiting and loaded it itself
+                            result = None
+                    item.done.set()
+                if result is not None:
+                    self._rt.stats.add("preloaded")
+        finally:
+            self._rt.store.release_connection()
+        if not self._stop.is_set():
+            timer = self._release_timer = threading.Timer(self.RELEASE_AFTER, self.release)
+            timer.daemon = True
+            with contextlib.suppress(RuntimeError):
+                timer.start()
+
+    def _schedule(self) -> list[str]:
+        """The entries to load, largest first, as many as fit in the budget (each
+        counts its size plus the memory tier's per-entry overhead)."""
+        sizes = {}
+        for digest in self._order:
+            if self._stop.is_set():
+                return []
+            try:
+                e = self._rt.store.entry(digest)
+            except Exception as exc:
+                logger.debug("pcache: preload could not list %s: %r", digest[:12], exc)
+                e = None
+            # Metadata only: skip, before reading any value, what was written for
+            # another backend or environment (it would only use up the budget).
+            if e is not None and self._params(digest, e.extra) is not None:
+                sizes[digest] = e.raw_size
+        chosen, used = [], 0
+        for digest in sorted(sizes, key=lambda d: -sizes[d]):
+            cost = sizes[digest] + self._rt.memory.ENTRY_OVERHEAD
+            if used + cost <= self._budget:
+                chosen.append(digest)
+                used += cost
+        return chosen
+
+    def _params(self, digest: str, extra: dict) -> Any | None:
+        """The entry's load parameters if they are pcache's own (their HMAC) and
+        ``usable`` here; else None."""
+        params = extra.get("load")
+        if (
+            params is None
+            or extra.get("format") != self._rt.entry_format
+            or not _tag_ok(self._rt.sign_params(digest, params), extra.get("load_hmac"))
+        ):
+            return None
+        return params if self._usable(params) else None
+
+    def _load_one(self, digest: str) -> tuple | None:
+        rt = self._rt
+        got = rt.store.get_entry(digest, touch=False)
+        if got is None:
+            return None
+        raw, entry = got
+        params = self._params(digest, entry.extra)
+        if params is None or self._stop.is_set():
+            return None
+        if not _tag_ok(rt.sign(digest, raw), entry.extra.get("hmac")):
+            return None  # a lookup reads it the checked way (and reports it)
+        if self._stop.is_set():
+            return None
+        loaded = self._load(raw, params)
+        if loaded is None:  # written for another backend, device kind or JAX
+            return None
+        exe, signature = loaded
+        return exe, signature, entry, len(raw)
+
+
+def _tag_ok(expected: str, tag: object) -> bool:
+    return isinstance(tag, str) and hmac.compare_digest(expected, tag)
