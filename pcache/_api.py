@@ -179,10 +179,9 @@ def stats() -> dict[str, Any]:
 def clear_memory() -> None:
     """Empty the in-memory tier and drop preloaded executables nobody has used (the
     store is untouched; use ``pcache clear`` for that)."""
-    rt = _RUNTIME
-    if rt is not None:
-        rt.memory.clear()
-        rt.release_preloaded()
+    from pcache import _jax
+
+    _jax.clear_in_memory()
 
 
 def key(fun, *args, **kwargs) -> CacheKey:

@@ -22,7 +22,6 @@ import stat
 import sys
 import threading
 import time
-import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +37,15 @@ from pcache._preload import Preloader, PreloadFn, WorkingSets
 
 logger = logging.getLogger("pcache")
 
-ENTRY_FORMAT = 1  # version of what pcache puts in an entry (raw XLA bytes + `extra`)
+#: ``load(raw, replay)``: deserialize an entry's bytes; ``replay`` is its signed
+#: replay record (JSON, or None).
+LoadFn = Callable[[bytes, Any], Any]
+
+# Version of what pcache puts in an entry: raw XLA bytes, plus in ``extra`` the
+# signed metadata (`SIGNED_EXTRA`) and the HMAC over both. 2: the HMAC covers the
+# replay record (what lowering did besides producing the module, see `_jax.Replay`).
+ENTRY_FORMAT = 2
+SIGNED_EXTRA = ("format", "replay")
 
 
 class CorruptEntryError(PcacheError):
@@ -208,7 +215,9 @@ class Runtime:
         self.locks_dir = path / LOCKS_SUBDIR
         self.locks_dir.mkdir(mode=0o700, exist_ok=True)
         self._secret = _load_or_create_secret(path / "secret.key")
-        self.store = store.Store(path / "store", max_bytes=max_disk_bytes)
+        self.store = store.Store(
+            path / "store", max_bytes=max_disk_bytes, report=self._store_report
+        )
         self.preload_limit = preload
         self.entry_format = ENTRY_FORMAT
         self._preloaders: dict[str, Preloader] = {}  # working-set name -> its preloader
@@ -255,37 +264,45 @@ class Runtime:
     # -- error policy ---------------------------------------------------------
 
     def error(self, cause: str, exc: BaseException) -> None:
-        """A cache failure: count it, warn once per cause, or raise in test mode."""
+        """A cache failure: count it, log it once per cause, or raise in test mode.
+
+        A log record, never a warning: under ``-W error`` (pytest's
+        ``filterwarnings = error``) a warning would become an exception inside the
+        user's jit call, and a cache failure must only ever cost a compile.
+        """
         self.stats.error(cause)
         _record_event("/pcache/errors")
         if self.raise_errors:
             raise exc
-        tag = f"{cause}:{type(exc).__name__}"
-        with self._warn_lock:
-            first = tag not in self._warned
-            self._warned.add(tag)
-        if first:
-            warnings.warn(
-                f"pcache: {cause} failed ({type(exc).__name__}: {exc}); compiling normally. "
-                "Further failures of this kind are counted in pcache.stats() without a warning.",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        else:
-            logger.debug("pcache: %s failed again: %r", cause, exc)
+        self._log_once(
+            cause,
+            exc,
+            "pcache: %s failed (%s: %s); compiling normally. Further failures of this "
+            "kind are counted in pcache.stats() and logged at DEBUG.",
+        )
 
     def background_error(self, cause: str, exc: BaseException) -> None:
-        """A failure on a helper thread or at exit: counted and logged once per cause
-        (a log record, not a warning: ``-W error`` must not turn it into an exception
-        on a thread nobody joins), never raised."""
+        """A failure on a helper thread or at exit: counted and logged once per cause,
+        never raised (not even with ``raise_errors``: nobody joins that thread)."""
         self.stats.error(cause)
+        self._log_once(cause, exc, "pcache: %s failed (%s: %s); the cache itself is unaffected")
+
+    def _store_report(self, message: str, category: type[Warning]) -> None:
+        """What the store reports (damage it found and removed): logged once per
+        kind, like any other cache failure, never warned inside a user's call."""
+        self.stats.error("store " + category.__name__)
+        with self._warn_lock:
+            first = category.__name__ not in self._warned
+            self._warned.add(category.__name__)
+        (logger.warning if first else logger.debug)("%s", message)
+
+    def _log_once(self, cause: str, exc: BaseException, message: str) -> None:
         tag = f"{cause}:{type(exc).__name__}"
         with self._warn_lock:
             first = tag not in self._warned
             self._warned.add(tag)
         log = logger.warning if first else logger.debug
-        log("pcache: %s failed (%s: %s); the cache itself is unaffected", cause,
-            type(exc).__name__, exc)  # fmt: skip
+        log(message, cause, type(exc).__name__, exc)
 
     def bypass(self, reason: str, detail: str = "") -> None:
         self.stats.bypass(reason)
@@ -294,10 +311,20 @@ class Runtime:
 
     # -- HMAC -----------------------------------------------------------------
 
-    def sign(self, key: str, value: bytes) -> str:
+    def sign(self, key: str, value: bytes, meta: dict[str, Any] | None = None) -> str:
+        """HMAC of an entry: its key, the signed part of its metadata, its bytes."""
         h = hmac.new(self._secret, key.encode() + b"\0", hashlib.sha256)
+        if meta:
+            h.update(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode() + b"\0")
         h.update(value)  # no concatenated copy of a large executable
         return h.hexdigest()
+
+    def entry_ok(self, key: str, value: bytes, extra: dict[str, Any]) -> bool:
+        """Whether ``value`` and the signed part of ``extra`` were written by a holder
+        of this cache's secret."""
+        tag = extra.get("hmac")
+        meta = {k: extra.get(k) for k in SIGNED_EXTRA}
+        return isinstance(tag, str) and hmac.compare_digest(self.sign(key, value, meta), tag)
 
     def sign_params(self, key: str, params: Any) -> str:
         """HMAC of an entry's JSON-able load parameters (kept in its ``extra``), in
@@ -305,8 +332,8 @@ class Runtime:
         text = json.dumps(params, sort_keys=True, separators=(",", ":"))
         return self.sign("pcache-load-params\0" + key, text.encode())
 
-    def check(self, key: str, value: bytes, tag: str | None) -> None:
-        if not tag or not hmac.compare_digest(self.sign(key, value), tag):
+    def check(self, key: str, value: bytes, extra: dict[str, Any]) -> None:
+        if not self.entry_ok(key, value, extra):
             raise IntegrityError(
                 f"entry {key[:12]} failed its HMAC check (written without this cache's "
                 f"secret {self.path / 'secret.key'}); ignoring and removing it"
@@ -317,7 +344,7 @@ class Runtime:
     def lookup(
         self,
         key: CacheKey,
-        load: Callable[[bytes], Any],
+        load: LoadFn,
         accept: Callable[[Any], bool] | None = None,
         working_set: str | None = None,
     ) -> Any | None:
@@ -380,6 +407,11 @@ class Runtime:
             self._preloaders[name] = pre
         pre.start()
 
+    def clear_memory(self) -> None:
+        """Empty the memory tier and drop preloads nobody has asked for."""
+        self.memory.clear()
+        self.release_preloaded()
+
     def release_preloaded(self) -> None:
         """Drop preloaded executables nobody has asked for (``clear_memory``)."""
         for pre in list(self._preloaders.values()):
@@ -414,8 +446,9 @@ class Runtime:
         self._memory_put(digest, exe, nbytes)
         return exe
 
-    def _read_verified(self, digest: str, load: Callable[[bytes], Any]):
-        """Read an entry, check its HMAC and format, and ``load`` it.
+    def _read_verified(self, digest: str, load: LoadFn):
+        """Read an entry, check its format and HMAC, and ``load`` it (with its signed
+        replay record).
 
         Returns ``(loaded, raw, entry)``, or None on a miss or any failure (a bad
         entry is counted, warned about once per cause, and removed).
@@ -431,8 +464,11 @@ class Runtime:
             return None
         raw, entry = got
         try:
+            if entry.extra.get("format") != ENTRY_FORMAT:
+                # Another pcache's format (checked first: its HMAC covers other fields).
+                raise PcacheError(f"unknown entry format {entry.extra.get('format')!r}")
             try:
-                self.check(digest, raw, entry.extra.get("hmac"))
+                self.check(digest, raw, entry.extra)
             except IntegrityError:
                 # Damaged bytes fail the HMAC too; say which it is.
                 from store import checksum_matches
@@ -443,9 +479,7 @@ class Runtime:
                         "disk); removing it"
                     ) from None
                 raise
-            if entry.extra.get("format") != ENTRY_FORMAT:
-                raise PcacheError(f"unknown entry format {entry.extra.get('format')!r}")
-            loaded = load(raw)
+            loaded = load(raw, entry.extra.get("replay"))
         except Exception as exc:
             self.error("load entry", exc)
             self._drop(digest)
@@ -457,7 +491,7 @@ class Runtime:
         """Store ``raw`` under ``digest`` with its HMAC; False if the store failed."""
         meta = dict(meta)
         extra = {**meta.pop("extra", {}), **extra, "format": ENTRY_FORMAT}
-        extra["hmac"] = self.sign(digest, raw)
+        extra["hmac"] = self.sign(digest, raw, {k: extra.get(k) for k in SIGNED_EXTRA})
         if "load" in extra:
             extra["load_hmac"] = self.sign_params(digest, extra["load"])
         try:
@@ -468,7 +502,7 @@ class Runtime:
         self.stats.add("bytes_written", len(raw))
         return True
 
-    def _load_from_store(self, key: CacheKey, load: Callable[[bytes], Any]) -> Any | None:
+    def _load_from_store(self, key: CacheKey, load: LoadFn) -> Any | None:
         digest = key.digest
         t0 = time.perf_counter()
         got = self._read_verified(digest, load)
@@ -515,7 +549,7 @@ class Runtime:
         self,
         key: CacheKey,
         compile_fn: Callable[[], Compiled],
-        load: Callable[[bytes], Any],
+        load: LoadFn,
         meta: dict[str, Any],
         accept: Callable[[Any], bool] | None = None,
         working_set: str | None = None,
@@ -599,7 +633,7 @@ class Runtime:
     # -- JAX's HLO-level cache interface (pmap, eager, what the jit seam misses) --
 
     def hlo_get(self, key: str) -> bytes | None:
-        got = self._read_verified("hlo-" + key, lambda raw: raw)
+        got = self._read_verified("hlo-" + key, lambda raw, _replay: raw)
         self.stats.add("hlo_hits" if got is not None else "hlo_misses")
         return None if got is None else got[0]
 

@@ -285,7 +285,7 @@ def _enc_seq(items: Any, ctx: _Ctx) -> str:
 
 def _enc_partition_spec(p: Any, ctx: _Ctx) -> str:
     parts = []
-    for e in p:
+    for e in p.partitions:  # iterating a spec with unreduced/reduced axes raises
         if e is None:
             parts.append("N")
         elif e is jax.sharding.PartitionSpec.UNCONSTRAINED:
@@ -851,7 +851,10 @@ def jaxpr_fingerprint(closed_jaxpr: Any, *, hoisted_consts: bool = False) -> Jax
     """
     jaxpr, consts = _as_jaxpr(closed_jaxpr)
     ctx = _Ctx(hoisted=hoisted_consts)
-    hexd = _digest_jaxpr(closed_jaxpr, jaxpr, consts, ctx)
+    try:
+        hexd = _digest_jaxpr(closed_jaxpr, jaxpr, consts, ctx)
+    except _Unknown as e:  # e.g. an aval of an extended dtype the encoder does not know
+        raise Uncacheable(f"unknown-value:{e.qualname}") from None
     d = hashlib.sha256(f"{CANON_VERSION}\n{hexd}".encode()).digest()
     return JaxprDigest(d, ctx.persistent)
 
@@ -868,7 +871,10 @@ def canonical_text(closed_jaxpr: Any, *, hoisted_consts: bool = False) -> str:
     """The canonical form as text: equal texts <=> equal digests."""
     jaxpr, consts = _as_jaxpr(closed_jaxpr)
     ctx = _Ctx(text=True, hoisted=hoisted_consts)
-    return "\n".join(_jaxpr_lines(jaxpr, consts, ctx)) + "\n"
+    try:
+        return "\n".join(_jaxpr_lines(jaxpr, consts, ctx)) + "\n"
+    except _Unknown as e:
+        raise Uncacheable(f"unknown-value:{e.qualname}") from None
 
 
 # ----------------------------------------------------------------------------

@@ -82,18 +82,16 @@ if jit_seam_supported():
     from jax._src import dispatch as _dispatch
     from jax._src import effects as _effects
     from jax._src import pjit as _pjit
-    from jax._src.compilation_cache_interface import CacheInterface as _CacheInterface
     from jax._src.interpreters import mlir as _mlir
     from jax._src.interpreters import pxla as _pxla
 else:  # pragma: no cover - exercised by scripts/compat.sh on other JAX lines
     _pxla = None
     try:
         from jax._src import compilation_cache as _cc
+        from jax._src import compiler as _compiler
         from jax._src import config as _config
-        from jax._src.compilation_cache_interface import CacheInterface as _CacheInterface
     except ImportError:
-        _cc = None
-        _CacheInterface = object
+        _cc = _compiler = None
 
 
 # --------------------------------------------------------------------------- keys
@@ -431,6 +429,221 @@ def _with_compile_parts(key: CacheKey, parts: list[tuple[str, str]]) -> CacheKey
     return CacheKey(parts=tuple(new), persistent=key.persistent)
 
 
+# ------------------------------------------------------- lowering side effects
+#
+# Lowering does more than produce a module, and a hit that skips lowering must still
+# do the rest, from what the entry records (never by a special case for one kernel):
+#
+# * custom-call kernels that a lowering rule initializes on first use (jaxlib's
+#   LAPACK rules call `prepare_lapack_call`, which loads the LAPACK function
+#   pointers; GPU hybrid eig/qr kernels likewise): the entry records the custom-call
+#   targets its module calls, and loading it runs the initializer of each target's
+#   kernel library (`_KERNEL_INITIALIZERS`) before the executable is deserialized;
+# * warnings lowering emits (unusable donated buffers, large captured constants,
+#   a user lowering rule's own): recorded on the miss with their category, text and
+#   location, re-issued on every hit through `warnings.warn_explicit` with the
+#   registry of the module that issued them, so the user's filters (`-W error`,
+#   `ignore`, "once per location") decide exactly as they would have;
+# * the `jax_log_compiles` "Compiling ..." record, logged again on each hit.
+#
+# Monitoring events are not replayed: JAX's lowering and backend-compile events
+# mean work that a hit does not do (pcache records its own `/pcache/*` events).
+
+
+def _kernel_initializers() -> tuple[tuple[str, Any], ...]:
+    """(custom-call target prefix, initializer) for the kernel libraries whose
+    lowering rules initialize them lazily, on this JAX line."""
+    from jax._src.lax import linalg as _linalg
+    from jax._src.lib import gpu_solver as _gpu_solver
+
+    table: list[tuple[str, Any]] = [("lapack_", _linalg.initialize_lapack)]
+    hybrid = getattr(_gpu_solver, "initialize_hybrid_kernels", None)
+    if hybrid is not None:
+        table += [("cu_hybrid_", hybrid), ("hip_hybrid_", hybrid)]
+    return tuple(table)
+
+
+_KERNEL_INITIALIZERS: tuple | None = None
+_INITIALIZED: set = set()  # initializers already run in this process (never undone)
+
+
+def _initialize_targets(targets) -> None:
+    global _KERNEL_INITIALIZERS
+    if _KERNEL_INITIALIZERS is None:
+        _KERNEL_INITIALIZERS = _kernel_initializers()
+    for target in targets:
+        for prefix, init in _KERNEL_INITIALIZERS:
+            if target.startswith(prefix) and init not in _INITIALIZED:
+                init()
+                _INITIALIZED.add(init)
+
+
+def _custom_call_targets(module) -> tuple[str, ...]:
+    """The custom-call targets a lowered module calls (sorted, unique)."""
+    from jax._src.lib.mlir import ir
+
+    found: set[str] = set()
+
+    def visit(op):
+        if op.name == "stablehlo.custom_call":
+            found.add(ir.StringAttr(op.attributes["call_target_name"]).value)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return tuple(sorted(found))
+
+
+class WarningRecord(NamedTuple):
+    """A warning lowering issued: enough to issue it again as `warnings.warn` did."""
+
+    category: str  # "module:QualName"
+    message: str
+    filename: str
+    lineno: int
+    module: str
+
+
+class Replay(NamedTuple):
+    """What a lowering did besides producing its module (see the section comment)."""
+
+    custom_calls: tuple[str, ...] = ()
+    warnings: tuple[WarningRecord, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"custom_calls": list(self.custom_calls), "warnings": [list(w) for w in self.warnings]}
+
+    @classmethod
+    def from_json(cls, obj) -> Replay:
+        """Validated: a malformed record raises (the entry is then not used)."""
+        if obj is None:
+            return NO_REPLAY
+        calls, warns = obj["custom_calls"], obj["warnings"]
+        if not (isinstance(calls, list) and all(isinstance(c, str) for c in calls)):
+            raise ValueError("replay: custom_calls is not a list of names")
+        records = []
+        for w in warns:
+            rec = WarningRecord(*w)
+            if not all(isinstance(v, str) for v in (rec.category, rec.message, rec.filename,
+                                                     rec.module)) or type(rec.lineno) is not int:
+                raise ValueError("replay: malformed warning record")
+            records.append(rec)
+        return cls(tuple(calls), tuple(records))
+
+    def initialize_kernels(self) -> None:
+        if self.custom_calls:
+            _initialize_targets(self.custom_calls)
+
+    def on_hit(self, log_args) -> None:
+        """What a lowering would have done, done on a hit instead of lowering."""
+        if log_args is not None and _pxla_logger.isEnabledFor(
+            logging.WARNING if _config.log_compiles.value else logging.DEBUG
+        ):
+            _log_compiling(*log_args)
+        for w in self.warnings:
+            _reissue(w)
+
+
+NO_REPLAY = Replay()
+_pxla_logger = logging.getLogger("jax._src.interpreters.pxla")
+
+
+def _log_compiling(module_name, in_avals, in_shardings) -> None:
+    # The record `_cached_lowering_to_hlo` writes (same logger, level and text).
+    priority = logging.WARNING if _config.log_compiles.value else logging.DEBUG
+    _pxla_logger.log(
+        priority,
+        "Compiling %s with global shapes and types %s. Argument mapping: %s.",
+        module_name,
+        in_avals,
+        in_shardings,
+    )
+
+
+def _warning_category(name: str) -> type[Warning]:
+    """The class a record names, if it is loaded already (nothing is imported for a
+    record: it came from the store); UserWarning otherwise."""
+    import sys
+
+    mod, _, qual = name.partition(":")
+    obj: Any = sys.modules.get(mod)
+    for part in qual.split("."):
+        obj = getattr(obj, part, None)
+    return obj if isinstance(obj, type) and issubclass(obj, Warning) else UserWarning
+
+
+def _reissue(w: WarningRecord) -> None:
+    import sys
+
+    mod = sys.modules.get(w.module)
+    registry = mod.__dict__.setdefault("__warningregistry__", {}) if mod is not None else None
+    warnings.warn_explicit(
+        w.message, _warning_category(w.category), w.filename, w.lineno, w.module, registry
+    )
+
+
+# Warnings issued while this context records (a list), for `_recording_warn`.
+_WARN_RECORD: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "pcache_warn_record", default=None
+)
+_ORIG_WARN = warnings.warn
+
+
+def _recording_warn(message, category=None, stacklevel=1, source=None, **kwargs):
+    """`warnings.warn`, which also notes the warning while a lowering is recorded.
+
+    Installed once for the process (thread-safe, unlike `catch_warnings`); outside a
+    recorded lowering it only forwards. The filters still decide what happens.
+    """
+    record = _WARN_RECORD.get()
+    if record is not None:
+        try:
+            import sys
+
+            if isinstance(message, Warning):
+                category, text = type(message), str(message)
+            else:
+                category, text = category or UserWarning, str(message)
+            frame = sys._getframe(max(1, stacklevel))
+            record.append(
+                WarningRecord(
+                    f"{category.__module__}:{category.__qualname__}",
+                    text,
+                    frame.f_code.co_filename,
+                    frame.f_lineno,
+                    frame.f_globals.get("__name__", "<string>"),
+                )
+            )
+        except Exception:  # a frame deeper than the stack: not recorded, still issued
+            pass
+    return _ORIG_WARN(message, category, stacklevel + 1, source, **kwargs)
+
+
+def _install_warning_hook() -> None:
+    if warnings.warn is not _recording_warn:
+        warnings.warn = _recording_warn
+
+
+def _recorded_lowering(lower, args, kwargs):
+    """Lower, and return ``(lowering result, its Replay)``."""
+    record: list = []
+    token = _WARN_RECORD.set(record)
+    try:
+        out = lower(*args, **kwargs)
+    finally:
+        _WARN_RECORD.reset(token)
+    try:
+        return out, Replay(_custom_call_targets(out[0]), tuple(record))
+    except Exception as exc:
+        raise _LoweringFailed(out) from exc
+
+
+class _LoweringFailed(Exception):
+    """The lowering's record could not be read; ``out`` is the lowering's result."""
+
+    def __init__(self, out) -> None:
+        self.out = out
+
+
 # ------------------------------------------------------------------- the seam
 
 
@@ -450,10 +663,21 @@ class _Loaded(NamedTuple):
     # MeshComputations built around this executable, by `_pjit_lower` memo key; kept
     # here so the memory tier's eviction drops them with the executable.
     computations: dict | None = None
+    replay: Replay = None  # what the lowering did besides the module (see `Replay`)
 
 
-def _loaded(executable, keepalive=(), host_callbacks=(), module=None) -> _Loaded:
-    return _Loaded(executable, tuple(keepalive), tuple(host_callbacks), module, {})
+def _loaded(executable, keepalive=(), host_callbacks=(), module=None, replay=None) -> _Loaded:
+    return _Loaded(
+        executable, tuple(keepalive), tuple(host_callbacks), module, {}, replay or NO_REPLAY
+    )
+
+
+def _load_entry(raw: bytes, replay_json, backend, predicted) -> _Loaded:
+    """An entry from the store, ready to run: its replay record is checked and its
+    custom-call kernels initialized before the executable is deserialized."""
+    replay = Replay.from_json(replay_json)
+    replay.initialize_kernels()
+    return _loaded(_deserialize(raw, backend, predicted), replay=replay)
 
 
 class _Prefetched:
@@ -470,6 +694,8 @@ class _Prefetched:
         self.key = key
         self.predicted = predicted
         self._lower = (lower_args, lower_kwargs)
+        # module name, in_avals, in_shardings: what the `jax_log_compiles` record names
+        self.log_args = (lower_args[1], lower_args[4], lower_args[5].shardings)
         # A callback program must never be re-lowered behind the executable's back:
         # re-lowering registers new callbacks. Reuse the module it was compiled from.
         self._module = loaded.module
@@ -481,8 +707,18 @@ class _Prefetched:
         return self._module
 
 
-# Real modules lowered on a miss -> (key, predicted compile inputs, function name,
-# keepalive, host callbacks).
+class _Pending(NamedTuple):
+    """What a miss's lowering hands the compile of its module."""
+
+    key: CacheKey
+    predicted: dict  # the compile inputs the key assumed
+    fun_name: str
+    keepalive: tuple
+    host_callbacks: tuple
+    replay: Replay
+
+
+# Real modules lowered on a miss -> their _Pending.
 _PENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _PENDING_LOCK = threading.Lock()
 _ORIG: dict[str, Any] = {}
@@ -567,24 +803,29 @@ def _pjit_lower_wrapper(
         return call()
     if digest is not None:
         loaded = rt.memory.get(digest)
-        comp = loaded.computations.get(memo_key) if loaded is not None else None
-        if comp is not None:
+        memo = loaded.computations.get(memo_key) if loaded is not None else None
+        if memo is not None:
+            comp, log_args = memo
             rt.stats.add("memory_hits")
             jax.monitoring.record_event("/pcache/memory_hits")
+            loaded.replay.on_hit(log_args)
             return comp
     comp = _call_with_digest(call, jaxpr, d)
     hlo = getattr(comp, "_hlo", None)
     # Not with hoisted constants (jax_use_simplified_jaxpr_constants): the computation
     # holds this call's constant arrays (views of user buffers, placed on devices),
     # which a later call with equal content but other buffers must not inherit.
+    # Nor with captured constants (closed-over arrays): the computation holds this
+    # call's jaxpr, which must not outlive the user's function in pcache's memory.
     if (
         isinstance(hlo, _Prefetched)
         and hlo.key.persistent
         and hlo.loaded.computations is not None
         and not comp.const_args
+        and not jaxpr.consts
     ):
         if len(hlo.loaded.computations) < 4:
-            hlo.loaded.computations[memo_key] = comp
+            hlo.loaded.computations[memo_key] = (comp, hlo.log_args)
             _COMPUTATIONS.put(memo_key, hlo.key.digest)
     return comp
 
@@ -666,7 +907,7 @@ def _lowering_wrapper(*args, **kwargs):
                 rt.background_error("preload", exc)
         loaded = rt.lookup(
             key,
-            lambda raw: _loaded(_deserialize(raw, backend, predicted)),
+            lambda raw, replay: _load_entry(raw, replay, backend, predicted),
             lambda signature: signature == _load_signature(predicted),
             working_set=ws,
         )
@@ -678,6 +919,9 @@ def _lowering_wrapper(*args, **kwargs):
         unordered = list(_effects.ordered_effects.filter_not_in(closed_jaxpr.effects))
         poly = _mlir.ShapePolyLoweringState((), tuple(args[15]))
         module = _Prefetched(loaded, key, predicted, args, kwargs)
+        # Outside the try above: a replayed warning that the user's filters turn
+        # into an error raises here, as it would have from the lowering.
+        loaded.replay.on_hit(module.log_args)
         return _lowering_result(
             module,
             list(loaded.keepalive),
@@ -689,7 +933,11 @@ def _lowering_wrapper(*args, **kwargs):
         )
     if logger.isEnabledFor(logging.DEBUG) or rt.explain:
         _log_miss(rt, key, ctx.fun_name)
-    out = _ORIG["lower"](*args, **kwargs)
+    try:
+        out, replay = _recorded_lowering(_ORIG["lower"], args, kwargs)
+    except _LoweringFailed as exc:  # lowering succeeded; only reading its record failed
+        rt.error("lowering record", exc.__cause__)
+        return exc.out
     module, keepalive, host_callbacks = out[0], out[1], out[2]
     if (host_callbacks or keepalive) and key.persistent:
         # Host callbacks come from Python callables in params, which the canonical
@@ -698,7 +946,9 @@ def _lowering_wrapper(*args, **kwargs):
         rt.bypass("host-callback", f"{ctx.fun_name}: unexpected host callbacks in lowering")
         return out
     with _PENDING_LOCK:
-        _PENDING[module] = (key, predicted, ctx.fun_name, tuple(keepalive), tuple(host_callbacks))
+        _PENDING[module] = _Pending(
+            key, predicted, ctx.fun_name, tuple(keepalive), tuple(host_callbacks), replay
+        )
     return out
 
 
@@ -811,7 +1061,7 @@ def _preload_fns(backend, env: str):
         except (KeyError, TypeError, AttributeError):
             return False
 
-    def load(raw: bytes, params: dict):
+    def load(raw: bytes, params: dict, replay):
         if not usable(params):
             return None
         predicted = dict(
@@ -822,7 +1072,7 @@ def _preload_fns(backend, env: str):
             device_list=_pxla._create_device_list(tuple(chosen(params))),
             compiler_options_kvs=tuple((k, v) for k, v in params["compiler_options"]),
         )
-        return _loaded(_deserialize(raw, backend, predicted)), _load_signature(predicted)
+        return _load_entry(raw, replay, backend, predicted), _load_signature(predicted)
 
     return usable, load
 
@@ -923,23 +1173,30 @@ def _compile(
             computation.key,
             _compile_parts(tuple_args, allow_in, allow_out, da, compiler_options_kvs),
         )
-        pending = (key, actual, name, computation.keepalive, computation.host_callbacks)
+        pending = _Pending(
+            key,
+            actual,
+            name,
+            computation.keepalive,
+            computation.host_callbacks,
+            computation.loaded.replay,
+        )
         computation = computation.materialize()
     else:
         with _PENDING_LOCK:
             pending = _PENDING.pop(computation, None)
-        if pending is not None and not same(pending[1], pending[4]):
+        if pending is not None and not same(pending.predicted, pending.host_callbacks):
             key = _with_compile_parts(
-                pending[0],
+                pending.key,
                 _compile_parts(tuple_args, allow_in, allow_out, da, compiler_options_kvs),
             )
-            pending = (key, dict(pending[1], **actual), *pending[2:])
+            pending = pending._replace(key=key, predicted=dict(pending.predicted, **actual))
     rt = _RT
     if pending is None or rt is None or pgle_profiler is not None:
-        return _uncached_compile(call_orig, computation, backend, da, name)
-    key, predicted, fun_name, keepalive, callbacks = pending
+        return call_orig(computation)
+    key, predicted, fun_name, keepalive, callbacks, replay = pending
     if not _same_objects(host_callbacks, callbacks):
-        return _uncached_compile(call_orig, computation, backend, da, name)
+        return call_orig(computation)
 
     def compile_fn():
         from pcache._cache import Compiled
@@ -959,9 +1216,10 @@ def _compile(
             except Exception as exc:  # some backends cannot serialize: memory tier only
                 rt.error("serialize", exc)
         module = None if key.persistent else computation
-        return Compiled(_loaded(exe, keepalive, callbacks, module), raw, secs)
+        return Compiled(_loaded(exe, keepalive, callbacks, module, replay), raw, secs)
 
     meta = _entry_meta(backend, da, fun_name)
+    meta["extra"]["replay"] = replay.to_json()
     ws = None
     try:
         params = _load_params(backend, predicted)
@@ -973,22 +1231,12 @@ def _compile(
     loaded = rt.compile_through(
         key,
         compile_fn,
-        lambda raw: _loaded(_deserialize(raw, backend, predicted)),
+        lambda raw, replay: _load_entry(raw, replay, backend, predicted),
         meta,
         lambda signature: signature == _load_signature(predicted),
         ws,
     )
     return loaded.executable
-
-
-def _uncached_compile(call_orig, computation, backend, da, name):
-    """Compile outside the jit seam's key; JAX's HLO-level cache (pcache's store)
-    may still serve it, and its entry gets this compile's metadata."""
-    token = _HLO_META.set((backend, da, name))
-    try:
-        return call_orig(computation)
-    finally:
-        _HLO_META.reset(token)
 
 
 def _same_objects(a, b) -> bool:
@@ -1024,8 +1272,6 @@ def _stablehlo_wrapper(self):
 
 
 _HLO_OFF = contextvars.ContextVar("pcache_hlo_off", default=False)
-# (backend, device list, name) of the compile the HLO-level cache is serving.
-_HLO_META: contextvars.ContextVar = contextvars.ContextVar("pcache_hlo_meta", default=None)
 
 
 @contextlib.contextmanager
@@ -1037,78 +1283,66 @@ def _hlo_seam_off():
         _HLO_OFF.reset(token)
 
 
-class _StoreCacheInterface(_CacheInterface):
-    """JAX's persistent-cache interface backed by pcache's store.
+def _compile_or_get_cached_wrapper(
+    backend,
+    computation,
+    devices,
+    compile_options,
+    host_callbacks,
+    executable_devices,
+    pgle_profiler=None,
+):
+    """`compiler.compile_or_get_cached` served from pcache's store.
 
-    Serves every compile path the jit seam does not see (pmap, eager op-by-op,
-    anything else that reaches `compiler.compile_or_get_cached`), so one store,
-    one eviction policy and one set of stats serve everything.
+    Every compile the jit seam does not key (pmap, a jit seam bypass, compiles on a
+    JAX line outside `SUPPORTED`) reaches this with a lowered module: keyed as JAX's
+    own persistent cache keys it (`compilation_cache.get_cache_key`), stored in the
+    same store. Passes through when JAX's own persistent cache is configured (the
+    user chose it for these compiles), for host callbacks (process-local, as JAX
+    refuses them too) and profile-guided compiles. JAX's configuration and its
+    cache object are left as they are.
     """
 
-    def __init__(self, rt) -> None:
-        self._rt = rt
-        self._path = rt.path
+    def call():
+        return _ORIG["compile_or_get_cached"](
+            backend,
+            computation,
+            devices,
+            compile_options,
+            host_callbacks,
+            executable_devices,
+            pgle_profiler,
+        )
 
-    def get(self, key: str):
-        if _HLO_OFF.get():
-            return None
-        return self._rt.hlo_get(key)
-
-    def put(self, key: str, value: bytes) -> None:
-        if _HLO_OFF.get():
-            return
-        compile_info = _HLO_META.get()
-        if compile_info is not None:
-            meta = _entry_meta(*compile_info)
-        else:  # a compile path that does not pass through `_cached_compilation`
-            meta = {
-                "backend": "",
-                "device_kind": "",
-                "jax_version": jax.__version__,
-                "jaxlib_version": jaxlib.__version__,
-                "function_name": "",
-            }
-        self._rt.hlo_put(key, value, meta)
-
-    def clear(self) -> None:  # JAX calls this from reset paths; pcache keeps its store
-        pass
-
-
-_SAVED_CC: dict[str, Any] = {}
-
-
-def _install_hlo_seam(rt) -> None:
-    if _cc is None:
-        return
-    _SAVED_CC.update(
-        cache=_cc._cache,
-        initialized=_cc._cache_initialized,
-        checked=_cc._cache_checked,
-        used=_cc._cache_used,
-        min_time=_config.persistent_cache_min_compile_time_secs.value,
-        min_size=_config.persistent_cache_min_entry_size_bytes.value,
-    )
-    with _cc._cache_initialized_mutex:
-        _cc._cache = _StoreCacheInterface(rt)
-        _cc._cache_initialized = True
-        _cc._cache_checked = True
-        _cc._cache_used = True
-    # Cache everything (JAX's default skips compiles under 1 s).
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
-
-
-def _uninstall_hlo_seam() -> None:
-    if _cc is None or not _SAVED_CC:
-        return
-    with _cc._cache_initialized_mutex:
-        _cc._cache = _SAVED_CC["cache"]
-        _cc._cache_initialized = _SAVED_CC["initialized"]
-        _cc._cache_checked = _SAVED_CC["checked"]
-        _cc._cache_used = _SAVED_CC["used"]
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", _SAVED_CC["min_time"])
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", _SAVED_CC["min_size"])
-    _SAVED_CC.clear()
+    rt = _RT
+    if (
+        rt is None
+        or _HLO_OFF.get()
+        or host_callbacks
+        or pgle_profiler is not None
+        or _cc._is_cache_enabled()
+    ):
+        return call()
+    try:
+        key = _cc.get_cache_key(computation, devices, compile_options, backend)
+        raw = rt.hlo_get(key)
+        exe = None
+        if raw is not None:
+            exe = backend.deserialize_executable(raw, executable_devices, compile_options)
+    except Exception as exc:
+        rt.error("hlo lookup", exc)
+        return call()
+    if exe is not None:
+        return exe
+    with _hlo_seam_off():
+        exe = call()
+    try:
+        name = str(computation.operation.attributes["sym_name"]).strip('"')
+        raw = exe.serialize() if hasattr(exe, "serialize") else backend.serialize_executable(exe)
+        rt.hlo_put(key, raw, _entry_meta(backend, list(executable_devices), name))
+    except Exception as exc:  # some backends cannot serialize: nothing stored
+        rt.error("hlo store", exc)
+    return exe
 
 
 # ------------------------------------------------------------- install / remove
@@ -1130,6 +1364,44 @@ class _CacheClearProxy:
         return self._orig.cache_info()
 
 
+class _ClearHook:
+    """Registered with JAX's cache management (`util.register_cache`), so
+    `jax.clear_caches()` also empties pcache's in-process state; `jit(f).clear_cache()`
+    does too (pcache cannot tell which entries were f's: it drops them all, and the
+    store serves them again). Nothing of a cleared program stays alive in pcache."""
+
+    def cache_clear(self) -> None:
+        clear_in_memory()
+
+    def cache_info(self):
+        return None
+
+    def cache_keys(self):
+        return ()
+
+
+_CLEAR_HOOK = _ClearHook()  # referenced here: JAX's registry holds it weakly
+
+
+def clear_in_memory() -> None:
+    """Drop the memory tier, unused preloads and every in-process memo."""
+    rt = _RT
+    if rt is not None:
+        rt.clear_memory()
+    _CONTEXT_MEMO.clear()
+    _COMPUTATIONS.clear()
+    _ENV_CACHE.clear()
+    _RULE_VERDICTS.clear()
+    _SET_NAMES.clear()
+    if "lower" in _ORIG:
+        _canon_module().clear_caches()
+
+
+def _jit_evict_wrapper(self):
+    _ORIG["jit_evict"](self)
+    clear_in_memory()
+
+
 _INSTALL_LOCK = threading.Lock()
 
 
@@ -1141,29 +1413,36 @@ def install(rt) -> None:
         if jit_seam_supported():
             _install_jit_seam()
         else:
-            warnings.warn(
-                f"pcache: JAX {jax.__version__} is outside the versions whose jit seam pcache "
-                f"knows ({SUPPORTED[0]} to {SUPPORTED[1]}, exclusive); only JAX's HLO-level "
-                "cache seam is used, so tracing and lowering are not skipped.",
-                RuntimeWarning,
-                stacklevel=3,
+            logger.warning(
+                "pcache: JAX %s is outside the versions whose jit seam pcache knows "
+                "(%s to %s, exclusive); only the HLO-level seam is used, so tracing and "
+                "lowering are not skipped.",
+                jax.__version__,
+                SUPPORTED[0],
+                SUPPORTED[1],
             )
-        _uninstall_hlo_seam()
-        _install_hlo_seam(rt)
+        _install_hlo_seam()
 
 
 def uninstall() -> None:
     global _RT
     with _INSTALL_LOCK:
         _RT = None
-        _uninstall_hlo_seam()
-        # The jit wrappers stay in place and pass straight through with no runtime:
+        # The wrappers stay in place and pass straight through with no runtime:
         # executables already handed to JAX's own caches keep working.
 
 
-def _install_jit_seam() -> None:
-    if _ORIG:
+def _install_hlo_seam() -> None:
+    if "compile_or_get_cached" in _ORIG or _compiler is None:
         return
+    _ORIG["compile_or_get_cached"] = _compiler.compile_or_get_cached
+    _compiler.compile_or_get_cached = _compile_or_get_cached_wrapper
+
+
+def _install_jit_seam() -> None:
+    if "lower" in _ORIG:
+        return
+    _install_warning_hook()
     # pcache's wrapper frames are not user code: keep them out of filtered
     # tracebacks and out of the source locations JAX writes into the HLO.
     from jax._src import source_info_util, traceback_util
@@ -1171,7 +1450,11 @@ def _install_jit_seam() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     traceback_util.register_exclusion(here)
     source_info_util.register_exclusion(here)
+    from jax._src import util as _util
+
+    _util.register_cache(_CLEAR_HOOK, "pcache (memory tier and memos)")
     _ORIG.update(
+        jit_evict=_pjit.jit_evict_fn,
         pjit_lower=_pjit._pjit_lower,
         lsc=_pxla.lower_sharding_computation,
         devices=_pxla._get_and_check_device_assignment,
@@ -1179,6 +1462,7 @@ def _install_jit_seam() -> None:
         compile=_pxla._cached_compilation,
         stablehlo=_pxla.MeshComputation.stablehlo,
     )
+    _pjit.jit_evict_fn = _jit_evict_wrapper
     _pjit._pjit_lower = _CacheClearProxy(_pjit_lower_wrapper, _ORIG["pjit_lower"])
     _pxla.lower_sharding_computation = _lsc_wrapper
     _pxla._get_and_check_device_assignment = _device_assignment_wrapper

@@ -7,8 +7,10 @@ compilation. It registers no PJRT plugin; it only enables the cache.
 
 from __future__ import annotations
 
+import logging
 import os
-import warnings
+
+logger = logging.getLogger("pcache")
 
 
 def initialize() -> None:
@@ -26,6 +28,6 @@ def initialize() -> None:
             "on",
         }:
             raise
-        warnings.warn(
-            f"pcache: not enabled ({type(exc).__name__}: {exc})", RuntimeWarning, stacklevel=2
-        )
+        # Logged, not warned: this runs inside the program's first JAX call, where
+        # `-W error` would turn a warning into an exception.
+        logger.warning("pcache: not enabled (%s: %s)", type(exc).__name__, exc)

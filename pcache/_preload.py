@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("pcache")
 
-#: ``load(raw, params) -> (executable, signature)``: deserialize an entry with the
-#: load parameters stored beside it; ``signature`` says how it was loaded.
-PreloadFn = Callable[[bytes, Any], "tuple[Any, Any] | None"]
+#: ``load(raw, params, replay) -> (executable, signature)``: deserialize an entry
+#: with the load parameters and replay record stored beside it (both signed);
+#: ``signature`` says how it was loaded.
+PreloadFn = Callable[[bytes, Any, Any], "tuple[Any, Any] | None"]
 
 
 class WorkingSets:
@@ -276,11 +277,11 @@ class Preloader:
         params = self._params(digest, entry.extra)
         if params is None or self._stop.is_set():
             return None
-        if not _tag_ok(rt.sign(digest, raw), entry.extra.get("hmac")):
+        if not rt.entry_ok(digest, raw, entry.extra):
             return None  # a lookup reads it the checked way (and reports it)
         if self._stop.is_set():
             return None
-        loaded = self._load(raw, params)
+        loaded = self._load(raw, params, entry.extra.get("replay"))
         if loaded is None:  # written for another backend, device kind or JAX
             return None
         exe, signature = loaded

@@ -137,6 +137,7 @@ class Store:
         flush_threshold: int = 1000,
         orphan_grace: float = 900.0,
         fsync: bool = True,
+        report: Callable[[str, type[Warning]], None] | None = None,
     ) -> None:
         if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 0):
             raise ValueError(f"max_bytes must be None or an int >= 0, got {max_bytes!r}")
@@ -155,6 +156,9 @@ class Store:
         self.flush_interval = float(flush_interval)
         self.flush_threshold = int(flush_threshold)
         self.orphan_grace = float(orphan_grace)
+        # How damage and lost work are reported: a warning by default; an embedding
+        # application (pcache) passes its own, e.g. to log instead of warn.
+        self._report = report or _warn
         self._db_path = self.directory / DB_NAME
         self._files = SideFiles(self.directory / VALUES_DIR, fsync=fsync)
         self._flock = filelock.FileLock(str(self.directory / LOCK_NAME))
@@ -606,10 +610,9 @@ class Store:
         )
 
     def _corrupt(self, key: str, rowid: int, file: str | None, problem: str) -> None:
-        warnings.warn(
+        self._report(
             f"pcache store {self.directory}: entry {key!r} is corrupt ({problem}); removed",
             StoreCorruptionWarning,
-            stacklevel=4,
         )
 
         def txn(con: sqlite3.Connection) -> None:
@@ -629,7 +632,7 @@ class Store:
             self._files.unlink(name)
         except OSError as exc:
             # The row is gone already; the file is now an orphan that gc will sweep.
-            warnings.warn(f"pcache store: could not remove side file {name}: {exc}", stacklevel=3)
+            self._report(f"pcache store: could not remove side file {name}: {exc}", UserWarning)
 
     def delete(self, key: str) -> bool:
         """Remove ``key``; True if it was present."""
@@ -1170,9 +1173,9 @@ class Store:
                 try:
                     self.flush()
                 except StoreError as exc:
-                    warnings.warn(
+                    self._report(
                         f"pcache store {self.directory}: lost buffered hit counts at close: {exc}",
-                        stacklevel=2,
+                        UserWarning,
                     )
         finally:
             self._closed = True
@@ -1204,6 +1207,10 @@ class _Release:
 
     def __exit__(self, *exc: object) -> None:
         self._lock.release()
+
+
+def _warn(message: str, category: type[Warning]) -> None:
+    warnings.warn(message, category, stacklevel=4)
 
 
 def _user_version(con: sqlite3.Connection) -> int:
