@@ -2,7 +2,7 @@
 """Set up a virtual environment and run the demo or the tests.
 
     python3 scripts/dev.py demo    # the JAX demo: cold, then warm in a fresh process
-    python3 scripts/dev.py test    # lint + the test suite (what CI runs)
+    python3 scripts/dev.py test    # lint, JAX's linalg tests with pcache, the test suite (CI)
 
 Only needs `python3`. The environment lives in `.venv/` next to pyproject.toml and
 is reinstalled when pyproject.toml changes. Extra arguments go to pytest/the demo.
@@ -52,6 +52,10 @@ def main(argv: list[str]) -> int:
         else:
             run(PY, "-m", "ruff", "check", ".")
             run(PY, "-m", "ruff", "format", "--check", ".")
+            if not rest:  # the whole suite: JAX's own linalg and x64 tests too
+                # stock, pcache cold, pcache warm; fails on a test failing only with pcache
+                run(PY, "scripts/jax_tests.py", "--jax-src", "tests/jax_upstream",
+                    "--generated-cases", "3", "linalg_test.py", "x64_context_test.py")  # fmt: skip
             run(PY, "-m", "pytest", "-q", *rest)
     except subprocess.CalledProcessError as exc:
         return exc.returncode or 1

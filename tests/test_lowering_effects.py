@@ -137,7 +137,7 @@ print(json.dumps({"msgs": msgs, "cats": cats, "d": digest(y), **COUNTS}))
 
 
 def test_lowering_warnings_are_reissued_on_a_hit(tmp_path):
-    """"Some donated buffers were not usable" is issued while lowering: a warm hit
+    """ "Some donated buffers were not usable" is issued while lowering: a warm hit
     issues it too, with the same category and text."""
     stock, _ = run(DONATE, None)
     cold, _ = run(DONATE, tmp_path)

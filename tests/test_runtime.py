@@ -5,10 +5,10 @@ from __future__ import annotations
 import gc
 import hashlib
 import hmac
+import json
 import os
 import pickle
 import threading
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +17,7 @@ import pytest
 
 import pcache
 import store
+from pcache._cache import SIGNED_EXTRA
 from pcache._jax import jax_version
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
@@ -122,7 +123,12 @@ def _the_only_entry(path) -> str:
     return keys[0]
 
 
-def test_planted_entry_without_valid_hmac_is_never_loaded(tmp_path):
+def _pcache_warnings(caplog) -> list[str]:
+    """What pcache logged at WARNING (it logs cache failures; it never warns)."""
+    return [r.getMessage() for r in caplog.records if r.name == "pcache" and r.levelno >= 30]
+
+
+def test_planted_entry_without_valid_hmac_is_never_loaded(tmp_path, caplog):
     path = tmp_path / "c"
     pcache.enable(path, raise_errors=False)
     try:
@@ -140,14 +146,12 @@ def test_planted_entry_without_valid_hmac_is_never_loaded(tmp_path):
         payload = pickle.dumps(_Evil(str(sentinel)))
         _replace_value(path, key, payload, hmac_tag="00" * 32)
         pcache.enable(path, raise_errors=False)
-        with warnings.catch_warnings(record=True) as w:
-            warnings.simplefilter("always")
-            with compiles() as c:
-                got = np.asarray(jax.jit(lambda v: jnp.sin(v) * 7.0)(x))
+        with caplog.at_level("WARNING", logger="pcache"), compiles() as c:
+            got = np.asarray(jax.jit(lambda v: jnp.sin(v) * 7.0)(x))
         assert c.n == 1  # recompiled instead of loading the planted bytes
         assert got.tobytes() == expected.tobytes()
         assert not sentinel.exists()
-        assert any("HMAC" in str(m.message) for m in w)
+        assert any("HMAC" in m for m in _pcache_warnings(caplog))
         assert pcache.stats()["error_causes"].get("load entry") == 1
     finally:
         pcache.disable()
@@ -176,7 +180,7 @@ class _Evil:
         return (open, (self.path, "w"))
 
 
-def test_corrupt_entry_degrades_to_compile_with_one_warning(tmp_path):
+def test_corrupt_entry_degrades_to_compile_with_one_warning(tmp_path, caplog):
     path = tmp_path / "c"
     pcache.enable(path, raise_errors=False)
     try:
@@ -189,21 +193,25 @@ def test_corrupt_entry_degrades_to_compile_with_one_warning(tmp_path):
         # this simulates a bug or a bad executable rather than an attack.
         garbage = b"\x00" * 4096
         secret = (path / "secret.key").read_bytes()
-        tag = hmac.new(secret, key.encode() + b"\0" + garbage, hashlib.sha256).hexdigest()
+        with store.Store(path / "store") as s:
+            extra = s.entry(key).extra
+        signed = json.dumps({k: extra.get(k) for k in SIGNED_EXTRA}, sort_keys=True,
+                            separators=(",", ":")).encode()  # fmt: skip
+        tag = hmac.new(
+            secret, key.encode() + b"\0" + signed + b"\0" + garbage, hashlib.sha256
+        ).hexdigest()
         _replace_value(path, key, garbage, hmac_tag=tag)
         pcache.enable(path, raise_errors=False)
-        with warnings.catch_warnings(record=True) as w:
-            warnings.simplefilter("always")
+        with caplog.at_level("WARNING", logger="pcache"):
             got = np.asarray(jax.jit(lambda v: jnp.cos(v) * 3.0)(x))
             pcache.clear_memory()
         assert got.tobytes() == expected.tobytes()
-        pcache_warnings = [m for m in w if "pcache" in str(m.message)]
-        assert len(pcache_warnings) == 1, [str(m.message) for m in pcache_warnings]
+        assert len(_pcache_warnings(caplog)) == 1, _pcache_warnings(caplog)
     finally:
         pcache.disable()
 
 
-def test_bytes_damaged_on_disk_are_reported_as_corrupt_once(tmp_path):
+def test_bytes_damaged_on_disk_are_reported_as_corrupt_once(tmp_path, caplog):
     """pcache reads without the store's checksum (its HMAC covers every byte); a
     damaged entry must still be caught, named as damage, removed, and recompiled.
 
@@ -232,11 +240,10 @@ def test_bytes_damaged_on_disk_are_reported_as_corrupt_once(tmp_path):
             con.execute("UPDATE blobs SET data = ? WHERE id = ?", (bytes(damaged), rowid))
         con.close()
         pcache.enable(path, raise_errors=False)
-        with warnings.catch_warnings(record=True) as w:
-            warnings.simplefilter("always")
+        with caplog.at_level("WARNING", logger="pcache"):
             got = np.asarray(jax.jit(lambda v: jnp.sin(v) * 5.0)(x))
         assert got.tobytes() == expected.tobytes()
-        msgs = [str(m.message) for m in w if "pcache" in str(m.message)]
+        msgs = _pcache_warnings(caplog)
         assert len(msgs) == 1 and "damaged on disk" in msgs[0], msgs
         st = pcache.stats()
         assert st["compiles"] == 1 and st["disk_hits"] == 0
@@ -472,7 +479,7 @@ def test_single_flight_takes_over_from_a_killed_compiler(tmp_path):
         pcache.disable()
 
 
-def test_single_flight_wait_is_bounded(tmp_path):
+def test_single_flight_wait_is_bounded(tmp_path, caplog):
     import time
 
     path = pcache.enable(tmp_path / "c", raise_errors=False, lock_timeout=1)
@@ -482,12 +489,10 @@ def test_single_flight_wait_is_bounded(tmp_path):
         key = pcache.fingerprint(lambda v: jnp.cos(v) * 13.0, x)
         holder = _hold_lock_in_subprocess(path / "locks" / f"{key}.lock")
         t0 = time.perf_counter()
-        with warnings.catch_warnings(record=True) as w:
-            warnings.simplefilter("always")
-            with compiles() as c:
-                jax.jit(lambda v: jnp.cos(v) * 13.0)(x)
+        with caplog.at_level("WARNING", logger="pcache"), compiles() as c:
+            jax.jit(lambda v: jnp.cos(v) * 13.0)(x)
         assert c.n == 1 and time.perf_counter() - t0 < 20
-        assert any("single-flight lock" in str(m.message) for m in w)
+        assert any("single-flight lock" in m for m in _pcache_warnings(caplog))
     finally:
         if holder is not None:
             holder.kill()
