@@ -25,6 +25,7 @@ _EXPORTS = {
     "CacheKey": "pcache._key",
     "ConfigError": "pcache._config",
     "PcacheError": "pcache._errors",
+    "CheckError": "pcache._errors",
     "Uncacheable": "pcache._errors",
 }
 
@@ -43,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
         stats,
     )
     from pcache._config import ConfigError  # noqa: F401
-    from pcache._errors import PcacheError, Uncacheable  # noqa: F401
+    from pcache._errors import CheckError, PcacheError, Uncacheable  # noqa: F401
     from pcache._key import CacheKey  # noqa: F401
 
 

@@ -30,6 +30,7 @@ def enable(
     lock_timeout: float | str | None = None,
     explain: bool | None = None,
     preload: int | None = None,
+    check: bool | None = None,
 ) -> Path:
     """Switch the cache on for this process; returns the cache directory.
 
@@ -50,6 +51,10 @@ def enable(
         executables that its previous run used (in the order it used them) on a
         background thread, so a new process overlaps loading with tracing;
         default ``$JAX_PCACHE_PRELOAD``, else 256. ``0``: off.
+      check: recompute every memoized digest, verdict and key from scratch and
+        raise `pcache.CheckError` on any difference, and compare a loaded entry's
+        recorded key parts with the fresh ones (default ``$JAX_PCACHE_CHECK``); for
+        tests, like JAX's ``jax_compilation_cache_check_contents``.
 
     Calling it again replaces the previous configuration.
     """
@@ -83,6 +88,7 @@ def enable(
             raise_errors=env.raise_errors if raise_errors is None else raise_errors,
             lock_timeout=timeout,
             explain=env.explain if explain is None else explain,
+            check=env.check if check is None else check,
             preload=_config.parse_count(
                 preload
                 if preload is not None
@@ -142,6 +148,7 @@ def enabled(path: str | Path | None = None, **kwargs: Any) -> Iterator[Path]:
                 lock_timeout=previous.lock_timeout,
                 explain=previous.explain,
                 preload=previous.preload_limit,
+                check=previous.check_mode,
             )
         where = enable(path, **kwargs)
     try:

@@ -31,7 +31,7 @@ from typing import Any
 import filelock
 import jax.monitoring
 
-from pcache._errors import PcacheError
+from pcache._errors import CheckError, PcacheError
 from pcache._key import CacheKey
 from pcache._preload import Preloader, PreloadFn, WorkingSets
 
@@ -194,6 +194,7 @@ class Runtime:
         lock_timeout: float,
         explain: bool,
         preload: int = 0,
+        check: bool = False,
     ) -> None:
         import store  # JAX-free; imported here so `import pcache` stays light
 
@@ -201,6 +202,7 @@ class Runtime:
         self.raise_errors = raise_errors
         self.lock_timeout = lock_timeout
         self.explain = explain
+        self.check_mode = check
         self.stats = Stats()
         self.memory = MemoryTier(max_memory_bytes)
         self._warned: set[str] = set()
@@ -509,6 +511,13 @@ class Runtime:
         if got is None:
             return None
         exe, raw, entry = got
+        if self.check_mode:
+            stored = entry.extra.get("key_parts")
+            if stored is not None and [tuple(p) for p in stored] != list(key.parts):
+                raise CheckError(
+                    f"entry {digest[:12]} was stored under key parts {stored}, this "
+                    f"lookup computed {list(key.parts)}"
+                )
         load_s = time.perf_counter() - t0
         self.stats.add("disk_hits")
         saved = max(0.0, (entry.compile_seconds or 0.0) - load_s)

@@ -27,6 +27,8 @@ identity, and the result is marked ``persistent=False`` (memory tier only).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import enum
 import hashlib
@@ -95,18 +97,48 @@ def _qual(t: type) -> str:
 # when its object dies, so a recycled id() can never return a stale value.
 
 
+# While set (``fresh()``), every memo here and in `pcache._jax` answers "not known"
+# and stores nothing: `JAX_PCACHE_CHECK=1` recomputes each key this way and compares.
+_MEMO_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("pcache_memo_off", default=False)
+
+
+@contextlib.contextmanager
+def fresh():
+    """Compute without any memo (what the checking mode compares against)."""
+    token = _MEMO_OFF.set(True)
+    try:
+        yield
+    finally:
+        _MEMO_OFF.reset(token)
+
+
+def memos_on() -> bool:
+    return not _MEMO_OFF.get()
+
+
 class _IdMemo:
+    """Live object (by identity, weakly referenced) -> value.
+
+    Sound only for objects whose content cannot change while they live: each memo
+    below says why its objects qualify. The weak reference forgets an entry when its
+    object dies, so a recycled ``id()`` never finds another object's value.
+    """
+
     def __init__(self) -> None:
         self._d: dict[int, tuple[Any, Any]] = {}
         self._lock = threading.Lock()
 
     def get(self, obj: Any) -> Any:
+        if _MEMO_OFF.get():
+            return None
         e = self._d.get(id(obj))
         if e is not None and e[0]() is obj:
             return e[1]
         return None
 
     def put(self, obj: Any, value: Any) -> None:
+        if _MEMO_OFF.get():
+            return
         k = id(obj)
         d = self._d
 
@@ -130,12 +162,47 @@ class _IdMemo:
         return len(self._d)
 
 
-# Cross-call memos. Jaxpr/ClosedJaxpr objects are reused by JAX (an inner jitted
-# function's jaxpr stays the same object while outer wrappers are re-created).
-_JAXPR_MEMO = _IdMemo()  # Jaxpr | ClosedJaxpr -> (hex digest, persistent)
-_AVAL_MEMO = _IdMemo()  # interned ShapedArray -> encoding
-_CTX_MEMO = _IdMemo()  # interned JaxprEqnContext -> encoding
-_ARRAY_MEMO = _IdMemo()  # immutable jax.Array -> encoding (content hash)
+# Cross-call memos, each keyed by identity, and why that is sound:
+#
+# * _JAXPR_MEMO: Jaxpr | ClosedJaxpr -> _JaxprMemo. JAX reuses jaxpr objects (an
+#   inner jitted function's jaxpr stays the same object while outer wrappers are
+#   re-created), but a jaxpr's Literals, consts and params can point at content that
+#   CAN change: a user's numpy array (a captured 0-d array becomes a Literal holding
+#   the user's buffer), a list or dict param, a lowering rule registered again. So an
+#   entry is revalidated by content on every use: it keeps each numpy array the walk
+#   encoded with that encoding (re-hashed and compared), and each primitive's
+#   lowering-rule entries (compared by identity, kept alive). A walk that met a
+#   mutable container (list, dict, set, a non-frozen dataclass) is not memoized.
+# * _AVAL_MEMO: ShapedArray -> encoding. Avals are immutable values (JAX hashes and
+#   compares them by content and never mutates one).
+# * _CTX_MEMO: JaxprEqnContext -> encoding. Immutable records, built once per context.
+# * _ARRAY_MEMO: jax.Array -> content encoding. JAX arrays are immutable (JAX's array
+#   contract; an array's buffer is never written after creation).
+_JAXPR_MEMO = _IdMemo()
+_AVAL_MEMO = _IdMemo()
+_CTX_MEMO = _IdMemo()
+_ARRAY_MEMO = _IdMemo()
+
+
+class _JaxprMemo(NamedTuple):
+    hexd: str
+    persistent: bool
+    arrays: tuple  # ((numpy array, its encoding when the digest was taken), ...)
+    rules: tuple  # ((primitive, its lowering-rule entries then), ...)
+
+    def valid(self) -> bool:
+        for a, enc in self.arrays:
+            if _array_content(a) != enc:
+                return False
+        entries_of = _jax.lowering_entries
+        for prim, entries in self.rules:
+            now = entries_of(prim)
+            if len(now) != len(entries) or any(
+                x is not y for x, y in zip(now, entries, strict=True)
+            ):
+                return False
+        return True
+
 
 # Process-local identity tokens for objects that cannot be persisted (callbacks).
 _LOCAL_LOCK = threading.Lock()
@@ -185,6 +252,10 @@ class _Ctx:
         "saw_hoisted",
         "call_memo",
         "depth",
+        "arrays",
+        "rules",
+        "rule_keys",
+        "volatile",
     )
 
     def __init__(self, *, text: bool = False, hoisted: bool = False) -> None:
@@ -197,6 +268,13 @@ class _Ctx:
         self.saw_hoisted = False
         self.call_memo: dict[int, tuple[Any, str]] = {}
         self.depth = 0
+        # What the jaxpr being digested rests on (see _JaxprMemo): numpy arrays with
+        # their encodings, primitives with their lowering-rule entries; and whether
+        # it met a mutable container (then it is not memoized).
+        self.arrays: list[tuple[Any, str]] = []
+        self.rules: dict[Any, tuple] = {}
+        self.rule_keys: dict[Any, Any] = {}  # primitive -> _jax.RuleKey, per walk
+        self.volatile = False
 
 
 # ----------------------------------------------------------------------------
@@ -449,7 +527,9 @@ def _enc(obj: Any, ctx: _Ctx) -> str:
     if isinstance(obj, np.generic):
         return f"ns({_enc_dtype(obj.dtype)};{obj.tobytes().hex()})"
     if isinstance(obj, np.ndarray):
-        return _array_content(obj)
+        enc = _array_content(obj)
+        ctx.arrays.append((obj, enc))  # mutable: a memo over it revalidates it
+        return enc
     if isinstance(obj, (_Jaxpr, _ClosedJaxpr)):
         return _sub_jaxpr(obj, ctx)
     if isinstance(obj, jax.Array):
@@ -475,11 +555,16 @@ def _enc(obj: Any, ctx: _Ctx) -> str:
     if isinstance(obj, jax.sharding.PartitionSpec):
         return _enc_partition_spec(obj, ctx)
     if isinstance(obj, (frozenset, set)):
+        if not isinstance(obj, frozenset):
+            ctx.volatile = True
         return "fs{" + ",".join(sorted(_enc(v, ctx) for v in obj)) + "}"
     if isinstance(obj, Mapping):
+        ctx.volatile = True  # a mapping's content can change under the same object
         items = sorted((_enc(k, ctx), _enc(v, ctx)) for k, v in obj.items())
         return f"M:{_qual(t)}{{" + ",".join(f"{k}:{v}" for k, v in items) + "}"
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        if not obj.__dataclass_params__.frozen:
+            ctx.volatile = True
         body = ",".join(
             f"{fl.name}={_enc(getattr(obj, fl.name), ctx)}" for fl in dataclasses.fields(obj)
         )
@@ -502,15 +587,19 @@ def _enc_tuple(x: tuple, ctx: _Ctx) -> str:
 
 
 def _enc_list(x: list, ctx: _Ctx) -> str:
+    ctx.volatile = True
     return "[" + _enc_seq(x, ctx) + "]"
 
 
 def _enc_dict(x: dict, ctx: _Ctx) -> str:
+    ctx.volatile = True
     items = sorted((_enc(k, ctx), _enc(v, ctx)) for k, v in x.items())
     return "{" + ",".join(f"{k}:{v}" for k, v in items) + "}"
 
 
 def _enc_set(x: Any, ctx: _Ctx) -> str:
+    if type(x) is not frozenset:
+        ctx.volatile = True
     return "fs{" + ",".join(sorted(_enc(v, ctx) for v in x)) + "}"
 
 
@@ -715,8 +804,8 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
     counter = itertools.count()
     lines: list[str] = []
 
-    ctx_d = _CTX_MEMO._d
-    aval_d = _AVAL_MEMO._d  # inlined _IdMemo.get: this is the hot loop
+    # inlined _IdMemo.get: this is the hot loop
+    ctx_d, aval_d = (_CTX_MEMO._d, _AVAL_MEMO._d) if memos_on() else ({}, {})
 
     def bind(v: Any) -> str:
         aval = v.aval
@@ -754,19 +843,28 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
             )
         )
     lines.append("in " + " ".join(bind(v) for v in jaxpr.invars))
-    rules_ok = _jax.lowering_rules_are_jax_own
+    rule_keys, rules = ctx.rule_keys, ctx.rules
     for eqn in jaxpr.eqns:
-        if not rules_ok(eqn.primitive):
-            # The lowering is user code the key cannot see: memory tier only.
+        p = eqn.primitive
+        rk = rule_keys.get(p)
+        if rk is None:
+            rk = rule_keys[p] = _jax.lowering_rule_key(p)
+        if p not in rules:
+            rules[p] = rk.entries
+        if not rk.persistent:
+            # The lowering is user code the key cannot see: memory tier only, and the
+            # key names the rule itself (rk.token is unique to those rule objects).
             ctx.persistent = False
-        prim = eqn.primitive.name
+        prim = p.name
         ins = " ".join([use(a) for a in eqn.invars])
         params = _enc_params(prim, eqn.params, ctx) if eqn.params else ""
         outs = " ".join([bind(v) for v in eqn.outvars])
         ectx = eqn.ctx
         e = ctx_d.get(id(ectx))
         cenc = e[1] if e is not None and e[0]() is ectx else _enc_eqn_ctx(ectx, ctx)
-        line = f"{outs} = {_enc_str(prim)}[{params}] {ins} @{cenc}"
+        # The primitive's name and its lowering rule: two rules for one name, or a rule
+        # registered again, are other programs.
+        line = f"{outs} = {_enc_str(prim)}<{rk.token}>[{params}] {ins} @{cenc}"
         if eqn.effects:
             line += _enc_effects(eqn.effects, names, ctx)
         lines.append(line)
@@ -781,10 +879,6 @@ def _enc_const(c: Any, ctx: _Ctx) -> str:
         return _enc(c, ctx)
     except _Unknown as e:
         raise Uncacheable(f"unknown-const:{e.qualname}") from None
-
-
-def _consts_immutable(consts: Any) -> bool:
-    return all(isinstance(c, (jax.Array, int, float, bool, complex, np.generic)) for c in consts)
 
 
 def _sub_jaxpr(obj: Any, ctx: _Ctx) -> str:
@@ -809,25 +903,33 @@ def _digest_jaxpr(obj: Any, jaxpr: Any, consts: Any, ctx: _Ctx) -> str:
     if e is not None and e[0] is obj:
         return e[1]
     memo = _JAXPR_MEMO.get(obj)
-    if memo is not None:
-        hexd, persistent = memo
-        if not persistent:
+    if memo is not None and memo.valid():
+        hexd = memo.hexd
+        if not memo.persistent:
             ctx.persistent = False
+        ctx.arrays.extend(memo.arrays)  # what the enclosing jaxpr rests on, too
+        ctx.rules.update(memo.rules)
     else:
-        saved_saw, saved_persistent = ctx.saw_hoisted, ctx.persistent
-        ctx.saw_hoisted, ctx.persistent = False, True
+        saved = (ctx.saw_hoisted, ctx.persistent, ctx.arrays, ctx.rules, ctx.volatile)
+        ctx.saw_hoisted, ctx.persistent, ctx.volatile = False, True, False
+        ctx.arrays, ctx.rules = [], {}
+        arrays, rules = ctx.arrays, ctx.rules
         try:
             lines = _jaxpr_lines(jaxpr, consts, ctx)
             hexd = hashlib.sha256("\n".join(lines).encode()).hexdigest()
-            persistent, saw = ctx.persistent, ctx.saw_hoisted
+            persistent, saw, volatile = ctx.persistent, ctx.saw_hoisted, ctx.volatile
         finally:
-            ctx.saw_hoisted = saved_saw or ctx.saw_hoisted
-            ctx.persistent = saved_persistent and ctx.persistent
+            ctx.saw_hoisted = saved[0] or ctx.saw_hoisted
+            ctx.persistent = saved[1] and ctx.persistent
+            ctx.volatile = saved[4] or ctx.volatile
+            ctx.arrays, ctx.rules = saved[2], saved[3]
+            ctx.arrays.extend(arrays)
+            ctx.rules.update(rules)
         # A digest that numbers hoisted literals depends on what else the walk saw,
-        # so only the hoisting-free ones are reusable across calls. A ClosedJaxpr with
-        # numpy consts isn't memoized: numpy arrays are mutable.
-        if not saw and (consts is None or _consts_immutable(consts)):
-            _JAXPR_MEMO.put(obj, (hexd, persistent))
+        # so only the hoisting-free ones are reusable across calls; one over a mutable
+        # container cannot be revalidated cheaply, so it is not kept.
+        if not saw and not volatile:
+            _JAXPR_MEMO.put(obj, _JaxprMemo(hexd, persistent, tuple(arrays), tuple(rules.items())))
     ctx.call_memo[id(obj)] = (obj, hexd)
     return hexd
 
@@ -945,24 +1047,39 @@ def extra_config_values() -> tuple:
 
 
 def _xla_flags() -> list[str]:
-    """XLA flags as JAX's own cache key sees them (cache_key._hash_xla_flags).
+    """XLA flags as XLA itself parsed them, normalized.
 
-    From XLA_FLAGS, LIBTPU_INIT_ARGS and --xla* argv, sorted, minus the dump/debug
-    flags JAX excludes. Note that JAX excludes --xla_force_host_platform_device_count
-    because the device assignment/topology is keyed separately: pcache's key must do
-    the same (device assignment part).
+    From XLA_FLAGS and LIBTPU_INIT_ARGS as they were when the backends started
+    (XLA parses them once, at client creation: an edit of ``os.environ`` afterwards
+    changes nothing in what is compiled, so it must change nothing in the key), and
+    --xla* argv, minus the dump/debug flags JAX's own cache key excludes. Parsed the
+    way XLA parses them: a repeated flag's last value wins (``--f=true --f=false`` is
+    ``--f=false``), ``--f`` is ``--f=true`` and ``--nof`` is ``--f=false``. JAX also
+    excludes --xla_force_host_platform_device_count: the device assignment is keyed
+    separately, and pcache does the same.
     """
+    from pcache import _plugin
+
     flags: list[str] = []
-    for var in ("XLA_FLAGS", "LIBTPU_INIT_ARGS"):
-        v = os.getenv(var)
-        if v:
-            flags.extend(v.split())
+    for value in _plugin.flag_env_at_backend_start().values():
+        if value:
+            flags.extend(value.split())
     prefixes = list(_jax.xla_flag_prefixes())
     for arg in sys.argv:
         if arg.startswith("--xla") or any(arg.startswith(p) for p in prefixes):
             flags.append(arg)
     excluded = set(_jax.xla_flags_to_exclude_from_cache_key)
-    return sorted(f for f in flags if f.split("=")[0] not in excluded)
+    last: dict[str, str] = {}
+    for f in flags:
+        name, eq, value = f.partition("=")
+        if not eq:
+            if name.startswith("--no") and name[4:].startswith("xla"):
+                name, value = "--" + name[4:], "false"
+            else:
+                value = "true"
+        last.pop(name, None)  # re-insert: the order no longer matters, the value does
+        last[name] = value
+    return sorted(f"{n}={v}" for n, v in last.items() if n not in excluded)
 
 
 def _enc_env_value(name: str, value: Any) -> str:

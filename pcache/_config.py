@@ -128,6 +128,7 @@ class EnvSettings:
     explain: bool
     lock_timeout: float | None
     preload: int | None
+    check: bool = False
 
 
 ENV_VARS = {
@@ -137,6 +138,10 @@ ENV_VARS = {
     "JAX_PCACHE_DISABLE": f"switch pcache off even when JAX_PCACHE_DIR is set ({BOOL_FORMS})",
     "JAX_PCACHE_RAISE_ERRORS": f"raise cache errors instead of warning (tests) ({BOOL_FORMS})",
     "JAX_PCACHE_EXPLAIN": f"log, for every miss, which key parts differ from the nearest entries ({BOOL_FORMS})",
+    "JAX_PCACHE_CHECK": (
+        "recompute every memoized digest, verdict and key from scratch and raise "
+        f"pcache.CheckError on any difference (tests; slow) ({BOOL_FORMS})"
+    ),
     "JAX_PCACHE_LOCK_TIMEOUT": f"how long to wait for another process compiling the same key ({AGE_FORMS})",
     "JAX_PCACHE_PRELOAD": (
         "how many executables of this program's previous run to load on a background thread "
@@ -175,4 +180,5 @@ def read_env(environ: Mapping[str, str] | None = None) -> EnvSettings:
         explain=bool(get("JAX_PCACHE_EXPLAIN", lambda v: parse_bool(v, "JAX_PCACHE_EXPLAIN"))),
         lock_timeout=get("JAX_PCACHE_LOCK_TIMEOUT", parse_age),
         preload=get("JAX_PCACHE_PRELOAD", parse_count),
+        check=bool(get("JAX_PCACHE_CHECK", lambda v: parse_bool(v, "JAX_PCACHE_CHECK"))),
     )

@@ -7,6 +7,11 @@ class PcacheError(Exception):
     """Root of pcache's own errors."""
 
 
+class CheckError(PcacheError, AssertionError):
+    """``JAX_PCACHE_CHECK=1``: a memoized digest, verdict or key differs from the same
+    thing computed from scratch (a pcache bug that could serve a wrong program)."""
+
+
 class Uncacheable(PcacheError):
     """The computation cannot be cached safely; pcache compiles it normally.
 

@@ -48,7 +48,7 @@ import jaxlib
 import numpy as np
 
 from pcache import _cache
-from pcache._errors import Uncacheable
+from pcache._errors import CheckError, Uncacheable
 from pcache._key import CacheKey
 
 logger = logging.getLogger("pcache")
@@ -112,27 +112,30 @@ def _vd(obj: Any) -> str:
     return _canon_module().value_digest(obj).hex()
 
 
-_ENV_CACHE: dict[tuple, tuple[list[tuple[str, str]], str]] = {}
+# (id(backend), trace context, other config values) -> (backend, parts, hash).
+# Sound: the key holds every input environment_parts reads that can change in a
+# running process (trace_context(): x64, matmul precision...; the config values
+# outside it: optimization level...); XLA's flags are those of backend start-up,
+# fixed for the process; the backend is kept in the value and compared by
+# identity, so a recycled id() (after jax.clear_backends) never matches.
+_ENV_CACHE: dict[tuple, tuple[Any, list[tuple[str, str]], str]] = {}
 
 
 def _environment(backend) -> tuple[list[tuple[str, str]], str]:
     """The environment key parts (versions, XLA flags, JAX configuration) and one
     hash of them all: what a preloaded entry must have been written under."""
-    # The memo is keyed on everything environment_parts reads that can change in a
-    # running process: trace_context() (x64, matmul precision...) and the config
-    # values outside it (optimization level, disable_most_optimizations...).
-    # XLA_FLAGS is read by XLA once, at backend start-up.
-    memo_key = (id(backend), _config.trace_context(), _canon_module().extra_config_values())
+    canon = _canon_module()
+    memo_key = (id(backend), _config.trace_context(), canon.extra_config_values())
     try:
-        got = _ENV_CACHE.get(memo_key)
+        got = _ENV_CACHE.get(memo_key) if canon.memos_on() else None
     except TypeError:  # an unhashable config value: recompute each time
         got, memo_key = None, None
-    if got is None:
-        parts = [(name, _h(data)) for name, data in _canon_module().environment_parts(backend)]
-        got = (parts, _h("".join(f"{name}={h};" for name, h in parts).encode()))
-        if memo_key is not None:
+    if got is None or got[0] is not backend:
+        parts = [(name, _h(data)) for name, data in canon.environment_parts(backend)]
+        got = (backend, parts, _h("".join(f"{name}={h};" for name, h in parts).encode()))
+        if memo_key is not None and canon.memos_on():
             _ENV_CACHE[memo_key] = got
-    return got
+    return got[1], got[2]
 
 
 def _device_part(device_list) -> str:
@@ -371,7 +374,9 @@ def _context_parts(i: _ContextInputs) -> tuple[tuple[str, str], ...]:
 
 
 class _BoundedMemo:
-    """A small thread-safe LRU dict (the key memo must not grow without bound)."""
+    """A small thread-safe LRU dict (the key memo must not grow without bound).
+
+    Keyed by value (``__eq__``/``__hash__``), never by identity."""
 
     def __init__(self, size: int) -> None:
         self._size = size
@@ -379,6 +384,8 @@ class _BoundedMemo:
         self._lock = threading.Lock()
 
     def get(self, key):
+        if not _canon_module().memos_on():
+            return None
         with self._lock:
             value = self._d.get(key)
             if value is not None:
@@ -386,6 +393,8 @@ class _BoundedMemo:
             return value
 
     def put(self, key, value) -> None:
+        if not _canon_module().memos_on():
+            return
         with self._lock:
             self._d[key] = value
             while len(self._d) > self._size:
@@ -396,9 +405,15 @@ class _BoundedMemo:
             self._d.clear()
 
 
+# _ContextInputs -> the key parts besides the jaxpr and the environment. Sound: the
+# inputs are the values (compared by __eq__, as JAX's own lowering cache compares
+# them: avals, shardings, layouts, device lists, options) the parts are computed
+# from; id(backend) only over-keys (no part is computed from the backend).
 _CONTEXT_MEMO = _BoundedMemo(1024)
 # `_pjit_lower` memo key -> digest of the full key whose memory-tier entry holds the
-# MeshComputation (see `_pjit_lower_wrapper`). Small values; bounded.
+# MeshComputation (see `_pjit_lower_wrapper`). Sound: the memo key is the jaxpr's
+# canonical digest (content, revalidated: see _canon._JAXPR_MEMO) and every other
+# `_pjit_lower` input by value, the trace context and the other config values.
 _COMPUTATIONS = _BoundedMemo(4096)
 
 
@@ -510,7 +525,10 @@ class Replay(NamedTuple):
     warnings: tuple[WarningRecord, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"custom_calls": list(self.custom_calls), "warnings": [list(w) for w in self.warnings]}
+        return {
+            "custom_calls": list(self.custom_calls),
+            "warnings": [list(w) for w in self.warnings],
+        }
 
     @classmethod
     def from_json(cls, obj) -> Replay:
@@ -523,8 +541,13 @@ class Replay(NamedTuple):
         records = []
         for w in warns:
             rec = WarningRecord(*w)
-            if not all(isinstance(v, str) for v in (rec.category, rec.message, rec.filename,
-                                                     rec.module)) or type(rec.lineno) is not int:
+            if (
+                not all(
+                    isinstance(v, str)
+                    for v in (rec.category, rec.message, rec.filename, rec.module)
+                )
+                or type(rec.lineno) is not int
+            ):
                 raise ValueError("replay: malformed warning record")
             records.append(rec)
         return cls(tuple(calls), tuple(records))
@@ -779,6 +802,8 @@ def _pjit_lower_wrapper(
     try:
         canon = _canon_module()
         d = canon.jaxpr_fingerprint(jaxpr)
+        if rt.check_mode:
+            _check_same("jaxpr digest", d, _fresh(canon.jaxpr_fingerprint, jaxpr))
         if not d.persistent:
             return _call_with_digest(call, jaxpr, d)
         memo_key = (
@@ -801,6 +826,13 @@ def _pjit_lower_wrapper(
         digest = _COMPUTATIONS.get(memo_key)
     except Exception:  # uncacheable or unhashable: the lowering seam decides and counts
         return call()
+    if digest is not None and rt.check_mode:
+        # Take the whole lowering path, and check that it arrives at the same key.
+        comp = _call_with_digest(call, jaxpr, d)
+        hlo = getattr(comp, "_hlo", None)
+        if isinstance(hlo, _Prefetched):
+            _check_same("computation memo", digest, hlo.key.digest)
+        return comp
     if digest is not None:
         loaded = rt.memory.get(digest)
         memo = loaded.computations.get(memo_key) if loaded is not None else None
@@ -887,13 +919,15 @@ def _lowering_wrapper(*args, **kwargs):
         rt.bypass(exc.reason, str(exc))
         return _ORIG["lower"](*args, **kwargs)
     except Exception as exc:
-        if ctx.probe:
-            raise
+        if ctx.probe:  # `pcache.fingerprint`: only ever Uncacheable, with a reason
+            raise Uncacheable(f"fingerprint-error:{type(exc).__name__}", str(exc)) from exc
         rt.error("fingerprint", exc)
         rt.bypass("fingerprint-error", repr(exc))
         return _ORIG["lower"](*args, **kwargs)
     if ctx.probe:
         raise _ProbeResult(key)
+    if rt.check_mode:
+        _check_key(ctx, args, kwargs, key)
     jax.monitoring.record_event_duration_secs(
         "/pcache/fingerprint_time_sec", time.perf_counter() - t0
     )
@@ -911,6 +945,8 @@ def _lowering_wrapper(*args, **kwargs):
             lambda signature: signature == _load_signature(predicted),
             working_set=ws,
         )
+    except CheckError:
+        raise
     except Exception as exc:  # the cache must never break the program: compile instead
         rt.error("lookup", exc)
         loaded = None
@@ -950,6 +986,33 @@ def _lowering_wrapper(*args, **kwargs):
             key, predicted, ctx.fun_name, tuple(keepalive), tuple(host_callbacks), replay
         )
     return out
+
+
+def _fresh(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with every memo off: computed from scratch."""
+    with _canon_module().fresh():
+        return fn(*args, **kwargs)
+
+
+def _check_same(what: str, memoized, fresh) -> None:
+    if memoized != fresh:
+        raise CheckError(f"pcache check: memoized {what} {memoized!r} != fresh {fresh!r}")
+
+
+def _check_key(ctx: _LowerCtx, args, kwargs, key: CacheKey) -> None:
+    """``JAX_PCACHE_CHECK``: the key, computed again with no memo, is the same."""
+    again = _LowerCtx(
+        ctx.jaxpr, ctx.keep_unused, ctx.fun_name, ctx.compiler_options_kvs,
+        ctx.lowering_platforms, ctx.pgle_profiler, False,
+    )  # fmt: skip
+    again.device_list, again.backend = ctx.device_list, ctx.backend
+    fresh, _ = _fresh(_lowering_key, again, args, kwargs)
+    if fresh.parts != key.parts or fresh.persistent != key.persistent:
+        diff = [n for (n, a), (_, b) in zip(key.parts, fresh.parts, strict=False) if a != b]
+        raise CheckError(
+            f"pcache check: the memoized key of {ctx.fun_name} differs from a fresh one "
+            f"in {diff or 'its parts'} (persistent {key.persistent} vs {fresh.persistent})"
+        )
 
 
 def _log_miss(rt, key: CacheKey, fun_name: str) -> None:
@@ -1320,7 +1383,7 @@ def _compile_or_get_cached_wrapper(
         or _HLO_OFF.get()
         or host_callbacks
         or pgle_profiler is not None
-        or _cc._is_cache_enabled()
+        or _jax_cache_configured()
     ):
         return call()
     try:
@@ -1343,6 +1406,15 @@ def _compile_or_get_cached_wrapper(
     except Exception as exc:  # some backends cannot serialize: nothing stored
         rt.error("hlo store", exc)
     return exe
+
+
+def _jax_cache_configured() -> bool:
+    """Whether the user has pointed JAX's own persistent cache at a directory
+    (`jax_enable_compilation_cache` alone is True by default and means nothing
+    without one)."""
+    return bool(_config.enable_compilation_cache.value) and (
+        _config.compilation_cache_dir.value is not None or _cc._cache is not None
+    )
 
 
 # ------------------------------------------------------------- install / remove
@@ -1391,7 +1463,7 @@ def clear_in_memory() -> None:
     _CONTEXT_MEMO.clear()
     _COMPUTATIONS.clear()
     _ENV_CACHE.clear()
-    _RULE_VERDICTS.clear()
+    _RULE_KEYS.clear()
     _SET_NAMES.clear()
     if "lower" in _ORIG:
         _canon_module().clear_caches()
@@ -1596,62 +1668,152 @@ def config_value(name: str):
     return _canon_config.config._value_holders[name].value
 
 
-_JAX_MODULES = ("jax.", "jaxlib.")
-_RULE_VERDICTS: dict = {}
+class RuleKey(NamedTuple):
+    """How a primitive lowers, as far as a key can tell.
 
-
-def lowering_rules_are_jax_own(prim) -> bool:
-    """True when every MLIR lowering rule registered for ``prim`` is JAX's own code.
-
-    The canonical form names a primitive, not its lowering: a rule from user code
-    (a custom primitive, a monkeypatched rule, or a function closed over by
-    `mlir.lower_fun`) can change between runs while the jaxpr stays the same, so
-    programs using one must not be loaded from disk. Memoized per registered rule
-    entry, so re-registering a rule re-decides.
+    ``entries``: the registered lowering-rule entries (default, then per platform)
+    the verdict was taken on, kept alive so their identities stay theirs.
+    ``persistent``: every callable the rules reach is JAX's own code (so the
+    primitive's name, JAX's version and ``token`` identify the lowering in any
+    process). ``token``: a digest of the rules' structure (which JAX functions,
+    partial arguments, closure values) when persistent, else a token unique to these
+    rule objects in this process.
     """
-    from jax._src.interpreters import mlir
 
-    entries = (mlir._lowerings.get(prim),) + tuple(
-        d.get(prim) for d in mlir._platform_specific_lowerings.values()
+    entries: tuple
+    persistent: bool
+    token: str
+
+
+_RULE_KEYS: dict = {}  # Primitive -> RuleKey, revalidated by entry identity on each use
+_RULE_SERIAL = iter(range(1 << 62))
+_JAX_MODULES = ("jax.", "jaxlib.")
+
+
+def lowering_entries(prim) -> tuple:
+    """The lowering-rule entries registered for ``prim`` now (default, per platform)."""
+    return (_mlir._lowerings.get(prim),) + tuple(
+        d.get(prim) for d in _mlir._platform_specific_lowerings.values()
     )
-    memo = (prim, tuple(id(e) for e in entries))
-    verdict = _RULE_VERDICTS.get(memo)
-    if verdict is None:
-        verdict = all(_callable_is_jax_own(e.rule) for e in entries if e is not None)
-        if len(_RULE_VERDICTS) > 4096:
-            _RULE_VERDICTS.clear()
-        _RULE_VERDICTS[memo] = verdict
-    return verdict
 
 
-def _callable_is_jax_own(fn, depth: int = 0) -> bool:
-    import functools as _ft
+def lowering_rule_key(prim) -> RuleKey:
+    """The `RuleKey` of ``prim``'s lowering rules as registered now.
 
-    while isinstance(fn, _ft.partial):
-        if not all(
-            _callable_is_jax_own(a, depth + 1)
-            for a in (*fn.args, *fn.keywords.values())
-            if callable(a) and not isinstance(a, type)
-        ):
-            return False
-        fn = fn.func
-    module = getattr(fn, "__module__", None) or ""
-    if not (module == "jax" or module.startswith(_JAX_MODULES)):
-        return False
-    if depth >= 3:
-        return True
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
+    The canonical form names a primitive; its lowering is what the executable is made
+    of. A rule reaching user code (a custom primitive, `mlir.lower_fun` over a user
+    function, a monkeypatched rule) makes the key process-local and names the rule
+    objects; a rule of JAX's own code is named by its structure, so registering
+    another JAX rule for a primitive (``register_lowering(sin_p, cos_rule)``) changes
+    the key in this process and in the next. Memoized per primitive, revalidated by
+    the identity of the registered entries (kept alive by the memo).
+    """
+    from pcache import _canon
+
+    entries = lowering_entries(prim)
+    if _canon.memos_on():
+        got = _RULE_KEYS.get(prim)
         if (
-            callable(value)
-            and not isinstance(value, type)
-            and not _callable_is_jax_own(value, depth + 1)
+            got is not None
+            and len(got.entries) == len(entries)  # a platform may have been added
+            and all(a is b for a, b in zip(got.entries, entries, strict=True))
         ):
-            return False
-    return True
+            return got
+    platforms = ("*", *_mlir._platform_specific_lowerings)
+    parts = []
+    for platform, e in zip(platforms, entries, strict=True):
+        if e is not None:
+            d = _describe_rule(e.rule, 0)
+            if d is None:
+                parts = None
+                break
+            parts.append(f"{platform}:{d}:{bool(getattr(e, 'inline', False))}")
+    if parts is None:
+        key = RuleKey(entries, False, f"local-rule:{os.getpid()}:{next(_RULE_SERIAL)}")
+    else:
+        key = RuleKey(entries, True, _h(";".join(parts).encode())[:32])
+    if _canon.memos_on():
+        if len(_RULE_KEYS) > 4096:
+            _RULE_KEYS.clear()
+        _RULE_KEYS[prim] = key
+    return key
+
+
+def _jax_module(name) -> bool:
+    return isinstance(name, str) and (name == "jax" or name.startswith(_JAX_MODULES))
+
+
+def _describe_rule(obj, depth: int) -> str | None:
+    """A deterministic description of a lowering rule reaching only JAX's own code
+    (functions by module and qualified name, with their closure values, defaults
+    and partial arguments), or None if it reaches anything else."""
+    import enum
+    import functools
+    import types
+
+    if depth > 8:
+        return None
+    t = type(obj)
+    if obj is None or t in (bool, int, float, complex, str, bytes):
+        return repr(obj)
+    if t in (tuple, list, frozenset):
+        items = [
+            _describe_rule(v, depth + 1) for v in (sorted(obj, key=repr) if t is frozenset else obj)
+        ]
+        return None if None in items else f"{t.__name__}({','.join(items)})"
+    if t is dict:
+        items = [(repr(k), _describe_rule(v, depth + 1)) for k, v in obj.items()]
+        if any(d is None for _, d in items) or not all(type(k) is str for k in obj):
+            return None
+        return "dict(" + ",".join(f"{k}:{d}" for k, d in sorted(items)) + ")"
+    if isinstance(obj, enum.Enum):
+        return f"enum:{t.__module__}.{t.__qualname__}.{obj.name}"
+    if isinstance(obj, functools.partial):
+        items = [_describe_rule(v, depth + 1) for v in (obj.func, *obj.args)]
+        kws = [(k, _describe_rule(v, depth + 1)) for k, v in sorted(obj.keywords.items())]
+        if None in items or any(d is None for _, d in kws):
+            return None
+        return f"partial({','.join(items)};{','.join(f'{k}={d}' for k, d in kws)})"
+    if isinstance(obj, types.FunctionType):
+        if not _jax_module(obj.__module__):
+            return None
+        items = []
+        for cell in obj.__closure__ or ():
+            try:
+                items.append(_describe_rule(cell.cell_contents, depth + 1))
+            except ValueError:  # an empty cell
+                items.append("<empty>")
+        items += [_describe_rule(v, depth + 1) for v in obj.__defaults__ or ()]
+        kwd = obj.__kwdefaults__ or {}
+        kws = [(k, _describe_rule(kwd[k], depth + 1)) for k in sorted(kwd)]
+        if None in items or any(d is None for _, d in kws):
+            return None
+        body = ",".join(items) + ";" + ",".join(f"{k}={d}" for k, d in kws)
+        return f"fn:{obj.__module__}.{obj.__qualname__}({body})"
+    if isinstance(obj, types.MethodType):
+        f, me = _describe_rule(obj.__func__, depth + 1), _describe_rule(obj.__self__, depth + 1)
+        return None if f is None or me is None else f"method({f};{me})"
+    if isinstance(obj, type):
+        return f"cls:{obj.__module__}.{obj.__qualname__}" if _jax_module(obj.__module__) else None
+    if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+        owner = getattr(obj, "__self__", None)
+        if owner is not None and not isinstance(owner, types.ModuleType):
+            return None  # a method bound to some object
+        return f"builtin:{getattr(obj, '__module__', None)}.{obj.__qualname__}"
+    if not _jax_module(t.__module__):
+        return None
+    if isinstance(obj, _canon_core.Primitive):
+        return f"prim:{obj.name}"
+    # A JAX object (a config holder, custom_partitioning...): its type and state.
+    state = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
+    for klass in t.__mro__:
+        for slot in getattr(klass, "__slots__", ()):
+            if slot not in ("__weakref__", "__dict__") and hasattr(obj, slot):
+                state.setdefault(slot, getattr(obj, slot))
+    items = [(k, _describe_rule(v, depth + 1)) for k, v in sorted(state.items())]
+    if any(d is None for _, d in items):
+        return None
+    return f"obj:{t.__module__}.{t.__qualname__}(" + ",".join(f"{k}={d}" for k, d in items) + ")"
 
 
 def named_sharding_logical_device_ids(s):
