@@ -170,7 +170,9 @@ class _IdMemo:
 #   CAN change: a user's numpy array (a captured 0-d array becomes a Literal holding
 #   the user's buffer), a list or dict param, a lowering rule registered again. So an
 #   entry is revalidated by content on every use: it keeps each numpy array the walk
-#   encoded with that encoding (re-hashed and compared), and each primitive's
+#   encoded with a snapshot of its content (compared again; arrays JAX made itself
+#   over a buffer nothing else can reach are exempt, see
+#   `_jax.literal_buffer_is_private`), and each primitive's
 #   lowering-rule entries (compared by identity, kept alive). A walk that met a
 #   mutable container (list, dict, set, a non-frozen dataclass) is not memoized.
 # * _AVAL_MEMO: ShapedArray -> encoding. Avals are immutable values (JAX hashes and
@@ -187,20 +189,22 @@ _ARRAY_MEMO = _IdMemo()
 class _JaxprMemo(NamedTuple):
     hexd: str
     persistent: bool
-    arrays: tuple  # ((numpy array, its encoding when the digest was taken), ...)
+    arrays: tuple  # ((numpy array, its _array_snapshot when the digest was taken), ...)
     rules: tuple  # ((primitive, its lowering-rule entries then), ...)
 
     def valid(self) -> bool:
-        for a, enc in self.arrays:
-            if _array_content(a) != enc:
+        for a, snapshot in self.arrays:
+            if not _same_content(a, snapshot):
                 return False
-        entries_of = _jax.lowering_entries
-        for prim, entries in self.rules:
-            now = entries_of(prim)
-            if len(now) != len(entries) or any(
-                x is not y for x, y in zip(now, entries, strict=True)
-            ):
-                return False
+        if self.rules:
+            registries = _jax.lowering_registries()
+            n = len(registries)
+            for prim, entries in self.rules:
+                if len(entries) != n:  # a platform was added since
+                    return False
+                for registry, entry in zip(registries, entries, strict=True):
+                    if registry.get(prim) is not entry:
+                        return False
         return True
 
 
@@ -271,7 +275,7 @@ class _Ctx:
         # What the jaxpr being digested rests on (see _JaxprMemo): numpy arrays with
         # their encodings, primitives with their lowering-rule entries; and whether
         # it met a mutable container (then it is not memoized).
-        self.arrays: list[tuple[Any, str]] = []
+        self.arrays: list[tuple[Any, tuple]] = []
         self.rules: dict[Any, tuple] = {}
         self.rule_keys: dict[Any, Any] = {}  # primitive -> _jax.RuleKey, per walk
         self.volatile = False
@@ -331,16 +335,31 @@ def _enc_prng_impl(impl: Any) -> str:
 
 
 def _array_content(a: np.ndarray) -> str:
+    return _array_snapshot(a)[0]
+
+
+def _array_snapshot(a: np.ndarray) -> tuple[str, tuple]:
+    """The content encoding of ``a``, and a snapshot that is cheap to compare:
+    (shape, dtype, the bytes or, above 64 bytes, their sha256)."""
     a = np.asarray(a)
-    shape = ",".join(map(str, a.shape))
-    data = np.ascontiguousarray(a).tobytes() if a.dtype != object else None
-    if data is None:
+    if a.dtype == object:
         raise _Unknown("object-array")
+    data = np.ascontiguousarray(a).tobytes()
     if len(data) <= 64:
-        body = data.hex()
+        body, snap = data.hex(), data
     else:
-        body = "sha256:" + hashlib.sha256(data).hexdigest()
-    return f"nd({_enc_dtype(a.dtype)};{shape};{body})"
+        snap = hashlib.sha256(data).digest()
+        body = "sha256:" + snap.hex()
+    shape = ",".join(map(str, a.shape))
+    return f"nd({_enc_dtype(a.dtype)};{shape};{body})", (a.shape, a.dtype, snap)
+
+
+def _same_content(a: np.ndarray, snapshot: tuple) -> bool:
+    shape, dtype, snap = snapshot
+    if a.shape != shape or (a.dtype is not dtype and a.dtype != dtype):  # reassignable
+        return False
+    data = a.tobytes()  # C order, as the snapshot
+    return data == snap if len(data) <= 64 else hashlib.sha256(data).digest() == snap
 
 
 def _enc_jax_array(x: Any) -> str:
@@ -527,8 +546,9 @@ def _enc(obj: Any, ctx: _Ctx) -> str:
     if isinstance(obj, np.generic):
         return f"ns({_enc_dtype(obj.dtype)};{obj.tobytes().hex()})"
     if isinstance(obj, np.ndarray):
-        enc = _array_content(obj)
-        ctx.arrays.append((obj, enc))  # mutable: a memo over it revalidates it
+        enc, snapshot = _array_snapshot(obj)
+        if not _jax.literal_buffer_is_private(obj):
+            ctx.arrays.append((obj, snapshot))  # mutable: a memo over it revalidates it
         return enc
     if isinstance(obj, (_Jaxpr, _ClosedJaxpr)):
         return _sub_jaxpr(obj, ctx)

@@ -37,6 +37,7 @@ import contextvars
 import hashlib
 import logging
 import os
+import sys
 import threading
 import time
 import warnings
@@ -1620,6 +1621,32 @@ class _AbsentOnThisLine:
     """Stands for a JAX type this line does not have: no object is ever an instance."""
 
 
+# JAX's host-side literal arrays (0.10: `literals.TypedNdArray`, a numpy view).
+try:
+    from jax._src.literals import TypedNdArray  # noqa: E402
+except ImportError:  # 0.9: literals hold plain numpy arrays
+    TypedNdArray = _AbsentOnThisLine
+
+
+def literal_buffer_is_private(a) -> bool:
+    """True when no object but ``a`` can reach the memory ``a`` views, so its content
+    cannot change: ``a`` is a literal array JAX made itself while tracing (a
+    TypedNdArray: user code never holds one) viewing an owner array that nothing
+    else refers to (a Python scalar JAX turned into an array). A view of a user's
+    array is not private: the user's reference counts too (numpy points every view
+    at the owner).
+    """
+    if type(a) is not TypedNdArray:
+        return False
+    base = a.base
+    return (
+        type(base) is np.ndarray
+        and base.base is None
+        # references: a.base, this local, getrefcount's argument; nothing else
+        and sys.getrefcount(base) == 3
+    )
+
+
 DropVar = _canon_core.DropVar
 # The same classes jax.extend.core re-exports; importing jax.extend costs ~20 ms
 # (it imports Pallas), which a warm process would pay on its first jit call.
@@ -1690,11 +1717,14 @@ _RULE_SERIAL = iter(range(1 << 62))
 _JAX_MODULES = ("jax.", "jaxlib.")
 
 
+def lowering_registries() -> tuple[dict, ...]:
+    """JAX's lowering-rule registries: the default one, then one per platform."""
+    return (_mlir._lowerings, *_mlir._platform_specific_lowerings.values())
+
+
 def lowering_entries(prim) -> tuple:
     """The lowering-rule entries registered for ``prim`` now (default, per platform)."""
-    return (_mlir._lowerings.get(prim),) + tuple(
-        d.get(prim) for d in _mlir._platform_specific_lowerings.values()
-    )
+    return tuple(d.get(prim) for d in lowering_registries())
 
 
 def lowering_rule_key(prim) -> RuleKey:

@@ -2,7 +2,8 @@
 """Set up a virtual environment and run the demo or the tests.
 
     python3 scripts/dev.py demo    # the JAX demo: cold, then warm in a fresh process
-    python3 scripts/dev.py test    # lint, JAX's linalg tests with pcache, the test suite (CI)
+    python3 scripts/dev.py test    # lint, JAX's linalg tests with pcache, the test suite
+                                   # (CI; both under JAX_PCACHE_CHECK=1)
 
 Only needs `python3`. The environment lives in `.venv/` next to pyproject.toml and
 is reinstalled when pyproject.toml changes. Extra arguments go to pytest/the demo.
@@ -52,8 +53,11 @@ def main(argv: list[str]) -> int:
         else:
             run(PY, "-m", "ruff", "check", ".")
             run(PY, "-m", "ruff", "format", "--check", ".")
-            if not rest:  # the whole suite: JAX's own linalg and x64 tests too
-                # stock, pcache cold, pcache warm; fails on a test failing only with pcache
+            if not rest:  # the whole suite, as CI runs it
+                # Every key recomputed without memos and compared (pcache.CheckError).
+                os.environ["JAX_PCACHE_CHECK"] = "1"
+                # JAX's own linalg and x64 tests: stock, pcache cold, pcache warm;
+                # fails on a test that fails only with pcache.
                 run(PY, "scripts/jax_tests.py", "--jax-src", "tests/jax_upstream",
                     "--generated-cases", "3", "linalg_test.py", "x64_context_test.py")  # fmt: skip
             run(PY, "-m", "pytest", "-q", *rest)

@@ -19,7 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_prog(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> list[dict]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    full_env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("JAX_PCACHE_") or k == "JAX_PCACHE_CHECK"
+    }
     full_env.update(env or {})
     proc = subprocess.run(
         [sys.executable, "-m", "tests.progs", *args],
@@ -86,7 +90,11 @@ def test_env_var_alone_enables_the_cache(tmp_path):
 
 def test_concurrent_processes_compile_each_function_once(tmp_path):
     cache = str(tmp_path / "shared")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("JAX_PCACHE_") or k == "JAX_PCACHE_CHECK"
+    }
     env["JAX_PCACHE_RAISE_ERRORS"] = "1"
     procs = [
         subprocess.Popen(

@@ -46,7 +46,11 @@ EVENTS = textwrap.dedent(
 def run(code: str, cache: Path | None, *flags: str, env: dict | None = None, check=True):
     """Run ``code`` in a fresh interpreter, pcache switched on by JAX_PCACHE_DIR alone
     (or stock JAX when ``cache`` is None); returns (the last JSON line, stderr)."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    full_env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("JAX_PCACHE_") or k == "JAX_PCACHE_CHECK"
+    }
     full_env.update(env or {})
     if cache is not None:
         full_env["JAX_PCACHE_DIR"] = str(cache)

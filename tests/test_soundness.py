@@ -333,7 +333,11 @@ def test_jax_rules_are_persistent_and_user_rules_are_not():
 
 
 def _py(code: str, cache: Path | None, **env: str) -> dict:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    full = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("JAX_PCACHE_") or k == "JAX_PCACHE_CHECK"
+    }
     full.pop("XLA_FLAGS", None)
     full.update(env, JAX_PCACHE_RAISE_ERRORS="1")
     if cache is not None:
