@@ -124,12 +124,14 @@ class _IdMemo:
     object dies, so a recycled ``id()`` never finds another object's value.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, registry: bool = False) -> None:
         self._d: dict[int, tuple[Any, Any]] = {}
         self._lock = threading.Lock()
+        # A registry (identity tokens) is not a memo of content: `fresh()` keeps it.
+        self._switch = None if registry else _MEMO_OFF
 
     def get(self, obj: Any) -> Any:
-        if _MEMO_OFF.get():
+        if self._switch is not None and self._switch.get():
             return None
         e = self._d.get(id(obj))
         if e is not None and e[0]() is obj:
@@ -137,7 +139,7 @@ class _IdMemo:
         return None
 
     def put(self, obj: Any, value: Any) -> None:
-        if _MEMO_OFF.get():
+        if self._switch is not None and self._switch.get():
             return
         k = id(obj)
         d = self._d
@@ -211,7 +213,7 @@ class _JaxprMemo(NamedTuple):
 # Process-local identity tokens for objects that cannot be persisted (callbacks).
 _LOCAL_LOCK = threading.Lock()
 _LOCAL_SERIAL = itertools.count()
-_LOCAL_IDS = _IdMemo()
+_LOCAL_IDS = _IdMemo(registry=True)
 _LOCAL_STRONG: dict[int, tuple[Any, int]] = {}  # for objects without weakref support
 
 
@@ -221,7 +223,7 @@ def clear_caches() -> None:
         m.clear()
 
 
-def _local_token(obj: Any) -> str:
+def local_token(obj: Any) -> str:
     """A token unique to this live object in this process (never reused for another)."""
     with _LOCAL_LOCK:
         serial = _LOCAL_IDS.get(obj)
@@ -508,7 +510,7 @@ def _enc_callable(fn: Any, ctx: _Ctx) -> str:
     if not ctx.allow_local:
         raise _Unknown(_qual(type(fn)))
     ctx.persistent = False
-    return _local_token(fn)
+    return local_token(fn)
 
 
 def _enc_treedef(t: Any, ctx: _Ctx) -> str:

@@ -1713,7 +1713,6 @@ class RuleKey(NamedTuple):
 
 
 _RULE_KEYS: dict = {}  # Primitive -> RuleKey, revalidated by entry identity on each use
-_RULE_SERIAL = iter(range(1 << 62))
 _JAX_MODULES = ("jax.", "jaxlib.")
 
 
@@ -1750,17 +1749,20 @@ def lowering_rule_key(prim) -> RuleKey:
         ):
             return got
     platforms = ("*", *_mlir._platform_specific_lowerings)
-    parts = []
-    for platform, e in zip(platforms, entries, strict=True):
-        if e is not None:
-            d = _describe_rule(e.rule, 0)
-            if d is None:
-                parts = None
-                break
-            parts.append(f"{platform}:{d}:{bool(getattr(e, 'inline', False))}")
-    if parts is None:
-        key = RuleKey(entries, False, f"local-rule:{os.getpid()}:{next(_RULE_SERIAL)}")
+    present = [(p, e) for p, e in zip(platforms, entries, strict=True) if e is not None]
+    described = [_describe_rule(e.rule, 0) for _, e in present]
+    if None in described:
+        # Named by the rule functions' identity (a token never reused in this process).
+        token = ";".join(
+            f"{p}:{_canon.local_token(e.rule)}:{bool(getattr(e, 'inline', False))}"
+            for p, e in present
+        )
+        key = RuleKey(entries, False, _h(token.encode())[:32])
     else:
+        parts = [
+            f"{p}:{d}:{bool(getattr(e, 'inline', False))}"
+            for (p, e), d in zip(present, described, strict=True)
+        ]
         key = RuleKey(entries, True, _h(";".join(parts).encode())[:32])
     if _canon.memos_on():
         if len(_RULE_KEYS) > 4096:

@@ -52,20 +52,23 @@ def _bits(tree) -> list[bytes]:
 # captured array in place.
 
 
+_DTYPE = [np.float32]  # the captured arrays' dtype, set per test
+
+
 def _arrays(shape):
     n = int(np.prod(shape)) if shape else 1
-    return (np.arange(1, n + 1, dtype=np.float32) / 4).reshape(shape)
+    return (np.arange(1, n + 1, dtype=np.float32) / 4).astype(_DTYPE[0]).reshape(shape)
 
 
 def _mutations(a):
     def set_all():
-        a[...] = 5.0
+        a[...] = 5
 
     def add():
-        np.add(a, 1.5, out=a)
+        np.add(a, 3, out=a, casting="unsafe")
 
     def one_element():
-        a.reshape(-1)[-1] = -2.0
+        a.reshape(-1)[-1] = -2
 
     return [set_all, add, one_element, add]
 
@@ -197,9 +200,16 @@ def _scenario(factory, shape) -> list[list[bytes]]:
     return out
 
 
+@pytest.fixture(params=["float32", "int32"])
+def dtype(request):
+    _DTYPE[0] = np.dtype(request.param)
+    yield _DTYPE[0]
+    _DTYPE[0] = np.dtype(np.float32)
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("kind", FACTORIES)
-def test_mutated_captured_array_is_never_served_stale(tmp_path, kind, shape):
+def test_mutated_captured_array_is_never_served_stale(tmp_path, kind, shape, dtype):
     stock = _scenario(FACTORIES[kind], SHAPES[shape])
     with pcache.enabled(tmp_path / "cache", raise_errors=True):
         cached = _scenario(FACTORIES[kind], SHAPES[shape])
