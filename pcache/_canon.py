@@ -213,6 +213,8 @@ class _JaxprMemo(NamedTuple):
 # Process-local identity tokens for objects that cannot be persisted (callbacks).
 _LOCAL_LOCK = threading.Lock()
 _LOCAL_SERIAL = itertools.count()
+# Identity tokens, not memos: a live object keeps its serial, a dead one's serial is
+# never reused (weak references; objects without weakref support are kept alive).
 _LOCAL_IDS = _IdMemo(registry=True)
 _LOCAL_STRONG: dict[int, tuple[Any, int]] = {}  # for objects without weakref support
 
@@ -291,7 +293,7 @@ def _enc_float(x: float) -> str:
     return "f" + struct.pack("<d", x).hex()
 
 
-_STR_CACHE: dict[str, str] = {}
+_STR_CACHE: dict[str, str] = {}  # keyed by the string's value (immutable): sound
 
 
 def _enc_str(x: str) -> str:
@@ -304,6 +306,8 @@ def _enc_str(x: str) -> str:
     return e
 
 
+# Keyed by dtype value (np.dtype hashes and compares by content); dtypes with fields
+# or metadata, whose equality is looser than their encoding, are never stored.
 _DTYPE_CACHE: dict[Any, str] = {}
 
 
@@ -470,7 +474,7 @@ def _aval_extras(a: Any, ctx: _Ctx) -> str:
     )
 
 
-_DEFAULT_EXTRAS: dict[int, str] = {}
+_DEFAULT_EXTRAS: dict[int, str] = {}  # keyed by ndim (a pure function of it): sound
 
 
 def _default_extras(ndim: int, ctx: _Ctx) -> str:
@@ -523,6 +527,10 @@ def _enc_treedef(t: Any, ctx: _Ctx) -> str:
         return "treedef:" + _local_eq_token(t)
 
 
+# Process-local tokens for treedefs that cannot be serialized, keyed by PyTreeDef
+# equality (structural, with custom nodes' aux data compared by __eq__). Sound for
+# aux data with value semantics, which JAX requires of it (aux data must be hashable
+# and comparable; JAX's own caches key on the same equality).
 _LOCAL_EQ: dict[Any, int] = {}
 
 

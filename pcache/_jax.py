@@ -743,6 +743,8 @@ class _Pending(NamedTuple):
 
 
 # Real modules lowered on a miss -> their _Pending.
+# Keyed by the module object's identity (weakly: the entry dies with the module);
+# a module is immutable once lowered, and an entry is popped by its one compile.
 _PENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _PENDING_LOCK = threading.Lock()
 _ORIG: dict[str, Any] = {}
@@ -1024,23 +1026,27 @@ def _log_miss(rt, key: CacheKey, fun_name: str) -> None:
         logger.warning("%s", _explain.explain_miss(rt, key, fun_name))
 
 
-_SET_NAMES: dict[int, str] = {}
+# id(backend) -> (backend, working-set name); the backend is kept and compared, so
+# a recycled id() (after jax.clear_backends) never names another backend's set.
+_SET_NAMES: dict[int, tuple[Any, str]] = {}
 
 
 def _working_set_name(backend) -> str:
     """The working set a lookup on ``backend`` belongs to: this program on this
     backend and device kind (and process, in a multi-process run), with this JAX."""
-    name = _SET_NAMES.get(id(backend))
+    got = _SET_NAMES.get(id(backend))
+    name = got[1] if got is not None and got[0] is backend else None
     if name is None:
         d0 = backend.local_devices()[0]
         proc = ""
         count = len({getattr(d, "process_index", 0) for d in backend.devices()})
         if count > 1:
             proc = f", process {backend.process_index()}/{count}"
-        name = _SET_NAMES[id(backend)] = (
+        name = (
             f"{_cache.program_name()} [{backend.platform}/{d0.device_kind}{proc}, "
             f"jax {jax.__version__}, jaxlib {jaxlib.__version__}]"
         )
+        _SET_NAMES[id(backend)] = (backend, name)
     return name
 
 
