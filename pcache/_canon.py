@@ -193,20 +193,32 @@ class _JaxprMemo(NamedTuple):
     persistent: bool
     arrays: tuple  # ((numpy array, its _array_snapshot when the digest was taken), ...)
     rules: tuple  # ((primitive, its lowering-rule entries then), ...)
+    registries: tuple  # the lowering registries then (default, per platform)
+    checks: tuple  # ((registry.get, primitive, entry), ...): `rules`, flattened
+
+    @classmethod
+    def make(cls, hexd, persistent, arrays, rules: dict) -> _JaxprMemo:
+        registries = _jax.lowering_registries()
+        checks = tuple(
+            (registry.get, prim, entry)
+            for prim, entries in rules.items()
+            for registry, entry in zip(registries, entries, strict=True)
+        )
+        return cls(hexd, persistent, tuple(arrays), tuple(rules.items()), registries, checks)
 
     def valid(self) -> bool:
         for a, snapshot in self.arrays:
             if not _same_content(a, snapshot):
                 return False
-        if self.rules:
+        if self.checks:
             registries = _jax.lowering_registries()
-            n = len(registries)
-            for prim, entries in self.rules:
-                if len(entries) != n:  # a platform was added since
+            if len(registries) != len(self.registries) or any(
+                a is not b for a, b in zip(registries, self.registries, strict=True)
+            ):
+                return False  # a platform registry added or replaced since
+            for get, prim, entry in self.checks:
+                if get(prim) is not entry:
                     return False
-                for registry, entry in zip(registries, entries, strict=True):
-                    if registry.get(prim) is not entry:
-                        return False
         return True
 
 
@@ -959,7 +971,7 @@ def _digest_jaxpr(obj: Any, jaxpr: Any, consts: Any, ctx: _Ctx) -> str:
         # so only the hoisting-free ones are reusable across calls; one over a mutable
         # container cannot be revalidated cheaply, so it is not kept.
         if not saw and not volatile:
-            _JAXPR_MEMO.put(obj, _JaxprMemo(hexd, persistent, tuple(arrays), tuple(rules.items())))
+            _JAXPR_MEMO.put(obj, _JaxprMemo.make(hexd, persistent, arrays, rules))
     ctx.call_memo[id(obj)] = (obj, hexd)
     return hexd
 
