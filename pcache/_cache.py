@@ -366,7 +366,7 @@ class Runtime:
             return exe
         if not key.persistent:
             return None
-        exe = self._take_preloaded(digest, accept)
+        exe = self._take_preloaded(key, accept)
         if exe is None:
             exe = self._load_from_store(key, load)
         if exe is not None and working_set is not None:
@@ -419,7 +419,8 @@ class Runtime:
         for pre in list(self._preloaders.values()):
             pre.release()
 
-    def _take_preloaded(self, digest: str, accept: Callable[[Any], bool] | None) -> Any | None:
+    def _take_preloaded(self, key: CacheKey, accept: Callable[[Any], bool] | None) -> Any | None:
+        digest = key.digest
         got = None
         for pre in list(self._preloaders.values()):
             got = pre.take(digest)
@@ -428,6 +429,7 @@ class Runtime:
         if got is None:
             return None
         exe, signature, entry, nbytes = got
+        self._check_key_parts(key, entry)
         if accept is not None and not accept(signature):
             # Loaded with other compile options or devices than this lookup predicts
             # (the digest covers them, so only a stale or foreign entry gets here).
@@ -511,13 +513,7 @@ class Runtime:
         if got is None:
             return None
         exe, raw, entry = got
-        if self.check_mode:
-            stored = entry.extra.get("key_parts")
-            if stored is not None and [tuple(p) for p in stored] != list(key.parts):
-                raise CheckError(
-                    f"entry {digest[:12]} was stored under key parts {stored}, this "
-                    f"lookup computed {list(key.parts)}"
-                )
+        self._check_key_parts(key, entry)
         load_s = time.perf_counter() - t0
         self.stats.add("disk_hits")
         saved = max(0.0, (entry.compile_seconds or 0.0) - load_s)
@@ -527,6 +523,18 @@ class Runtime:
         self._bump({"seconds_saved": saved})
         self._memory_put(digest, exe, len(raw))
         return exe
+
+    def _check_key_parts(self, key: CacheKey, entry) -> None:
+        """``JAX_PCACHE_CHECK``: an entry loaded for ``key`` was stored under the same
+        key parts as this lookup computed (from scratch, in that mode)."""
+        if not self.check_mode:
+            return
+        stored = entry.extra.get("key_parts")
+        if stored is not None and [tuple(p) for p in stored] != list(key.parts):
+            raise CheckError(
+                f"entry {key.digest[:12]} was stored under key parts {stored}, this "
+                f"lookup computed {list(key.parts)}"
+            )
 
     def _stored(self, digest: str) -> bool:
         try:
@@ -581,7 +589,7 @@ class Runtime:
                 return self._compile_and_fill(key, compile_fn, meta)[0]
             if working_set is not None:
                 self._working_sets.add(working_set, digest)
-            exe = self._take_preloaded(digest, accept)
+            exe = self._take_preloaded(key, accept)
             if exe is not None:  # e.g. AOT .compile(compiler_options=...) keyed anew
                 return exe
             lock = filelock.FileLock(str(self.locks_dir / f"{digest}.lock"), is_singleton=False)
