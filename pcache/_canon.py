@@ -400,7 +400,7 @@ def _enc_seq(items: Any, ctx: _Ctx) -> str:
 
 def _enc_partition_spec(p: Any, ctx: _Ctx) -> str:
     parts = []
-    for e in p.partitions:  # iterating a spec with unreduced/reduced axes raises
+    for e in _jax.partition_spec_entries(p):
         if e is None:
             parts.append("N")
         elif e is jax.sharding.PartitionSpec.UNCONSTRAINED:

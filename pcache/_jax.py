@@ -1854,6 +1854,14 @@ def _describe_rule(obj, depth: int) -> str | None:
     return f"obj:{t.__module__}.{t.__qualname__}(" + ",".join(f"{k}={d}" for k, d in items) + ")"
 
 
+def partition_spec_entries(p) -> tuple:
+    """A PartitionSpec's entries: 0.10 forbids iterating a spec with unreduced or
+    reduced axes (its `partitions` are the entries); 0.9 keeps them in `_partitions`."""
+    if _v09():
+        return tuple(p._partitions)
+    return tuple(p.partitions)
+
+
 def named_sharding_logical_device_ids(s):
     """NamedSharding's optional device-id permutation (None in the common case)."""
     return getattr(s, "_logical_device_ids", None)
