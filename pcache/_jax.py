@@ -469,10 +469,11 @@ def _with_compile_parts(key: CacheKey, parts: list[tuple[str, str]]) -> CacheKey
 def _kernel_initializers() -> tuple[tuple[str, Any], ...]:
     """(custom-call target prefix, initializer) for the kernel libraries whose
     lowering rules initialize them lazily, on this JAX line."""
-    from jax._src.lax import linalg as _linalg
     from jax._src.lib import gpu_solver as _gpu_solver
+    from jax._src.lib import lapack as _lapack
 
-    table: list[tuple[str, Any]] = [("lapack_", _linalg.initialize_lapack)]
+    # What `lapack.prepare_lapack_call` runs (jaxlib 0.9 and 0.10 alike).
+    table: list[tuple[str, Any]] = [("lapack_", _lapack._lapack.initialize)]
     hybrid = getattr(_gpu_solver, "initialize_hybrid_kernels", None)
     if hybrid is not None:
         table += [("cu_hybrid_", hybrid), ("hip_hybrid_", hybrid)]

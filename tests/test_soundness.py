@@ -225,7 +225,10 @@ def test_mutated_array_under_simplified_constants(tmp_path, kind):
     old = jax.config.jax_use_simplified_jaxpr_constants
     jax.config.update("jax_use_simplified_jaxpr_constants", True)
     try:
-        stock = _scenario(FACTORIES[kind], (4,))
+        try:
+            stock = _scenario(FACTORIES[kind], (4,))
+        except AttributeError as exc:  # JAX 0.9 with this mode: 'TypedNdArray'... 'sharding'
+            pytest.skip(f"stock JAX fails this scenario in this mode: {exc}")
         with pcache.enabled(tmp_path / "cache", raise_errors=True):
             cached = _scenario(FACTORIES[kind], (4,))
     finally:
@@ -425,7 +428,9 @@ def test_repeated_xla_flag_last_one_wins(tmp_path):
     exact, fast = f"{ON} {OFF}", f"{OFF} {ON}"
     stock_exact = _py(FAST_MATH, None, XLA_FLAGS=exact)
     stock_fast = _py(FAST_MATH, None, XLA_FLAGS=fast)
-    assert stock_exact["nans"] == 1000 and stock_fast["nans"] == 0  # fast math drops NaNs
+    if stock_fast["nans"] != 0:
+        pytest.skip("this XLA:CPU honours NaNs under fast math: nothing to tell apart")
+    assert stock_exact["nans"] == 1000  # fast math drops NaNs
     cold = _py(FAST_MATH, tmp_path, XLA_FLAGS=exact)
     assert cold["d"] == stock_exact["d"] and cold["compile"] > 0
     got = _py(FAST_MATH, tmp_path, XLA_FLAGS=fast)
@@ -436,6 +441,8 @@ def test_repeated_xla_flag_last_one_wins(tmp_path):
 def test_xla_flags_edited_after_backend_start_are_not_keyed(tmp_path):
     stock_fast = _py(FAST_MATH, None, XLA_FLAGS=ON)
     stock_exact = _py(FAST_MATH, None)
+    if stock_fast["d"] == stock_exact["d"]:
+        pytest.skip("fast math changes nothing on this XLA:CPU: nothing to tell apart")
     edited = _py(FAST_MATH, tmp_path, EDIT_FLAGS=ON)
     assert edited["d"] == stock_exact["d"]  # compiled without fast math, as XLA saw it
     fast = _py(FAST_MATH, tmp_path, XLA_FLAGS=ON)
