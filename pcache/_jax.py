@@ -1220,6 +1220,7 @@ def _compile(
     pgle_profiler,
     call_orig,
 ):
+    t0 = time.time()
     actual = dict(
         tuple_args=tuple_args,
         allow_in=tuple(allow_in),
@@ -1237,6 +1238,10 @@ def _compile(
 
     if isinstance(computation, _Prefetched):
         if same(computation.predicted, computation.host_callbacks):
+            # The record JAX's `_cached_compilation` logs around its compile (and, on
+            # a JAX persistent-cache hit, around the cache read): logged, not timed as
+            # a backend compile (no monitoring event: no compile happened).
+            _log_finished_compile(name, t0)
             return computation.executable
         # AOT `.compile(compiler_options=...)` or another device assignment:
         # not what was keyed. Lower for real and take the miss path below.
@@ -1308,6 +1313,14 @@ def _compile(
         ws,
     )
     return loaded.executable
+
+
+def _log_finished_compile(name, t0: float) -> None:
+    priority = logging.WARNING if _config.log_compiles.value else logging.DEBUG
+    if _dispatch.logger.isEnabledFor(priority):
+        _dispatch.logger.log(
+            priority, f"Finished XLA compilation of {name} in {time.time() - t0:.9f} sec"
+        )
 
 
 def _same_objects(a, b) -> bool:

@@ -58,8 +58,15 @@ EXPECTED: dict[str, str] = {
     r"cache_write_with_process_restriction\d*|xla_autofdo_profile_version)$": (
         "counts entries in JAX's cache directory; pcache stored or served the program"
     ),
-    # JAX's lowering counter: a hit does not lower (the point of the cache).
+    # JAX's lowering counter (the `lower_jaxpr_to_module` test event, or a hook on
+    # `mlir.jaxpr_subcomp`): a hit does not lower, which is the point of the cache.
+    # pcache also hits on an equal program that JAX lowered for another function
+    # object earlier in the same process, where JAX's identity caches lower again.
     _CC + r"test_jit$": "counts lowerings; a pcache hit skips lowering by design",
+    r"api_test\.py::APITest::test_(grad_of_jit_compilation_caching2|pmap_global_cache|"
+    r"nested_jit_hoisting)$": "counts or collects lowerings; a pcache hit skips lowering",
+    r"api_test\.py::Remat3?Test::test_(linearize_caching|fwd_caching|"
+    r"fwd_caching_static_argnums)$": "counts lowerings; a pcache hit skips lowering",
 }
 
 # The pytest plugin each run loads: one JSON line per test start and per outcome, so
