@@ -35,6 +35,7 @@ import hashlib
 import itertools
 import json
 import os
+import secrets
 import struct
 import sys
 import threading
@@ -224,6 +225,9 @@ class _JaxprMemo(NamedTuple):
 
 # Process-local identity tokens for objects that cannot be persisted (callbacks).
 _LOCAL_LOCK = threading.Lock()
+# In every local token with the pid: a key that names process-local objects must not
+# match one from another process that happened to get the same pid and serial.
+_PROCESS_NONCE = secrets.token_hex(8)
 _LOCAL_SERIAL = itertools.count()
 # Identity tokens, not memos: a live object keeps its serial, a dead one's serial is
 # never reused (weak references; objects without weakref support are kept alive).
@@ -254,7 +258,7 @@ def local_token(obj: Any) -> str:
                 _LOCAL_STRONG[id(obj)] = (obj, serial)
             else:
                 _LOCAL_IDS.put(obj, serial)
-    return f"local:{os.getpid()}:{serial}"
+    return f"local:{os.getpid()}:{_PROCESS_NONCE}:{serial}"
 
 
 # ----------------------------------------------------------------------------
@@ -551,7 +555,7 @@ def _local_eq_token(obj: Any) -> str:
         serial = _LOCAL_EQ.get(obj)
         if serial is None:
             serial = _LOCAL_EQ[obj] = next(_LOCAL_SERIAL)
-    return f"localeq:{os.getpid()}:{serial}"
+    return f"localeq:{os.getpid()}:{_PROCESS_NONCE}:{serial}"
 
 
 def _enc(obj: Any, ctx: _Ctx) -> str:
@@ -941,38 +945,43 @@ def _sub_jaxpr(obj: Any, ctx: _Ctx) -> str:
 
 
 def _digest_jaxpr(obj: Any, jaxpr: Any, consts: Any, ctx: _Ctx) -> str:
-    e = ctx.call_memo.get(id(obj))
-    if e is not None and e[0] is obj:
-        return e[1]
-    memo = _JAXPR_MEMO.get(obj)
-    if memo is not None and memo.valid():
-        hexd = memo.hexd
-        if not memo.persistent:
-            ctx.persistent = False
-        ctx.arrays.extend(memo.arrays)  # what the enclosing jaxpr rests on, too
-        ctx.rules.update(memo.rules)
+    """The digest of a (sub-)jaxpr, and what it rests on added to the enclosing one's.
+
+    A jaxpr object may be reached several times in one walk (one inner function
+    called from a cond branch and from a scan body): every enclosing jaxpr, however
+    it reached it, records the arrays and rules this one rests on and whether it is
+    process-local, or its own memo entry would be revalidated against too little.
+    """
+    got = ctx.call_memo.get(id(obj))
+    if got is not None and got[0] is obj:
+        _, hexd, persistent, saw, volatile, arrays, rules = got
     else:
-        saved = (ctx.saw_hoisted, ctx.persistent, ctx.arrays, ctx.rules, ctx.volatile)
-        ctx.saw_hoisted, ctx.persistent, ctx.volatile = False, True, False
-        ctx.arrays, ctx.rules = [], {}
-        arrays, rules = ctx.arrays, ctx.rules
-        try:
-            lines = _jaxpr_lines(jaxpr, consts, ctx)
-            hexd = hashlib.sha256("\n".join(lines).encode()).hexdigest()
-            persistent, saw, volatile = ctx.persistent, ctx.saw_hoisted, ctx.volatile
-        finally:
-            ctx.saw_hoisted = saved[0] or ctx.saw_hoisted
-            ctx.persistent = saved[1] and ctx.persistent
-            ctx.volatile = saved[4] or ctx.volatile
-            ctx.arrays, ctx.rules = saved[2], saved[3]
-            ctx.arrays.extend(arrays)
-            ctx.rules.update(rules)
-        # A digest that numbers hoisted literals depends on what else the walk saw,
-        # so only the hoisting-free ones are reusable across calls; one over a mutable
-        # container cannot be revalidated cheaply, so it is not kept.
-        if not saw and not volatile:
-            _JAXPR_MEMO.put(obj, _JaxprMemo.make(hexd, persistent, arrays, rules))
-    ctx.call_memo[id(obj)] = (obj, hexd)
+        memo = _JAXPR_MEMO.get(obj)
+        if memo is not None and memo.valid():
+            hexd, persistent, saw, volatile = memo.hexd, memo.persistent, False, False
+            arrays, rules = memo.arrays, memo.rules
+        else:
+            saved = (ctx.saw_hoisted, ctx.persistent, ctx.volatile, ctx.arrays, ctx.rules)
+            ctx.saw_hoisted, ctx.persistent, ctx.volatile = False, True, False
+            ctx.arrays, ctx.rules = [], {}
+            try:
+                lines = _jaxpr_lines(jaxpr, consts, ctx)
+                hexd = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+                persistent, saw, volatile = ctx.persistent, ctx.saw_hoisted, ctx.volatile
+                arrays, rules = tuple(ctx.arrays), tuple(ctx.rules.items())
+            finally:
+                (ctx.saw_hoisted, ctx.persistent, ctx.volatile, ctx.arrays, ctx.rules) = saved
+            # A digest that numbers hoisted literals depends on what else the walk
+            # saw, so only the hoisting-free ones are reusable across calls; one over
+            # a mutable container cannot be revalidated cheaply, so it is not kept.
+            if not saw and not volatile:
+                _JAXPR_MEMO.put(obj, _JaxprMemo.make(hexd, persistent, arrays, dict(rules)))
+        ctx.call_memo[id(obj)] = (obj, hexd, persistent, saw, volatile, arrays, rules)
+    ctx.persistent = ctx.persistent and persistent
+    ctx.saw_hoisted = ctx.saw_hoisted or saw
+    ctx.volatile = ctx.volatile or volatile
+    ctx.arrays.extend(arrays)
+    ctx.rules.update(rules)
     return hexd
 
 

@@ -553,3 +553,57 @@ def test_check_mode_compares_a_loaded_entry_with_its_key(tmp_path):
     with pcache.enabled(tmp_path / "c", raise_errors=True, check=True):
         with pytest.raises(pcache.CheckError):
             f()
+
+
+def test_shared_sub_jaxpr_carries_its_arrays_to_every_enclosing_memo(tmp_path):
+    """One inner jaxpr object reached twice in a walk (a cond branch and a scan body
+    both call `inner`): the second enclosing jaxpr must still record the array the
+    inner one rests on, or a later program made of it alone is served stale."""
+
+    def scenario():
+        s = _arrays((4,))
+        inner = jax.jit(lambda x: x * s)
+
+        def body(c, r):
+            return c + inner(r), c
+
+        def both(m):
+            return (
+                lax.cond(m[0, 0] < 5, inner, lambda x: x, m[0]) + lax.scan(body, jnp.zeros(4), m)[0]
+            )
+
+        def scan_alone():
+            return _bits(jax.jit(lambda m: lax.scan(body, jnp.zeros(4), m)[0])(M))
+
+        out = [_bits(jax.jit(both)(M)), scan_alone()]
+        s[...] = 7.0
+        out.append(scan_alone())
+        return out
+
+    stock = scenario()
+    with pcache.enabled(tmp_path / "cache", raise_errors=True):
+        assert scenario() == stock
+
+
+def test_shared_sub_jaxpr_with_a_callback_makes_every_enclosing_memo_local():
+    """The same for process-locality: a scan body that reaches a callback program
+    only through a jaxpr object already walked elsewhere is still memory-only (its
+    key names a process-local callback token; on disk it could match another
+    process's token)."""
+    inner = jax.jit(
+        lambda x: jax.pure_callback(
+            lambda v: np.asarray(v) * 2, jax.ShapeDtypeStruct((4,), "float32"), x
+        )
+    )
+
+    def body(c, r):
+        return c + inner(r), c
+
+    def both(m):
+        return lax.cond(m[0, 0] < 5, inner, lambda x: x, m[0]) + lax.scan(body, jnp.zeros(4), m)[0]
+
+    closed = jax.make_jaxpr(both)(M)
+    assert not _canon.jaxpr_fingerprint(closed).persistent
+    scan_body = next(e for e in closed.jaxpr.eqns if e.primitive.name == "scan").params["jaxpr"]
+    assert not _canon._JAXPR_MEMO.get(scan_body).persistent
+    assert not _canon.jaxpr_fingerprint(scan_body).persistent
