@@ -27,6 +27,8 @@ _EXPORTS = {
     "PcacheError": "pcache._errors",
     "CheckError": "pcache._errors",
     "Uncacheable": "pcache._errors",
+    "CorruptEntryError": "pcache._errors",
+    "IntegrityError": "pcache._errors",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -44,7 +46,13 @@ if TYPE_CHECKING:  # pragma: no cover
         stats,
     )
     from pcache._config import ConfigError  # noqa: F401
-    from pcache._errors import CheckError, PcacheError, Uncacheable  # noqa: F401
+    from pcache._errors import (  # noqa: F401
+        CheckError,
+        CorruptEntryError,
+        IntegrityError,
+        PcacheError,
+        Uncacheable,
+    )
     from pcache._key import CacheKey  # noqa: F401
 
 

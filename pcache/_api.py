@@ -19,6 +19,7 @@ _LOCK = threading.RLock()
 _RUNTIME: Runtime | None = None
 _UNSET: Any = object()
 DEFAULT_LOCK_TIMEOUT = 600.0
+DEFAULT_LOCK_STALE = 30.0
 
 
 def enable(
@@ -31,6 +32,7 @@ def enable(
     explain: bool | None = None,
     preload: int | None = None,
     check: bool | None = None,
+    lock_stale: float | str | None = None,
 ) -> Path:
     """Switch the cache on for this process; returns the cache directory.
 
@@ -45,6 +47,9 @@ def enable(
         (default ``$JAX_PCACHE_RAISE_ERRORS``); for tests.
       lock_timeout: seconds (or ``"10m"``) to wait for another process that is
         compiling the same program before compiling it here too; default 600 s.
+      lock_stale: stop waiting sooner when that process has not shown a heartbeat
+        for this long (it is stopped or hung); default ``$JAX_PCACHE_LOCK_STALE``,
+        else 30 s.
       explain: log, for each miss, which key parts differ from the nearest stored
         entries of the same function (default ``$JAX_PCACHE_EXPLAIN``).
       preload: at this program's first cached compile, load up to this many
@@ -76,6 +81,11 @@ def enable(
         if lock_timeout is not None
         else (env.lock_timeout if env.lock_timeout is not None else DEFAULT_LOCK_TIMEOUT)
     )
+    stale = (
+        _config.parse_age(lock_stale)
+        if lock_stale is not None
+        else (env.lock_stale if env.lock_stale is not None else DEFAULT_LOCK_STALE)
+    )
     directory = Path(path).expanduser() if path is not None else _config.default_cache_dir()
     from pcache import _jax
 
@@ -87,6 +97,7 @@ def enable(
             max_memory_bytes=max_memory_bytes,
             raise_errors=env.raise_errors if raise_errors is None else raise_errors,
             lock_timeout=timeout,
+            lock_stale=stale,
             explain=env.explain if explain is None else explain,
             check=env.check if check is None else check,
             preload=_config.parse_count(
@@ -146,6 +157,7 @@ def enabled(path: str | Path | None = None, **kwargs: Any) -> Iterator[Path]:
                 max_memory_bytes=previous.memory.max_bytes,
                 raise_errors=previous.raise_errors,
                 lock_timeout=previous.lock_timeout,
+                lock_stale=previous.lock_stale,
                 explain=previous.explain,
                 preload=previous.preload_limit,
                 check=previous.check_mode,

@@ -12,18 +12,14 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
-import hashlib
-import hmac
-import json
 import logging
 import os
-import secrets
 import stat
 import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,9 +27,17 @@ from typing import Any
 import filelock
 import jax.monitoring
 
-from pcache._errors import CheckError, PcacheError
+from pcache._errors import (
+    CheckError,
+    CorruptEntryError,
+    IntegrityError,
+    PcacheError,
+    StaleEntryError,
+)
+from pcache._flight import DEFAULT_STALE, Flight
 from pcache._key import CacheKey
 from pcache._preload import Preloader, PreloadFn, WorkingSets
+from pcache._signing import ENTRY_FORMAT, SECRET_NAME, SIGNED_EXTRA, Signer, load_secret
 
 logger = logging.getLogger("pcache")
 
@@ -41,19 +45,16 @@ logger = logging.getLogger("pcache")
 #: replay record (JSON, or None).
 LoadFn = Callable[[bytes, Any], Any]
 
-# Version of what pcache puts in an entry: raw XLA bytes, plus in ``extra`` the
-# signed metadata (`SIGNED_EXTRA`) and the HMAC over both. 2: the HMAC covers the
-# replay record (what lowering did besides producing the module, see `_jax.Replay`).
-ENTRY_FORMAT = 2
-SIGNED_EXTRA = ("format", "replay")
-
-
-class CorruptEntryError(PcacheError):
-    """An entry's bytes do not match the checksum recorded when it was stored."""
-
-
-class IntegrityError(PcacheError):
-    """An entry failed its HMAC check: it was not written by a holder of this cache's secret."""
+__all__ = [
+    "ENTRY_FORMAT",
+    "SIGNED_EXTRA",
+    "Compiled",
+    "CorruptEntryError",
+    "IntegrityError",
+    "MemoryTier",
+    "Runtime",
+    "Stats",
+]
 
 
 # --------------------------------------------------------------------------- stats
@@ -74,6 +75,7 @@ _COUNTERS = (
     "hlo_misses",
     "preloaded",
     "preload_hits",
+    "writes_skipped",
 )
 
 
@@ -195,12 +197,12 @@ class Runtime:
         explain: bool,
         preload: int = 0,
         check: bool = False,
+        lock_stale: float = DEFAULT_STALE,
     ) -> None:
-        import store  # JAX-free; imported here so `import pcache` stays light
-
         self.path = path
         self.raise_errors = raise_errors
         self.lock_timeout = lock_timeout
+        self.lock_stale = lock_stale
         self.explain = explain
         self.check_mode = check
         self.stats = Stats()
@@ -214,20 +216,58 @@ class Runtime:
         me = weakref.ref(self)
         os.register_at_fork(after_in_child=lambda: (rt := me()) and rt._reset_locks_after_fork())
         _make_private_dir(path)
-        self.locks_dir = path / LOCKS_SUBDIR
-        self.locks_dir.mkdir(mode=0o700, exist_ok=True)
-        self._secret = _load_or_create_secret(path / "secret.key")
-        self.store = store.Store(
-            path / "store", max_bytes=max_disk_bytes, report=self._store_report
+        _warn_if_untrusted(path)
+        self.signer = Signer(
+            load_secret(path / SECRET_NAME, create=os.access(path, os.W_OK)),
+            path / SECRET_NAME,
         )
+        self.store = self._open_store(path / "store", max_disk_bytes)
+        self.read_only = self.store.read_only
+        self.flight = self._open_flight(path / LOCKS_SUBDIR)
         self.preload_limit = preload
         self.entry_format = ENTRY_FORMAT
         self._preloaders: dict[str, Preloader] = {}  # working-set name -> its preloader
         self._preload_started: set[str] = set()
         self._preload_lock = threading.Lock()
         self._forked = False
-        self._working_sets = WorkingSets(self, enabled=preload > 0)
+        self._working_sets = WorkingSets(self, enabled=preload > 0 and not self.read_only)
         atexit.register(lambda: (rt := me()) and rt._at_exit())
+
+    def _open_store(self, where: Path, max_disk_bytes: int | None) -> Any:
+        """The store, read-only where it cannot be written; where it cannot be used at
+        all (a newer pcache's database, a directory we may not read), none: the
+        memory tier still works, and the reason is logged once."""
+        import store  # JAX-free; imported here so `import pcache` stays light
+
+        try:
+            st = store.Store(where, max_bytes=max_disk_bytes, report=self._store_report)
+        except (store.StoreError, OSError) as exc:
+            if self.raise_errors and not isinstance(exc, store.StoreVersionError):
+                raise
+            logger.warning(
+                "pcache: the store in %s cannot be used (%s: %s); caching in memory only",
+                where,
+                type(exc).__name__,
+                exc,
+            )
+            return NoStore(max_disk_bytes, f"{type(exc).__name__}: {exc}")
+        if st.read_only:
+            logger.warning(
+                "pcache: %s is read-only (%s): reading cached programs from it, "
+                "storing none (counted as writes_skipped)",
+                where,
+                st.read_only_reason,
+            )
+        return st
+
+    def _open_flight(self, locks_dir: Path) -> Flight | None:
+        try:
+            locks_dir.mkdir(mode=0o700, exist_ok=True)
+        except OSError as exc:
+            if not self.read_only:
+                self.background_error("single-flight lock directory", exc)
+            return None  # read-only: nothing is compiled into the store anyway
+        return Flight(locks_dir, timeout=self.lock_timeout, stale=self.lock_stale)
 
     def _reset_locks_after_fork(self) -> None:
         # The preload threads and the save timer do not exist in the child. A child
@@ -242,6 +282,8 @@ class Runtime:
         self._inflight_lock = threading.Lock()
         self.memory._lock = threading.Lock()
         self.stats._lock = threading.Lock()
+        if getattr(self, "flight", None) is not None:
+            self.flight.after_fork()
 
     def _at_exit(self, join_timeout: float | None = None) -> None:
         # Before JAX's own exit hooks (atexit runs last-registered first): a preload
@@ -289,13 +331,16 @@ class Runtime:
         self.stats.error(cause)
         self._log_once(cause, exc, "pcache: %s failed (%s: %s); the cache itself is unaffected")
 
-    def _store_report(self, message: str, category: type[Warning]) -> None:
+    def _store_report(self, message: str, category: type[Warning], cause: str) -> None:
         """What the store reports (damage it found and removed): logged once per
-        kind, like any other cache failure, never warned inside a user's call."""
-        self.stats.error("store " + category.__name__)
+        cause, like any other cache failure, never warned inside a user's call."""
+        if category.__name__ == "StoreCorruptionWarning" and cause != "database":
+            cause = "damaged entry"  # however the store found it: one cause to the user
+        self.stats.error(cause)
+        tag = f"store:{cause}"
         with self._warn_lock:
-            first = category.__name__ not in self._warned
-            self._warned.add(category.__name__)
+            first = tag not in self._warned
+            self._warned.add(tag)
         (logger.warning if first else logger.debug)("%s", message)
 
     def _log_once(self, cause: str, exc: BaseException, message: str) -> None:
@@ -311,35 +356,28 @@ class Runtime:
         _record_event("/pcache/bypasses")
         logger.debug("pcache: bypass (%s) %s", reason, detail)
 
-    # -- HMAC -----------------------------------------------------------------
+    # -- signing --------------------------------------------------------------
 
     def sign(self, key: str, value: bytes, meta: dict[str, Any] | None = None) -> str:
-        """HMAC of an entry: its key, the signed part of its metadata, its bytes."""
-        h = hmac.new(self._secret, key.encode() + b"\0", hashlib.sha256)
-        if meta:
-            h.update(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode() + b"\0")
-        h.update(value)  # no concatenated copy of a large executable
-        return h.hexdigest()
+        return self.signer.sign(key, value, meta)
 
     def entry_ok(self, key: str, value: bytes, extra: dict[str, Any]) -> bool:
         """Whether ``value`` and the signed part of ``extra`` were written by a holder
         of this cache's secret."""
-        tag = extra.get("hmac")
-        meta = {k: extra.get(k) for k in SIGNED_EXTRA}
-        return isinstance(tag, str) and hmac.compare_digest(self.sign(key, value, meta), tag)
+        try:
+            self.signer.check(key, value, extra)
+        except IntegrityError:
+            return False
+        return True
 
-    def sign_params(self, key: str, params: Any) -> str:
-        """HMAC of an entry's JSON-able load parameters (kept in its ``extra``), in
-        its own domain: no entry key starts with this prefix."""
-        text = json.dumps(params, sort_keys=True, separators=(",", ":"))
-        return self.sign("pcache-load-params\0" + key, text.encode())
-
-    def check(self, key: str, value: bytes, extra: dict[str, Any]) -> None:
-        if not self.entry_ok(key, value, extra):
-            raise IntegrityError(
-                f"entry {key[:12]} failed its HMAC check (written without this cache's "
-                f"secret {self.path / 'secret.key'}); ignoring and removing it"
-            )
+    def load_params(self, key: str, entry: Any) -> Any | None:
+        """An entry's load parameters, if its signed head is pcache's own; else None
+        (the preloader reads nothing more of it)."""
+        try:
+            self.signer.admit(key, entry.raw_size, entry.extra)
+        except PcacheError:
+            return None
+        return entry.extra.get("load")
 
     # -- lookups --------------------------------------------------------------
 
@@ -451,16 +489,27 @@ class Runtime:
         return exe
 
     def _read_verified(self, digest: str, load: LoadFn):
-        """Read an entry, check its format and HMAC, and ``load`` it (with its signed
-        replay record).
+        """Read an entry, check its signed head before any value byte is read, then
+        its HMAC, and ``load`` it (with its signed replay record).
 
         Returns ``(loaded, raw, entry)``, or None on a miss or any failure (a bad
-        entry is counted, warned about once per cause, and removed).
+        entry is counted, logged once per cause, and removed).
         """
+
+        def admit(entry: Any) -> None:
+            self.signer.admit(digest, entry.raw_size, entry.extra)
+
         try:
             # The HMAC below covers every byte: the store's own checksum would hash
             # them a second time (~5 ms per 10 MB).
-            got = self.store.get_entry(digest, verify=False)
+            got = self.store.get_entry(digest, verify=False, admit=admit)
+        except StaleEntryError as exc:  # another pcache's format: overwritten on compile
+            logger.debug("pcache: %s", exc)
+            return None
+        except IntegrityError as exc:
+            self.error("load entry", exc)
+            self._drop(digest)
+            return None
         except Exception as exc:
             self.error("store read", exc)
             return None
@@ -468,20 +517,25 @@ class Runtime:
             return None
         raw, entry = got
         try:
-            if entry.extra.get("format") != ENTRY_FORMAT:
-                # Another pcache's format (checked first: its HMAC covers other fields).
-                raise PcacheError(f"unknown entry format {entry.extra.get('format')!r}")
             try:
-                self.check(digest, raw, entry.extra)
+                self.signer.check(digest, raw, entry.extra)
             except IntegrityError:
                 # Damaged bytes fail the HMAC too; say which it is.
-                from store import checksum_matches
+                from store import StoreCorruptionWarning, checksum_matches
 
                 if not checksum_matches(raw, entry.checksum):
-                    raise CorruptEntryError(
-                        f"entry {digest[:12]} does not match its checksum (damaged on "
-                        "disk); removing it"
-                    ) from None
+                    self._store_report(
+                        f"pcache: entry {digest[:12]} does not match its checksum (damaged "
+                        "on disk); removed, compiling normally",
+                        StoreCorruptionWarning,
+                        "checksum",
+                    )
+                    if self.raise_errors:
+                        raise CorruptEntryError(
+                            f"entry {digest[:12]} does not match its checksum"
+                        ) from None
+                    self._drop(digest)
+                    return None
                 raise
             loaded = load(raw, entry.extra.get("replay"))
         except Exception as exc:
@@ -492,14 +546,14 @@ class Runtime:
         return loaded, raw, entry
 
     def _write(self, digest: str, raw: bytes, meta: dict[str, Any], **extra: Any) -> bool:
-        """Store ``raw`` under ``digest`` with its HMAC; False if the store failed."""
+        """Store ``raw`` under ``digest``, signed; False if not stored."""
+        if self.read_only:
+            self.stats.add("writes_skipped")
+            return False
         meta = dict(meta)
-        extra = {**meta.pop("extra", {}), **extra, "format": ENTRY_FORMAT}
-        extra["hmac"] = self.sign(digest, raw, {k: extra.get(k) for k in SIGNED_EXTRA})
-        if "load" in extra:
-            extra["load_hmac"] = self.sign_params(digest, extra["load"])
+        sealed = self.signer.seal(digest, raw, {**meta.pop("extra", {}), **extra})
         try:
-            self.store.put(digest, raw, meta={**meta, "extra": extra})
+            self.store.put(digest, raw, meta={**meta, "extra": sealed})
         except Exception as exc:
             self.error("store write", exc)
             return False
@@ -544,6 +598,8 @@ class Runtime:
             return False
 
     def _drop(self, digest: str) -> None:
+        if self.read_only:
+            return
         try:
             self.store.delete(digest)
         except Exception as exc:
@@ -592,23 +648,26 @@ class Runtime:
             exe = self._take_preloaded(key, accept)
             if exe is not None:  # e.g. AOT .compile(compiler_options=...) keyed anew
                 return exe
-            lock = filelock.FileLock(str(self.locks_dir / f"{digest}.lock"), is_singleton=False)
-            acquired = False
-            try:
-                lock.acquire(timeout=0)
-                acquired = True
-            except filelock.Timeout:
+            if self.read_only or self.flight is None:
+                return self._compile_and_fill(key, compile_fn, meta)[0]
+            ticket = self.flight.claim(digest)
+            if ticket.waited:
                 self.stats.add("lock_waits")
-                logger.debug("pcache: waiting for another process compiling %s", digest[:12])
-                try:
-                    lock.acquire(timeout=self.lock_timeout)
-                    acquired = True
-                except filelock.Timeout as exc:
-                    self.error("single-flight lock", exc)
-                except OSError as exc:
-                    self.error("single-flight lock", exc)
-            except OSError as exc:
-                self.error("single-flight lock", exc)
+            if ticket.outcome == "error":
+                self.error("single-flight lock", ticket.error)
+            elif ticket.outcome in ("timeout", "stale"):
+                self.error(
+                    "single-flight lock",
+                    TimeoutError(
+                        f"the process compiling {digest[:12]} "
+                        + (
+                            f"has not finished in {self.lock_timeout:.0f} s"
+                            if ticket.outcome == "timeout"
+                            else f"stopped beating for {self.lock_stale:.0f} s (stopped or hung)"
+                        )
+                        + "; compiling it here too"
+                    ),
+                )
             try:
                 # Whoever held the lock before us has probably stored the result;
                 # one indexed read is nothing next to a compile. (`in` first: the
@@ -617,15 +676,11 @@ class Runtime:
                 if exe is not None:
                     return exe
                 exe, stored = self._compile_and_fill(key, compile_fn, meta)
-                if stored and acquired:
-                    # Safe to remove while held: whoever takes any lock for this key
-                    # from now on re-reads the store first and finds the entry.
-                    with contextlib.suppress(OSError):
-                        os.unlink(lock.lock_file)
+                if stored:
+                    ticket.done()
                 return exe
             finally:
-                if acquired:
-                    lock.release()
+                ticket.release()
 
     def _compile_and_fill(
         self, key: CacheKey, compile_fn: Callable[[], Compiled], meta: dict[str, Any]
@@ -696,6 +751,20 @@ def sweep_locks(cache_dir: Path, *, older_than: float = 3600.0, dry_run: bool = 
         return 0
     cutoff = time.time() - older_than
     removed = 0
+    for beat in locks_dir.glob("*.beat"):  # a killed holder's: its lock is free
+        lock = filelock.FileLock(str(beat.with_suffix(".lock")), is_singleton=False)
+        try:
+            if beat.stat().st_mtime > cutoff:
+                continue
+            lock.acquire(timeout=0)
+        except (filelock.Timeout, OSError):
+            continue
+        try:
+            if not dry_run:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(beat)
+        finally:
+            lock.release()
     for path in locks_dir.glob("*.lock"):
         try:
             if path.stat().st_mtime > cutoff:
@@ -734,33 +803,78 @@ def _make_private_dir(path: Path) -> None:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
-def _load_or_create_secret(path: Path) -> bytes:
-    """The per-directory HMAC secret (mode 0600, owned by us).
+_UNTRUSTED_WARNED: set[Path] = set()
 
-    Entries are signed with it, so someone who can write the cache directory but
-    cannot read this file cannot plant an executable that pcache would load. A
-    secret file that another user owns or that others can read is refused.
-    """
+
+def untrusted_reasons(path: Path) -> list[str]:
+    """Why others may write the cache directory ``path`` (empty: only we may)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "wb") as f:
-            f.write(secrets.token_bytes(32))
-            f.flush()
-            os.fsync(f.fileno())
-    st = os.stat(path, follow_symlinks=False)
-    if not stat.S_ISREG(st.st_mode):
-        raise PcacheError(f"{path} is not a regular file")
+        st = os.stat(path)
+    except OSError:
+        return []
+    why = []
     if st.st_uid != os.geteuid():
-        raise PcacheError(f"{path} is owned by uid {st.st_uid}, not by this user")
-    if st.st_mode & 0o077:
-        raise PcacheError(f"{path} is readable or writable by others (mode {st.st_mode & 0o777:o})")
-    data = path.read_bytes()
-    if len(data) < 16:
-        raise PcacheError(f"{path} is truncated; delete it (and the cache) to start afresh")
-    return data
+        why.append(f"owned by uid {st.st_uid}")
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        who = "others" if st.st_mode & 0o002 else "its group"
+        why.append(f"writable by {who} (mode {st.st_mode & 0o777:o})")
+    return why
+
+
+def _warn_if_untrusted(path: Path) -> None:
+    """Log once per directory when others may write it. A cache directory is
+    trusted: its secret keeps planted executables out, but whoever may write it can
+    delete, fill or lock it (JAX's and ccache's documentation say the same)."""
+    if path in _UNTRUSTED_WARNED:
+        return
+    why = untrusted_reasons(path)
+    if why:
+        _UNTRUSTED_WARNED.add(path)
+        logger.warning(
+            "pcache: cache directory %s is %s: whoever may write it can delete or fill the "
+            "cache (not plant programs: entries are signed). Use a directory only you "
+            "can write.",
+            path,
+            " and ".join(why),
+        )
+
+
+class NoStore:
+    """Stands in for a store that cannot be used at all: every read misses, nothing
+    is written (the memory tier still works)."""
+
+    read_only = True
+
+    def __init__(self, max_bytes: int | None, reason: str) -> None:
+        self.max_bytes = max_bytes
+        self.read_only_reason = reason
+
+    def get_entry(self, key: str, **kw: Any) -> None:
+        return None
+
+    def entry(self, key: str) -> None:
+        return None
+
+    def entries(self, **kw: Any) -> Iterator[Any]:
+        return iter(())
+
+    def __contains__(self, key: object) -> bool:
+        return False
+
+    def key_set(self, name: str) -> list[str]:
+        return []
+
+    def touch(self, key: str) -> None:
+        pass
+
+    def bump(self, counters: dict[str, float]) -> None:
+        pass
+
+    def release_connection(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def _record_event(name: str) -> None:

@@ -129,6 +129,7 @@ class EnvSettings:
     lock_timeout: float | None
     preload: int | None
     check: bool = False
+    lock_stale: float | None = None
 
 
 ENV_VARS = {
@@ -143,6 +144,10 @@ ENV_VARS = {
         f"pcache.CheckError on any difference (tests; slow) ({BOOL_FORMS})"
     ),
     "JAX_PCACHE_LOCK_TIMEOUT": f"how long to wait for another process compiling the same key ({AGE_FORMS})",
+    "JAX_PCACHE_LOCK_STALE": (
+        "how long a process holding a compile lock may go without a heartbeat (stopped, "
+        f"hung) before waiters stop waiting for it ({AGE_FORMS}); default 30s"
+    ),
     "JAX_PCACHE_PRELOAD": (
         "how many executables of this program's previous run to load on a background thread "
         f"at start-up (a non-negative integer; 0 = off); default {DEFAULT_PRELOAD}"
@@ -181,4 +186,5 @@ def read_env(environ: Mapping[str, str] | None = None) -> EnvSettings:
         lock_timeout=get("JAX_PCACHE_LOCK_TIMEOUT", parse_age),
         preload=get("JAX_PCACHE_PRELOAD", parse_count),
         check=bool(get("JAX_PCACHE_CHECK", lambda v: parse_bool(v, "JAX_PCACHE_CHECK"))),
+        lock_stale=get("JAX_PCACHE_LOCK_STALE", parse_age),
     )

@@ -23,3 +23,17 @@ class Uncacheable(PcacheError):
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
+
+
+class CorruptEntryError(PcacheError):
+    """An entry's bytes do not match the checksum recorded when it was stored
+    (damaged on disk); it is removed and the program compiled normally."""
+
+
+class IntegrityError(PcacheError):
+    """An entry failed its HMAC check: it was not written by a holder of this cache's
+    secret (a forged or edited entry); it is never loaded, and is removed."""
+
+
+class StaleEntryError(PcacheError):
+    """An entry written in another entry format (another pcache version): a miss."""

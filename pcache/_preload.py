@@ -9,7 +9,6 @@ here: `pcache._jax` supplies the functions that check and deserialize an entry.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import logging
 import threading
 from collections.abc import Callable
@@ -246,7 +245,7 @@ class Preloader:
                 e = None
             # Metadata only: skip, before reading any value, what was written for
             # another backend or environment (it would only use up the budget).
-            if e is not None and self._params(digest, e.extra) is not None:
+            if e is not None and self._params(digest, e) is not None:
                 sizes[digest] = e.raw_size
         chosen, used = [], 0
         for digest in sorted(sizes, key=lambda d: -sizes[d]):
@@ -256,25 +255,29 @@ class Preloader:
                 used += cost
         return chosen
 
-    def _params(self, digest: str, extra: dict) -> Any | None:
-        """The entry's load parameters if they are pcache's own (their HMAC) and
-        ``usable`` here; else None."""
-        params = extra.get("load")
-        if (
-            params is None
-            or extra.get("format") != self._rt.entry_format
-            or not _tag_ok(self._rt.sign_params(digest, params), extra.get("load_hmac"))
-        ):
+    def _params(self, digest: str, entry: Any) -> Any | None:
+        """The entry's load parameters if its signed head is pcache's own and they
+        are ``usable`` here; else None."""
+        params = self._rt.load_params(digest, entry)
+        if params is None:
             return None
         return params if self._usable(params) else None
 
     def _load_one(self, digest: str) -> tuple | None:
         rt = self._rt
-        got = rt.store.get_entry(digest, touch=False)
+
+        def admit(entry: Any) -> None:  # nothing is read of an entry we would not use
+            if self._params(digest, entry) is None:
+                raise _Skip
+
+        try:
+            got = rt.store.get_entry(digest, touch=False, admit=admit)
+        except _Skip:
+            return None
         if got is None:
             return None
         raw, entry = got
-        params = self._params(digest, entry.extra)
+        params = self._params(digest, entry)
         if params is None or self._stop.is_set():
             return None
         if not rt.entry_ok(digest, raw, entry.extra):
@@ -288,5 +291,5 @@ class Preloader:
         return exe, signature, entry, len(raw)
 
 
-def _tag_ok(expected: str, tag: object) -> bool:
-    return isinstance(tag, str) and hmac.compare_digest(expected, tag)
+class _Skip(Exception):
+    """An entry the preloader does not want (checked before reading its value)."""

@@ -160,8 +160,9 @@ class _State:
 _HINTS = (
     (
         StoreCorruptError,
-        "The cache database is damaged and cannot be repaired in place; delete the "
-        "store/ directory to start with an empty cache.",
+        "The cache database is damaged. 'pcache verify --fix' moves it aside (kept as "
+        "store.db.damaged-*) and starts an empty cache; pcache itself does the same when "
+        "it next runs.",
     ),
     (StoreLockedError, "Another process held the cache busy for too long; try again."),
     (StoreVersionError, "A newer pcache wrote this cache; upgrade pcache or use another --dir."),
@@ -194,9 +195,10 @@ def _store_dir(directory: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _open_store(ctx: click.Context) -> Iterator[Store]:
+def _open_store(ctx: click.Context, **kw: Any) -> Iterator[Store]:
     """Open the store of ``--dir``.  Nothing is created: a missing directory, or one
-    holding no store, is an error (Store() would make both)."""
+    holding no store, is an error (Store() would make both).  A damaged database is
+    an error here (``repair=False``) unless a command asks otherwise."""
     directory = ctx.find_object(_State).resolve()
     if not directory.exists():
         raise click.ClickException(
@@ -212,7 +214,7 @@ def _open_store(ctx: click.Context) -> Iterator[Store]:
             "nothing has been cached there"
         )
     with _store_errors():
-        store = Store(where)
+        store = Store(where, **{"repair": False, **kw})
         try:
             yield store
         finally:
@@ -807,36 +809,124 @@ def clear(ctx: click.Context, yes: bool) -> None:
 
 
 @cli.command()
-@click.option("--fix", is_flag=True, help="Remove the entries that fail, and repair the index.")
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Remove the entries that fail; replace a damaged database or secret.",
+)
 @click.pass_context
 def verify(ctx: click.Context, fix: bool) -> None:
-    """Check the store's integrity and every entry's checksum.
+    """Check the cache directory, the store's integrity, and every entry.
+
+    \b
+    Checked: who may write the directory; secret.key; the database (SQLite's
+    integrity check); each entry's metadata, its signed head (HMAC: forged or
+    edited rows, sizes that were never signed), its bytes against their checksum;
+    missing values and orphan files.
 
     Exit status 1 when problems are found and not fixed.
     """
-    with _open_store(ctx) as store:
+    directory = ctx.find_object(_State).resolve()
+    problems, fixed_notes, signer = _verify_directory(directory, fix)
+    replaced: list[str] = []
+
+    def report(message: str, category: type[Warning], cause: str) -> None:
+        if cause == "database":
+            replaced.append(message)
+
+    with _open_store(ctx, repair=fix, report=report) as store:
+        if fix and store.read_only:
+            problems.append(f"read-only: {store.read_only_reason}; nothing can be fixed")
+            fix = False
+        admit = None
+        if signer is not None:
+
+            def admit(e: Any) -> None:
+                signer.admit(e.key, e.raw_size, e.extra)
+
         with _Progress("Verifying") as progress:
-            result = store.verify(fix=fix, progress=progress)
-    problems = _verify_problems(result)
+            result = store.verify(fix=fix, progress=progress, admit=admit)
+    fixed_notes += [f"fixed: {m.split(': ', 1)[-1]}" for m in replaced]
+    notes = [n for n in fixed_notes if n.startswith("note:")]
+    fixed_notes = [n for n in fixed_notes if not n.startswith("note:")]
+    for note in notes:
+        click.echo(note)
+    if result.replaced:
+        fixed_notes.append(
+            "fixed: the database failed its integrity check; moved it aside "
+            "(store.db.damaged-*) and started an empty one"
+        )
+    problems += _verify_problems(result)
     noun = "entry" if result.checked == 1 else "entries"
-    if not problems:
+    if not problems and not fixed_notes:
         click.echo(f"OK: {result.checked} {noun} verified, every checksum matches.")
         return
     for p in problems:
         click.echo(p)
+    for note in fixed_notes:
+        click.echo(note)
     count = f"{len(problems)} {'problem' if len(problems) == 1 else 'problems'}"
     if fix:
         click.echo(f"{count} in {result.checked} {noun}; fixed ({result.fixed} removed).")
+        if any(p.startswith(_UNFIXABLE) for p in problems):
+            ctx.exit(1)
         return
-    click.echo(f"{count} in {result.checked} {noun}; run 'pcache verify --fix' to remove them.")
+    if not problems:
+        return
+    click.echo(f"{count} in {result.checked} {noun}; run 'pcache verify --fix' to repair them.")
     ctx.exit(1)
 
 
+# Problems that --fix leaves for the user: they are about who may write the
+# directory, or the directory cannot be written at all.
+_UNFIXABLE = ("unsafe:", "read-only:", "secret:")
+
+
+def _verify_directory(directory: Path, fix: bool) -> tuple[list[str], list[str], Any]:
+    """Checks of a pcache directory beyond its store: who may write it, and its
+    secret (``None`` for a bare store directory).  Returns ``(problems, fixed,
+    signer)``; ``signer`` checks entry heads, when the secret could be read."""
+    from pcache._cache import untrusted_reasons
+    from pcache._errors import PcacheError
+    from pcache._signing import MIN_SECRET_BYTES, SECRET_NAME, Signer, load_secret
+
+    problems: list[str] = []
+    fixed: list[str] = []
+    if not (directory / STORE_SUBDIR).is_dir():
+        return problems, fixed, None
+    why = untrusted_reasons(directory)
+    if why:
+        problems.append(
+            f"unsafe: {directory} is {' and '.join(why)}; whoever may write it can delete "
+            "or fill the cache (entries are signed, so not plant programs)"
+        )
+    path = directory / SECRET_NAME
+    try:
+        return problems, fixed, Signer(load_secret(path, create=False), path)
+    except FileNotFoundError:  # a bare store, or a cache pcache never signed in
+        fixed.append(f"note: no {path.name}: entries' signatures are not checked")
+    except PcacheError as exc:
+        size = path.stat().st_size if path.is_file() else None
+        if fix and size is not None and size < MIN_SECRET_BYTES:
+            # Nothing was ever signed with it (pcache refuses to): safe to replace.
+            signer = Signer(load_secret(path), path)
+            fixed.append(f"fixed: {path.name} was truncated ({size} bytes); made a new one")
+            return problems, fixed, signer
+        problems.append(f"secret: {exc}; entries' signatures are not checked")
+    except OSError as exc:
+        problems.append(f"secret: {path}: {exc}; entries' signatures are not checked")
+    return problems, fixed, None
+
+
 def _verify_problems(result: Any) -> list[str]:
+    def why(key: str) -> str:
+        reason = result.reasons.get(key)
+        return f" ({reason})" if reason else ""
+
     return (
         [f"integrity: {line}" for line in result.integrity]
-        + [f"corrupt: {key}" for key in result.corrupt]
-        + [f"missing value file: {key}" for key in result.missing]
+        + [f"corrupt: {key}{why(key)}" for key in result.corrupt]
+        + [f"missing value: {key}{why(key)}" for key in result.missing]
         + [f"orphan file: values/{name}" for name in result.orphans]
     )
 

@@ -18,14 +18,16 @@ from ._errors import (
     StoreFullError,
     StoreLockedError,
     StorePermissionError,
+    StoreReadOnlyError,
     StoreVersionError,
 )
 from ._policy import POLICIES
 from ._schema import SCHEMA_VERSION
-from ._store import INLINE_THRESHOLD, Store, checksum_matches, policies
+from ._store import INLINE_THRESHOLD, MAX_VALUE_SIZE, Store, checksum_matches, policies
 
 __all__ = [
     "INLINE_THRESHOLD",
+    "MAX_VALUE_SIZE",
     "META_KEYS",
     "POLICIES",
     "SCHEMA_VERSION",
@@ -38,6 +40,7 @@ __all__ = [
     "StoreFullError",
     "StoreLockedError",
     "StorePermissionError",
+    "StoreReadOnlyError",
     "StoreVersionError",
     "VerifyResult",
     "checksum_matches",

@@ -79,10 +79,23 @@ class DecodeError(Exception):
 
 
 def decode(stored: bytes, codec: str, raw_size: int) -> bytes:
-    """Invert :func:`encode`; raises DecodeError on any malformed input."""
+    """Invert :func:`encode`; raises DecodeError on any malformed input.
+
+    Never allocates more than ``raw_size`` bytes (the caller bounds it): zstd sizes
+    its output by the frame header's content size when there is one and ignores
+    ``max_output_size``, so a frame whose header claims any other size than
+    ``raw_size`` is refused before anything is inflated (a 64 KiB frame can claim
+    2 GiB).
+    """
     if codec == "identity":
         return stored
     if codec == "zstd":
+        try:
+            claimed = zstandard.frame_content_size(stored)
+        except zstandard.ZstdError as exc:
+            raise DecodeError(f"bad zstd frame header: {exc}") from exc
+        if claimed != raw_size:  # -1: no size in the header; encode() always writes one
+            raise DecodeError(f"zstd frame claims {claimed} bytes, recorded size is {raw_size}")
         try:
             return _decompressor().decompress(stored, max_output_size=raw_size)
         except zstandard.ZstdError as exc:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Entry", "GcResult", "META_KEYS", "VerifyResult"]
+__all__ = ["BadRow", "Entry", "GcResult", "META_KEYS", "VerifyResult"]
 
 #: Keys accepted in ``Store.put(..., meta=...)``; anything else is a ValueError.
 META_KEYS = (
@@ -42,6 +42,20 @@ ENTRY_COLUMNS = (
 )
 
 
+_TEXT_COLUMNS = (0, 1, 2, 3, 4, 5, 12, 13, 14)
+_COUNT_COLUMNS = (6, 7, 11)  # raw_size, stored_size, hits
+_TIME_COLUMNS = (8, 9, 10)  # compile_seconds, created, last_used
+
+
+class BadRow(ValueError):
+    """A row of ``entries`` holds a value of the wrong type or range."""
+
+
+def _kind(v: object) -> str:
+    text = repr(v)
+    return f"{type(v).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
+
+
 @dataclass(frozen=True)
 class Entry:
     """Metadata of one stored value (no value bytes).
@@ -69,9 +83,37 @@ class Entry:
 
     @classmethod
     def from_row(cls, row: tuple) -> Entry:
-        """Build from a row selected as :data:`ENTRY_COLUMNS`."""
+        """Build from a row selected as :data:`ENTRY_COLUMNS`, checking every value.
+
+        SQLite keeps whatever a writer stored (a column's type is only an affinity),
+        so a row edited by hand or damaged can hold text where a size belongs.
+        Raises `BadRow` saying which column is wrong.
+        """
         values = list(row)
-        values[14] = json.loads(values[14]) if values[14] else {}
+        for i in _TEXT_COLUMNS:
+            if not isinstance(values[i], str):
+                raise BadRow(f"{ENTRY_COLUMNS[i]} is {_kind(values[i])}, not text")
+        for i in _COUNT_COLUMNS:
+            v = values[i]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise BadRow(f"{ENTRY_COLUMNS[i]} is {_kind(v)}, not a count")
+        for i in _TIME_COLUMNS:
+            v = values[i]
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not math.isfinite(v)
+                or v < 0
+            ):
+                raise BadRow(f"{ENTRY_COLUMNS[i]} is {_kind(v)}, not a finite number >= 0")
+            values[i] = float(v)
+        try:
+            extra = json.loads(values[14]) if values[14] else {}
+        except ValueError:
+            extra = None
+        if not isinstance(extra, dict):
+            raise BadRow("extra is not a JSON object")
+        values[14] = extra
         return cls(*values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -140,9 +182,11 @@ class VerifyResult:
 
     ``integrity`` holds SQLite's integrity_check lines other than ``"ok"``;
     ``corrupt`` keys whose bytes fail their checksum or cannot be decoded;
-    ``missing`` keys whose side file is gone; ``orphans`` side files no row
-    references (relative to ``values/``).  ``fixed`` counts entries and orphan
-    files removed when ``fix=True``.
+    ``missing`` keys whose value (side file or inline row) is gone; ``orphans``
+    side files no row references (relative to ``values/``); ``reasons`` what is
+    wrong with each corrupt or missing key.  ``fixed`` counts entries and orphan
+    files removed when ``fix=True``; ``replaced`` says the database failed its
+    integrity check beyond repair and was moved aside for an empty one.
     """
 
     checked: int
@@ -151,6 +195,8 @@ class VerifyResult:
     missing: list[str]
     orphans: list[str]
     fixed: int
+    reasons: dict[str, str] = field(default_factory=dict)
+    replaced: bool = False
 
     @property
     def ok(self) -> bool:

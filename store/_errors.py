@@ -16,6 +16,7 @@ __all__ = [
     "StoreFullError",
     "StoreLockedError",
     "StorePermissionError",
+    "StoreReadOnlyError",
     "StoreVersionError",
 ]
 
@@ -44,6 +45,10 @@ class StorePermissionError(StoreError, PermissionError):
     """The store's directory or database is not writable (or not readable)."""
 
 
+class StoreReadOnlyError(StorePermissionError):
+    """A write to a store that is open read-only (see ``Store.read_only``)."""
+
+
 class StoreCorruptionWarning(UserWarning):
     """A stored value failed its checksum; it was treated as a miss and removed."""
 
@@ -59,11 +64,14 @@ _SQLITE_FULL = 13
 _SQLITE_CANTOPEN = 14
 _SQLITE_NOTADB = 26
 
+#: Result codes that mean the database file itself is damaged.
+DAMAGE_CODES = frozenset({_SQLITE_CORRUPT, _SQLITE_NOTADB})
+
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _PERMISSION_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS}
 
 
-def _sqlite_code(exc: sqlite3.Error) -> int | None:
+def sqlite_code(exc: sqlite3.Error) -> int | None:
     """The primary result code of ``exc`` (Python >= 3.11), else a guess from its message."""
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
@@ -87,7 +95,7 @@ def _sqlite_code(exc: sqlite3.Error) -> int | None:
 
 def is_busy(exc: BaseException) -> bool:
     """True when ``exc`` is SQLite saying "busy/locked, try again"."""
-    return isinstance(exc, sqlite3.OperationalError) and _sqlite_code(exc) in (
+    return isinstance(exc, sqlite3.OperationalError) and sqlite_code(exc) in (
         _SQLITE_BUSY,
         _SQLITE_LOCKED,
     )
@@ -101,7 +109,7 @@ def translate(exc: BaseException, where: str) -> StoreError:
     if isinstance(exc, StoreError):
         return exc
     if isinstance(exc, sqlite3.Error):
-        code = _sqlite_code(exc)
+        code = sqlite_code(exc)
         msg = f"{where}: {exc}"
         if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
             return StoreLockedError(msg)

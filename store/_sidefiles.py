@@ -20,12 +20,20 @@ import re
 import secrets
 from pathlib import Path
 
-__all__ = ["SideFiles"]
+__all__ = ["SideFiles", "SizeMismatch"]
 
 _NAME = re.compile(r"^[0-9a-f]{2}/[0-9a-f]{32}\.val(\.tmp)?$")
 
 
+class SizeMismatch(ValueError):
+    """A side file's size is not the one its row records (it was not read)."""
+
+
 class SideFiles:
+    @staticmethod
+    def valid_name(name: str) -> bool:
+        return bool(_NAME.match(name)) and not name.endswith(".tmp")
+
     def __init__(self, root: Path, *, fsync: bool = True) -> None:
         self.root = root
         self.fsync = fsync
@@ -61,9 +69,17 @@ class SideFiles:
             raise
         return name
 
-    def read(self, name: str) -> bytes:
+    def read(self, name: str, size: int) -> bytes:
+        """The file's bytes, if it holds exactly ``size`` (checked before reading, so a
+        planted or grown file costs no memory); else SizeMismatch."""
         with open(self.path(name), "rb") as f:
-            return f.read()
+            actual = os.fstat(f.fileno()).st_size
+            if actual != size:
+                raise SizeMismatch(f"side file of {actual} bytes, recorded {size}")
+            data = f.read(size + 1)
+        if len(data) != size:  # changed while we read it
+            raise SizeMismatch(f"side file of {len(data)} bytes, recorded {size}")
+        return data
 
     def unlink(self, name: str) -> None:
         _unlink_quietly(self.path(name))

@@ -46,12 +46,16 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import json
+import math
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
+import urllib.parse
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -61,18 +65,22 @@ from typing import Any
 import filelock
 
 from . import _codec, _schema
-from ._entry import ENTRY_COLUMNS, Entry, GcResult, VerifyResult, validate_meta
+from ._entry import ENTRY_COLUMNS, BadRow, Entry, GcResult, VerifyResult, validate_meta
 from ._errors import (
+    DAMAGE_CODES,
     StoreCorruptError,
     StoreCorruptionWarning,
     StoreError,
     StoreLockedError,
+    StorePermissionError,
+    StoreReadOnlyError,
     StoreVersionError,
     is_busy,
+    sqlite_code,
     translate,
 )
 from ._policy import POLICIES, cost_log, get_policy
-from ._sidefiles import SideFiles
+from ._sidefiles import SideFiles, SizeMismatch
 
 __all__ = ["DB_NAME", "INLINE_THRESHOLD", "Store"]
 
@@ -80,6 +88,10 @@ DB_NAME = "store.db"
 LOCK_NAME = "store.lock"
 VALUES_DIR = "values"
 INLINE_THRESHOLD = 256 * 1024
+#: Default bound on one value, raw or stored: what a row may claim before it is
+#: refused unread (so a crafted row cannot make a get allocate more).
+MAX_VALUE_SIZE = 4 * 2**30
+KEEP_DAMAGED = 2  # damaged databases kept aside for inspection
 GC_CACHE_KIB = 65536  # page cache while gc runs
 SWEEP_INTERVAL = 86400.0  # seconds between orphan sweeps done at open (gc always sweeps)
 MAX_KEY_SET_LEN = 4096  # keys kept per key set
@@ -119,6 +131,19 @@ class Store:
             well above ``busy_timeout``).
         fsync: fsync side files before committing their rows.  Turning it off is only
             safe against process crashes, not power loss.
+        read_only: ``None`` (default): open for writing, and fall back to reading only
+            when the directory or database cannot be written (a read-only mount, a
+            full disk); ``True``: never write.  Read-only, every write raises
+            StoreReadOnlyError and hits are not counted; see :attr:`read_only`.
+        repair: move a damaged database aside (``store.db.damaged-*``, kept for
+            inspection) and start an empty one, with one StoreCorruptionWarning,
+            instead of raising StoreCorruptError.  A database of a newer schema is
+            never touched.
+        max_value_size: no value larger than this (raw or stored) is read; a row
+            claiming more is treated as corrupt.  Bounds the memory one get can take
+            whatever the rows say.
+        report: ``report(message, category, cause)`` is told of damage found and of
+            lost work (default: a warning, once per category and cause).
 
     Use as a context manager or call :meth:`close`.  Safe to share between threads;
     each thread and each forked process gets its own SQLite connection.
@@ -137,7 +162,10 @@ class Store:
         flush_threshold: int = 1000,
         orphan_grace: float = 900.0,
         fsync: bool = True,
-        report: Callable[[str, type[Warning]], None] | None = None,
+        read_only: bool | None = None,
+        repair: bool = True,
+        max_value_size: int = MAX_VALUE_SIZE,
+        report: Callable[[str, type[Warning], str], None] | None = None,
     ) -> None:
         if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 0):
             raise ValueError(f"max_bytes must be None or an int >= 0, got {max_bytes!r}")
@@ -147,6 +175,8 @@ class Store:
             raise ValueError(f"busy_timeout must be >= 0, got {busy_timeout!r}")
         if inline_threshold < 0:
             raise ValueError(f"inline_threshold must be >= 0, got {inline_threshold!r}")
+        if not isinstance(max_value_size, int) or max_value_size < 1:
+            raise ValueError(f"max_value_size must be an int >= 1, got {max_value_size!r}")
         self.directory = Path(directory)
         self.max_bytes = max_bytes
         self.level = level
@@ -156,26 +186,69 @@ class Store:
         self.flush_interval = float(flush_interval)
         self.flush_threshold = int(flush_threshold)
         self.orphan_grace = float(orphan_grace)
+        self.max_value_size = max_value_size
+        self.repair = repair
         # How damage and lost work are reported: a warning by default; an embedding
         # application (pcache) passes its own, e.g. to log instead of warn.
-        self._report = report or _warn
+        self._report_to = report or self._warn_once
+        self._reported: set[tuple[str, str]] = set()
         self._db_path = self.directory / DB_NAME
         self._files = SideFiles(self.directory / VALUES_DIR, fsync=fsync)
         self._flock = filelock.FileLock(str(self.directory / LOCK_NAME))
         self._closed = False
+        #: True when this store only reads (asked for, or fallen back to); then
+        #: :attr:`read_only_reason` says why.
+        self.read_only = bool(read_only)
+        self.read_only_reason = "opened read-only" if read_only else ""
+        self._immutable = False  # read-only and SQLite could not share the WAL index
+        self._generation = 0  # bumped when a damaged database is replaced
+        self._quarantining = False
         self._reset_process_state()
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise translate(exc, f"creating store directory {self.directory}") from exc
-        self._open_schema()
+        if read_only is None and not self._writable():
+            self._go_read_only("the directory or database is not writable")
+        try:
+            self._open_schema()
+        except (StoreVersionError, StoreCorruptError, StoreLockedError):
+            raise
+        except StoreError as exc:
+            # Permission, a full disk (SQLite cannot size its WAL index: "disk I/O
+            # error"), a read-only mount: what cannot be written may still be read.
+            if read_only is not None or self.read_only:
+                raise
+            self._go_read_only(f"opening it for writing failed ({exc})")
+            self._open_schema()
         _LIVE.add(self)
 
     # ------------------------------------------------------------------ plumbing
 
+    def _writable(self) -> bool:
+        if not os.access(self.directory, os.W_OK):
+            return False
+        return not self._db_path.exists() or os.access(self._db_path, os.W_OK)
+
+    def _go_read_only(self, why: str) -> None:
+        self._drop_connections()
+        self.read_only = True
+        self.read_only_reason = why
+        with self._pending_lock:
+            self._pending_hits, self._pending_counters, self._pending_n = {}, {}, 0
+
+    def _drop_connections(self) -> None:
+        """Forget every connection (they may be in use on other threads: they are
+        closed at close(), never here)."""
+        with self._cons_lock:
+            self._stale.extend(self._cons)
+            self._cons, self._owners = [], []
+        self._generation += 1
+
     def _reset_process_state(self) -> None:
         self._pid = os.getpid()
         self._local = threading.local()
+        self._stale: list[sqlite3.Connection] = []
         self._cons: list[sqlite3.Connection] = []
         self._owners: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._cons_lock = threading.Lock()
@@ -188,7 +261,7 @@ class Store:
     def _check_pid(self) -> None:
         if os.getpid() != self._pid:
             # Forked: the parent's connections and pending updates are the parent's.
-            _ABANDONED.extend(self._cons)
+            _ABANDONED.extend(self._cons + self._stale)
             self._reset_process_state()
 
     def _con(self) -> sqlite3.Connection:
@@ -196,21 +269,16 @@ class Store:
             raise StoreError(f"store {self.directory} is closed")
         self._check_pid()
         con = getattr(self._local, "con", None)
+        if con is not None and self._local.generation != self._generation:
+            con = None  # the database was replaced, or this store went read-only
         if con is None:
             try:
-                con = sqlite3.connect(
-                    self._db_path,
-                    # A per-statement slice; the real deadline is our retry loop.
-                    timeout=min(self.busy_timeout, 0.25),
-                    isolation_level=None,
-                    check_same_thread=False,
-                )
-                con.execute("PRAGMA synchronous = NORMAL")
-                # After a big transaction, shrink the WAL back instead of keeping its peak size.
-                con.execute(f"PRAGMA journal_size_limit = {64 * 2**20}")
+                con = self._connect()
             except sqlite3.Error as exc:
                 raise translate(exc, f"opening {self._db_path}") from exc
             self._local.con = con
+            self._local.generation = self._generation
+            self._local.identity = _identity(self._db_path)
             with self._cons_lock:
                 self._cons.append(con)
                 self._owners.append((threading.current_thread(), con))
@@ -222,6 +290,31 @@ class Store:
                 with contextlib.suppress(sqlite3.Error):
                     c.close()
         return con
+
+    def _connect(self) -> sqlite3.Connection:
+        # A per-statement slice; the real deadline is our retry loop.
+        kw = dict(
+            timeout=min(self.busy_timeout, 0.25), isolation_level=None, check_same_thread=False
+        )
+        if not self.read_only:
+            con = sqlite3.connect(self._db_path, **kw)
+            try:
+                con.execute("PRAGMA synchronous = NORMAL")
+                # After a big transaction, shrink the WAL back instead of keeping its peak size.
+                con.execute(f"PRAGMA journal_size_limit = {64 * 2**20}")
+            except sqlite3.Error:
+                con.close()
+                raise
+            return con
+        uri = "file:" + urllib.parse.quote(str(self._db_path)) + "?mode=ro"
+        if self._immutable:
+            # SQLite reads a WAL database read-only only if it can open or create its
+            # -shm index; where it cannot (a read-only mount after a clean close, a
+            # full disk) it can still read the database file as it is. Should someone
+            # write it meanwhile, what we read may be torn: every value is still
+            # checked against its checksum (and by pcache against its HMAC).
+            uri += "&immutable=1"
+        return sqlite3.connect(uri, uri=True, **kw)
 
     def release_connection(self) -> None:
         """Close the calling thread's connection, if it has one.
@@ -247,10 +340,22 @@ class Store:
     def _retry(self, what: str, attempt: Callable[[], Any], timeout: float | None) -> Any:
         deadline = time.monotonic() + (self.busy_timeout if timeout is None else timeout)
         delay = 0.001
+        replaced = False
         while True:
             try:
                 return attempt()
+            except StoreCorruptError as exc:  # raised opening a connection
+                if not replaced and _is_damage(exc.__cause__) and self._damaged():
+                    self._quarantine(f"{what}: {exc.__cause__}")
+                    replaced = True
+                    continue
+                raise
             except sqlite3.Error as exc:
+                if not replaced and _is_damage(exc) and self._damaged():
+                    # Moved aside and replaced by an empty database: once more on that.
+                    self._quarantine(f"{what}: {exc}")
+                    replaced = True
+                    continue
                 if is_busy(exc) and time.monotonic() < deadline:
                     time.sleep(
                         max(0.0, min(delay * (0.5 + random.random()), deadline - time.monotonic()))
@@ -282,6 +387,10 @@ class Store:
         ``fn`` may run several times (each failed attempt is rolled back).  Pending
         coalesced updates are applied in the same transaction when ``flush``.
         """
+        if self.read_only:
+            raise StoreReadOnlyError(
+                errno.EROFS, f"{what}: {self.directory} is read-only ({self.read_only_reason})"
+            )
         pending = self._take_pending() if flush else None
 
         def attempt() -> Any:
@@ -311,10 +420,32 @@ class Store:
     # ----------------------------------------------------------- schema / open
 
     def _open_schema(self) -> None:
+        if self.read_only:
+            self._open_read_only()
+            return
         version = self._read("reading schema version", _user_version)
         if version != _schema.SCHEMA_VERSION:
             self._upgrade(version)
         self._maybe_sweep()
+
+    def _open_read_only(self) -> None:
+        if not self._db_path.exists():
+            raise StorePermissionError(
+                errno.EACCES,
+                f"{self._db_path} does not exist and {self.directory} cannot be written "
+                f"({self.read_only_reason})",
+            )
+        try:
+            version = self._read("reading schema version", _user_version)
+        except StorePermissionError:
+            self._immutable = True
+            self._drop_connections()
+            version = self._read("reading schema version", _user_version)
+        if version != _schema.SCHEMA_VERSION:
+            raise StoreVersionError(
+                f"{self._db_path} has schema version {version} and this pcache reads "
+                f"{_schema.SCHEMA_VERSION}; it is read-only here, so it cannot be migrated"
+            )
 
     def _maybe_sweep(self) -> None:
         """Sweep crash leftovers at open if nobody has for SWEEP_INTERVAL (so orphans
@@ -322,7 +453,11 @@ class Store:
 
         def last(con: sqlite3.Connection) -> float:
             row = con.execute("SELECT value FROM meta WHERE name = 'last_sweep'").fetchone()
-            return float(row[0]) if row else 0.0
+            try:
+                t = float(row[0]) if row else 0.0
+            except (TypeError, ValueError):  # not a time: sweep now (and rewrite it)
+                return 0.0
+            return t if math.isfinite(t) else 0.0
 
         if time.time() - self._read("reading last sweep time", last) < SWEEP_INTERVAL:
             return
@@ -338,6 +473,9 @@ class Store:
             self._flock.release()
 
     def _upgrade(self, version: int) -> None:
+        if version < 0 or (version > _schema.SCHEMA_VERSION and not self._looks_like_a_store()):
+            self._quarantine(f"impossible schema version {version}")
+            return
         if version > _schema.SCHEMA_VERSION:
             raise StoreVersionError(
                 f"{self._db_path} has schema version {version}; this pcache understands "
@@ -348,7 +486,12 @@ class Store:
             if version == _schema.SCHEMA_VERSION:
                 return  # another process did it while we waited
             if version == 0:
-                self._create()
+                try:
+                    self._create()
+                except _ForeignDatabase as exc:
+                    if not self.repair:
+                        raise
+                    self._quarantine(str(exc), locked=True)
             else:
                 self._write(
                     f"migrating schema {version} -> {_schema.SCHEMA_VERSION}",
@@ -362,7 +505,7 @@ class Store:
 
         existing = self._read("inspecting database", tables)
         if existing:
-            raise StoreCorruptError(
+            raise _ForeignDatabase(
                 f"{self._db_path} is a SQLite database but not a pcache store "
                 f"(user_version 0, tables {existing[:5]})"
             )
@@ -384,6 +527,83 @@ class Store:
 
         self._write("creating schema", create, flush=False)
 
+    def _looks_like_a_store(self) -> bool:
+        """A newer pcache's database (left alone) rather than damage: it has our tables."""
+
+        def tables(con: sqlite3.Connection) -> set[str]:
+            return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+        return {"entries", "meta"} <= self._read("inspecting database", tables)
+
+    def _damaged(self) -> bool:
+        """Whether the database itself is damaged (not a transient error): asked once
+        SQLite reported corruption, by a check of the whole file."""
+        if not self.repair or self.read_only or self._quarantining:
+            return False
+        try:
+            con = sqlite3.connect(self._db_path, timeout=min(self.busy_timeout, 1.0))
+            try:
+                lines = [r[0] for r in con.execute("PRAGMA quick_check(1)").fetchall()]
+            finally:
+                con.close()
+        except sqlite3.Error as check:
+            return _is_damage(check)
+        return lines != ["ok"]
+
+    def _quarantine(self, why: str, *, locked: bool = False) -> None:
+        """Move the damaged database aside (kept for inspection, the newest few) and
+        open an empty one in its place.  Another process may have done it already:
+        the file is only moved while it is still the one this store opened."""
+        if not self.repair or self.read_only:
+            raise StoreCorruptError(f"{self._db_path} is damaged: {why}")
+        mine = getattr(self._local, "identity", None)
+        self._quarantining = True
+        try:
+            lock = (
+                contextlib.nullcontext()
+                if locked
+                else self._file_lock("replacing a damaged database")
+            )
+            with lock:
+                current = _identity(self._db_path)
+                self._drop_connections()
+                if current is not None and (mine is None or current == mine):
+                    dest = self._move_aside()
+                    self._report(
+                        f"pcache store {self.directory}: the database was damaged ({why}); "
+                        f"moved it aside to {dest.name} and started an empty store",
+                        StoreCorruptionWarning,
+                        "database",
+                    )
+                # else another process replaced it already: use theirs.
+                if self._read("reading schema version", _user_version) == 0:
+                    self._create()
+        finally:
+            self._quarantining = False
+
+    def _move_aside(self) -> Path:
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        dest = self.directory / f"{DB_NAME}.damaged-{stamp}-{os.getpid()}"
+        # The WAL and its index first: a new database must never meet the old WAL.
+        for suffix in ("-wal", "-shm", "", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(f"{self._db_path}{suffix}", f"{dest}{suffix}")
+        old = sorted(self.directory.glob(f"{DB_NAME}.damaged-*[0-9]"), key=os.path.getmtime)
+        for path in old[:-KEEP_DAMAGED]:
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{path}{suffix}")
+        return dest
+
+    def _report(self, message: str, category: type[Warning], cause: str) -> None:
+        self._report_to(message, category, cause)
+
+    def _warn_once(self, message: str, category: type[Warning], cause: str) -> None:
+        if (category.__name__, cause) in self._reported:
+            return
+        self._reported.add((category.__name__, cause))
+        warnings.warn(message + " (further ones are not reported)", category, stacklevel=5)
+
     def _file_lock(self, what: str) -> filelock.BaseFileLock:
         try:
             self._flock.acquire(timeout=self.busy_timeout)
@@ -401,6 +621,8 @@ class Store:
 
     def _note_hit(self, key: str) -> None:
         self._check_pid()
+        if self.read_only:
+            return
         now = time.time()
         with self._pending_lock:
             h = self._pending_hits.get(key)
@@ -414,6 +636,8 @@ class Store:
 
     def _note_counters(self, counters: Mapping[str, float]) -> None:
         self._check_pid()
+        if self.read_only:
+            return
         with self._pending_lock:
             for name, value in counters.items():
                 self._pending_counters[name] = self._pending_counters.get(name, 0) + value
@@ -469,6 +693,12 @@ class Store:
             raise TypeError(f"value must be bytes-like, got {type(value).__name__}")
         raw = bytes(value)
         m = validate_meta(meta)
+        if len(raw) > self.max_value_size:
+            raise ValueError(
+                f"value of {len(raw)} bytes exceeds max_value_size={self.max_value_size}"
+            )
+        if self.read_only:
+            self._write(f"put {key!r}", lambda con: None)  # raises StoreReadOnlyError
         stored, codec = _codec.encode(raw, self.level)
         digest = _codec.checksum(raw)
         file = None
@@ -538,7 +768,12 @@ class Store:
         return None if got is None else got[0]
 
     def get_entry(
-        self, key: str, *, touch: bool = True, verify: bool = True
+        self,
+        key: str,
+        *,
+        touch: bool = True,
+        verify: bool = True,
+        admit: Callable[[Entry], None] | None = None,
     ) -> tuple[bytes, Entry] | None:
         """``(value, entry)`` for ``key``, or None; checked like :meth:`get`.
 
@@ -548,8 +783,10 @@ class Store:
         checked): for callers that authenticate the bytes themselves, e.g. with an
         HMAC, and would otherwise hash every byte twice. They can tell corruption
         from forgery afterwards with :func:`checksum_matches`.
+        ``admit(entry)`` is called with the (validated) metadata before any value
+        byte is read or inflated; whatever it raises propagates.
         """
-        return self._get(key, with_entry=True, touch=touch, verify=verify)
+        return self._get(key, with_entry=True, touch=touch, verify=verify, admit=admit)
 
     def touch(self, key: str) -> None:
         """Count a hit on ``key`` and renew its ``last_used`` (coalesced, like a get)."""
@@ -557,33 +794,40 @@ class Store:
         self._note_hit(key)
         self._maybe_flush()
 
+    _GET = (
+        f"SELECT e.id, e.file, length(b.data), {_E_COLS} "
+        "FROM entries e LEFT JOIN blobs b ON b.id = e.id WHERE e.key = ?"
+    )
+
     def _get(
-        self, key: str, *, with_entry: bool, touch: bool = True, verify: bool = True
+        self,
+        key: str,
+        *,
+        with_entry: bool,
+        touch: bool = True,
+        verify: bool = True,
+        admit: Callable[[Entry], None] | None = None,
     ) -> tuple[bytes, Entry | None] | None:
         _check_key(key)
-        cols = _E_COLS if with_entry else "e.key"
-        sql = (
-            f"SELECT e.id, e.codec, e.raw_size, e.stored_size, e.checksum, e.file, b.data, {cols} "
-            "FROM entries e LEFT JOIN blobs b ON b.id = e.id WHERE e.key = ?"
-        )
-        for _ in range(3):  # retried only when a concurrent overwrite moved the side file
-            row = self._read(f"get {key!r}", lambda con: con.execute(sql, (key,)).fetchone())
+        for _ in range(3):  # retried only when a concurrent overwrite moved the value
+            row = self._read(f"get {key!r}", lambda con: con.execute(self._GET, (key,)).fetchone())
             if row is None:
                 self._miss(touch)
                 return None
-            rowid, codec, raw_size, stored_size, digest, file, data = row[:7]
-            if file is not None:
-                try:
-                    data = self._files.read(file)
-                except FileNotFoundError:
-                    if self._row_unchanged(rowid):
-                        self._corrupt(key, rowid, file, "its side file is missing")
-                        self._miss(touch)
-                        return None
+            rowid, file, blob_len = row[:3]
+            entry, problem = self._parse(row[3:], file)
+            if problem is None and admit is not None:
+                admit(entry)
+            data = None
+            if problem is None:
+                data, problem = self._read_value(rowid, file, blob_len, entry)
+                if data is None and problem is None:
                     continue  # overwritten or deleted meanwhile: look again
-                except OSError as exc:
-                    raise translate(exc, f"reading side file of {key!r}") from exc
-            problem = _check_value(data, codec, raw_size, stored_size, digest if verify else None)
+            if problem is None:
+                problem = _check_value(
+                    data, entry.codec, entry.raw_size, entry.stored_size,
+                    entry.checksum if verify else None,
+                )  # fmt: skip
             if isinstance(problem, str):
                 self._corrupt(key, rowid, file, problem)
                 self._miss(touch)
@@ -591,9 +835,54 @@ class Store:
             if touch:
                 self._note_hit(key)
                 self._maybe_flush()
-            return problem, (Entry.from_row(row[7:]) if with_entry else None)
+            return problem, (entry if with_entry else None)
         self._miss(touch)
         return None
+
+    def _parse(self, row: tuple, file: object) -> tuple[Entry | None, str | None]:
+        """A row's Entry, or what is wrong with it: wrong types, a value bigger than
+        ``max_value_size``, a side-file name that is not one of ours."""
+        try:
+            entry = Entry.from_row(row)
+        except BadRow as exc:
+            return None, f"bad metadata: {exc}"
+        if max(entry.raw_size, entry.stored_size) > self.max_value_size:
+            return None, (
+                f"claims {max(entry.raw_size, entry.stored_size)} bytes, over "
+                f"max_value_size={self.max_value_size}"
+            )
+        if file is not None and not (isinstance(file, str) and SideFiles.valid_name(file)):
+            return None, f"bad side-file name {file!r}"
+        return entry, None
+
+    def _read_value(
+        self, rowid: int, file: str | None, blob_len: int | None, entry: Entry
+    ) -> tuple[bytes | None, str | None]:
+        """The stored bytes of a row, read only if their size is the recorded one:
+        ``(data, None)``, ``(None, problem)``, or ``(None, None)`` when the row
+        changed under us."""
+        if file is not None:
+            try:
+                return self._files.read(file, entry.stored_size), None
+            except FileNotFoundError:
+                if self._row_unchanged(rowid):
+                    return None, "its side file is missing"
+                return None, None
+            except SizeMismatch as exc:
+                return None, str(exc)
+            except OSError as exc:
+                raise translate(exc, f"reading side file of {entry.key!r}") from exc
+        if blob_len is None:
+            if self._row_unchanged(rowid):
+                return None, "its inline value is missing"
+            return None, None
+        if blob_len != entry.stored_size:
+            return None, f"inline value of {blob_len} bytes, recorded {entry.stored_size}"
+        row = self._read(
+            "reading value",
+            lambda con: con.execute("SELECT data FROM blobs WHERE id = ?", (rowid,)).fetchone(),
+        )
+        return (None, None) if row is None else (row[0], None)
 
     def _miss(self, touch: bool = True) -> None:
         if touch:
@@ -611,9 +900,15 @@ class Store:
 
     def _corrupt(self, key: str, rowid: int, file: str | None, problem: str) -> None:
         self._report(
-            f"pcache store {self.directory}: entry {key!r} is corrupt ({problem}); removed",
+            f"pcache store {self.directory}: entry {key!r} is corrupt ({problem}); "
+            + ("left in place (read-only)" if self.read_only else "removed"),
             StoreCorruptionWarning,
+            _cause(problem),
         )
+        if self.read_only:
+            return
+        if not (isinstance(file, str) and SideFiles.valid_name(file)):
+            file = None
 
         def txn(con: sqlite3.Connection) -> None:
             # Only the row we read: a concurrent put may have replaced it already.
@@ -622,7 +917,7 @@ class Store:
 
         try:
             self._write(f"removing corrupt entry {key!r}", txn)
-        except StoreLockedError:
+        except (StoreLockedError, StoreReadOnlyError):
             return  # still detected (and removed) on the next read
         if file is not None:
             self._unlink_file(file)
@@ -632,7 +927,9 @@ class Store:
             self._files.unlink(name)
         except OSError as exc:
             # The row is gone already; the file is now an orphan that gc will sweep.
-            self._report(f"pcache store: could not remove side file {name}: {exc}", UserWarning)
+            self._report(
+                f"pcache store: could not remove side file {name}: {exc}", UserWarning, "unlink"
+            )
 
     def delete(self, key: str) -> bool:
         """Remove ``key``; True if it was present."""
@@ -734,7 +1031,7 @@ class Store:
                 f"SELECT {_COLS} FROM entries WHERE key = ?", (key,)
             ).fetchone(),
         )
-        return None if row is None else Entry.from_row(row)
+        return None if row is None else next(self._valid([row]), None)
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):
@@ -748,9 +1045,7 @@ class Store:
         )
 
     def __len__(self) -> int:
-        return self._read(
-            "len", lambda con: con.execute("SELECT entries FROM totals WHERE id = 0").fetchone()[0]
-        )
+        return self._read("len", lambda con: _totals(con)[0])
 
     def __iter__(self) -> Iterator[Entry]:
         """Same as :meth:`entries` with no arguments (entries in key order)."""
@@ -800,7 +1095,21 @@ class Store:
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         rows = self._read("listing entries", lambda con: con.execute(sql, params).fetchall())
-        return map(Entry.from_row, rows)
+        return self._valid(rows)
+
+    def _valid(self, rows: Iterable[tuple]) -> Iterator[Entry]:
+        """Entries of rows (``ENTRY_COLUMNS``), without the ones whose metadata is
+        invalid: reported once; a get, gc or ``verify(fix=True)`` removes them."""
+        for row in rows:
+            try:
+                yield Entry.from_row(row)
+            except BadRow as exc:
+                self._report(
+                    f"pcache store {self.directory}: entry {row[0]!r} has bad metadata ({exc}); "
+                    "skipped",
+                    StoreCorruptionWarning,
+                    "bad metadata",
+                )
 
     def bump(self, counters: Mapping[str, int | float]) -> None:
         """Add to persisted named counters (coalesced like hits)."""
@@ -821,10 +1130,7 @@ class Store:
         """
 
         def read(con: sqlite3.Connection) -> tuple:
-            t = con.execute(
-                "SELECT entries, raw_bytes, stored_bytes, file_bytes FROM totals WHERE id = 0"
-            ).fetchone()
-            return t, con.execute("SELECT name, value FROM counters").fetchall()
+            return _totals(con), con.execute("SELECT name, value FROM counters").fetchall()
 
         (n, raw, stored, file_bytes), counters = self._read("stats", read)
         out: dict[str, Any] = {
@@ -836,8 +1142,18 @@ class Store:
             "max_bytes": self.max_bytes,
             "policy": self.policy.name,
         }
+        sizes = set(out)
         out.update(dict.fromkeys(_BUILTIN_COUNTERS, 0))
-        out.update(dict(counters))
+        # A counter that is not a finite number (edited, damaged) reads as absent.
+        out.update(
+            (name, value)
+            for name, value in counters
+            if isinstance(name, str)
+            and name not in sizes
+            and isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+        )
         with self._pending_lock:
             for name, v in self._pending_counters.items():
                 out[name] = out.get(name, 0) + v
@@ -860,7 +1176,7 @@ class Store:
         """Rows ``(id, stored_size, file, *ENTRY_COLUMNS)`` to remove, in policy order, so
         that the stored bytes left (not counting ``skip``, already going) are <= limit.
         Reads the policy's index from its start; stops as soon as enough is found."""
-        total = con.execute("SELECT stored_bytes FROM totals WHERE id = 0").fetchone()[0]
+        total = _totals(con)[2]
         if skip:
             total -= sum(e.stored_size for e in skip.values())
         excess = total - limit
@@ -874,7 +1190,7 @@ class Store:
             if skip and row[0] in skip:
                 continue
             out.append(row)
-            excess -= row[1]
+            excess -= _count(row[1])  # a row with a bad size goes, and frees nothing we know
             if excess <= 0:
                 break
         cur.close()
@@ -939,7 +1255,9 @@ class Store:
             )
             cutoff = None if older_than is None else time.time() - older_than
             for row in rows:
-                e = Entry.from_row(row[1:])
+                e = next(self._valid([row[1:]]), None)
+                if e is None:
+                    continue  # removed by the sweep below
                 if (cutoff is not None and e.last_used <= cutoff) or (
                     predicate is not None and predicate(e)
                 ):
@@ -949,7 +1267,9 @@ class Store:
                 "gc: choosing victims", lambda con: self._victims(con, limit, chosen)
             )
             for row in victims:
-                chosen[row[0]] = Entry.from_row(row[3:])
+                e = next(self._valid([row[3:]]), None)
+                if e is not None:
+                    chosen[row[0]] = e
         ids = list(chosen)
         removed = [chosen[i] for i in ids]
         freed = 0
@@ -1015,7 +1335,7 @@ class Store:
                 files.extend(r[2] for r in rows if r[2])
                 if counter and rows:
                     _add_counters(con, {counter: len(rows)})
-                return sum(r[1] for r in rows)
+                return sum(_count(r[1]) for r in rows)
 
             freed += self._write("gc: deleting entries", txn)
             for name in files:
@@ -1029,17 +1349,20 @@ class Store:
         listing = self._files.listing()  # first: a file committed after this is not judged
 
         def read(con: sqlite3.Connection) -> tuple[list, list]:
-            with_files = con.execute("SELECT id, file FROM entries WHERE file NOT NULL").fetchall()
+            rows = con.execute(f"SELECT id, file, {_COLS} FROM entries").fetchall()
             no_blob = con.execute(
                 "SELECT id FROM entries WHERE file IS NULL AND id NOT IN (SELECT id FROM blobs)"
             ).fetchall()
-            return with_files, no_blob
+            return rows, no_blob
 
-        with_files, no_blob = self._read("gc: reading side-file names", read)
-        referenced = {f for _, f in with_files}
+        rows, no_blob = self._read("gc: reading entries", read)
+        referenced = {r[1] for r in rows if isinstance(r[1], str)}
         bad = [i for (i,) in no_blob]
-        for rowid, name in with_files:
-            if name not in listing and not self._files.path(name).exists():
+        for row in rows:
+            rowid, name = row[:2]
+            if self._parse(row[2:], name)[1] is not None:
+                bad.append(rowid)  # bad metadata, too big, or a side-file name not ours
+            elif name is not None and name not in listing and not self._files.path(name).exists():
                 bad.append(rowid)
         if bad:
             self._delete_ids(bad, None, counter="corrupt")
@@ -1081,54 +1404,66 @@ class Store:
         return self._db_disk_bytes() + sum(s for _, s in self._files.listing().values())
 
     def verify(
-        self, *, fix: bool = False, progress: Callable[[int, int], None] | None = None
+        self,
+        *,
+        fix: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        admit: Callable[[Entry], None] | None = None,
     ) -> VerifyResult:
-        """Check SQLite integrity, every entry's bytes against its checksum, side-file
-        existence, and orphan side files.  With ``fix``, bad entries and orphans older
-        than ``orphan_grace`` are removed.  ``progress(done, total)`` per entry."""
-        integrity = self._read(
-            "verify: integrity_check",
-            lambda con: [r[0] for r in con.execute("PRAGMA integrity_check").fetchall()],
-        )
-        integrity = [line for line in integrity if line != "ok"]
+        """Check SQLite integrity, every entry's metadata and bytes (against its
+        checksum), side-file existence, and orphan side files.
+
+        ``admit(entry)`` is asked about each entry before its value is read (as in
+        :meth:`get_entry`); what it raises marks the entry bad, with the message as
+        the reason.  With ``fix``, bad entries and orphans older than
+        ``orphan_grace`` are removed, and a database that fails its integrity check
+        even after a reindex is moved aside and replaced by an empty one
+        (:attr:`VerifyResult.replaced`).  ``progress(done, total)`` per entry.
+        """
+        integrity = self._integrity()
+        replaced = None
+        if integrity and fix and not self.read_only:
+            self._retry("verify: reindex", lambda: self._con().execute("REINDEX"), None)
+            integrity = self._integrity()
+            if integrity:
+                self._quarantine_for_verify("; ".join(integrity[:3]))
+                replaced = integrity
         rows = self._read(
             "verify: listing",
             lambda con: con.execute(
-                "SELECT id, key, codec, raw_size, stored_size, checksum, file FROM entries ORDER BY id"
+                f"SELECT e.id, e.file, length(b.data), {_E_COLS} "
+                "FROM entries e LEFT JOIN blobs b ON b.id = e.id ORDER BY e.id"
             ).fetchall(),
         )
         listing = self._files.listing()
         corrupt: list[str] = []
         missing: list[str] = []
+        reasons: dict[str, str] = {}
         bad_ids: list[int] = []
-        for n, (rowid, key, codec, raw_size, stored_size, digest, file) in enumerate(rows, 1):
-            if file is not None:
+        for n, row in enumerate(rows, 1):
+            rowid, file, blob_len = row[:3]
+            key = row[3] if isinstance(row[3], str) else repr(row[3])
+            entry, problem = self._parse(row[3:], file)
+            if problem is None and admit is not None:
                 try:
-                    data = self._files.read(file)
-                except FileNotFoundError:
-                    if self._row_unchanged(rowid):
-                        missing.append(key)
-                        bad_ids.append(rowid)
-                    data = None
-            else:
-                blob = self._read(
-                    "verify: reading value",
-                    lambda con, i=rowid: con.execute(
-                        "SELECT data FROM blobs WHERE id = ?", (i,)
-                    ).fetchone(),
+                    admit(entry)
+                except Exception as exc:
+                    problem = str(exc) or type(exc).__name__
+            data = None
+            if problem is None:
+                data, problem = self._read_value(rowid, file, blob_len, entry)
+            if problem is None and data is not None:
+                checked = _check_value(
+                    data, entry.codec, entry.raw_size, entry.stored_size, entry.checksum
                 )
-                data = None if blob is None else blob[0]
-                if data is None and self._row_unchanged(rowid):
-                    missing.append(key)
-                    bad_ids.append(rowid)
-            if data is not None and isinstance(
-                _check_value(data, codec, raw_size, stored_size, digest), str
-            ):
-                corrupt.append(key)
+                problem = checked if isinstance(checked, str) else None
+            if problem is not None:
+                (missing if "missing" in problem else corrupt).append(key)
+                reasons[key] = problem
                 bad_ids.append(rowid)
             if progress:
                 progress(n, len(rows))
-        referenced = {r[6] for r in rows if r[6]}
+        referenced = {r[1] for r in rows if isinstance(r[1], str)}
         now = time.time()
         orphans = sorted(
             name
@@ -1145,7 +1480,7 @@ class Store:
             )
             orphans = [o for o in orphans if o not in live]
         fixed = 0
-        if fix:
+        if fix and not self.read_only:
             if bad_ids:
                 self._delete_ids(bad_ids, None, counter="corrupt")
                 fixed += len(bad_ids)
@@ -1154,12 +1489,28 @@ class Store:
                 fixed += 1
         return VerifyResult(
             checked=len(rows),
-            integrity=integrity,
+            integrity=replaced or integrity,
             corrupt=corrupt,
             missing=missing,
             orphans=orphans,
             fixed=fixed,
+            reasons=reasons,
+            replaced=replaced is not None,
         )
+
+    def _integrity(self) -> list[str]:
+        lines = self._read(
+            "verify: integrity_check",
+            lambda con: [r[0] for r in con.execute("PRAGMA integrity_check").fetchall()],
+        )
+        return [line for line in lines if line != "ok"]
+
+    def _quarantine_for_verify(self, why: str) -> None:
+        repair, self.repair = self.repair, True
+        try:
+            self._quarantine(why)
+        finally:
+            self.repair = repair
 
     # ---------------------------------------------------------------- lifetime
 
@@ -1176,12 +1527,14 @@ class Store:
                     self._report(
                         f"pcache store {self.directory}: lost buffered hit counts at close: {exc}",
                         UserWarning,
+                        "close",
                     )
         finally:
             self._closed = True
             _LIVE.discard(self)
             with self._cons_lock:
-                cons, self._cons, self._owners = self._cons, [], []
+                cons, self._cons, self._owners = self._cons + self._stale, [], []
+                self._stale = []
             for con in cons:
                 try:
                     con.close()
@@ -1198,6 +1551,22 @@ class Store:
         return f"Store({str(self.directory)!r}, max_bytes={self.max_bytes}, policy={self.policy.name!r})"
 
 
+class _ForeignDatabase(StoreCorruptError):
+    """store.db is a SQLite database, but not one a Store wrote."""
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _is_damage(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.DatabaseError) and sqlite_code(exc) in DAMAGE_CODES
+
+
 class _Release:
     def __init__(self, lock: filelock.BaseFileLock) -> None:
         self._lock = lock
@@ -1207,10 +1576,6 @@ class _Release:
 
     def __exit__(self, *exc: object) -> None:
         self._lock.release()
-
-
-def _warn(message: str, category: type[Warning]) -> None:
-    warnings.warn(message, category, stacklevel=4)
 
 
 def _user_version(con: sqlite3.Connection) -> int:
@@ -1223,6 +1588,11 @@ def _json_len(text: str) -> int:
     except ValueError:
         return 0
     return len(value) if isinstance(value, list) else 0
+
+
+def _cause(problem: str) -> str:
+    """A corruption problem without its particulars (sizes, names): one report each."""
+    return re.sub(r"\d+|'.*'|\".*\"", "N", problem.split(":")[0])
 
 
 def _check_key(key: object) -> None:
@@ -1240,6 +1610,8 @@ def _check_value(
 ) -> bytes | str:
     """The decoded value, or a string saying what is wrong with it (``digest`` None:
     the checksum is left to the caller)."""
+    if not isinstance(data, bytes):
+        return f"value is {type(data).__name__}, not bytes"
     if len(data) != stored_size:
         return f"stored size {len(data)} != recorded {stored_size}"
     try:
@@ -1251,6 +1623,28 @@ def _check_value(
     if digest is not None and not _codec.matches(raw, digest):
         return "checksum mismatch"
     return raw
+
+
+def _count(v: object) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+
+
+def _totals(con: sqlite3.Connection) -> tuple[int, int, int, int]:
+    """``(entries, raw_bytes, stored_bytes, file_bytes)`` as the triggers keep them, or
+    counted afresh if the totals row is missing or holds anything but counts."""
+    row = con.execute(
+        "SELECT entries, raw_bytes, stored_bytes, file_bytes FROM totals WHERE id = 0"
+    ).fetchone()
+    if row is not None and all(_count(v) == v for v in row):
+        return row
+    n, raw, stored, files = con.execute(
+        "SELECT count(*), "
+        "total(CASE WHEN typeof(raw_size) = 'integer' THEN raw_size END), "
+        "total(CASE WHEN typeof(stored_size) = 'integer' THEN stored_size END), "
+        "total(CASE WHEN typeof(stored_size) = 'integer' AND file NOT NULL "
+        "THEN stored_size END) FROM entries"
+    ).fetchone()
+    return n, int(raw), int(stored), int(files)
 
 
 def _add_counters(con: sqlite3.Connection, counters: Mapping[str, float]) -> None:

@@ -491,8 +491,14 @@ def test_damaged_database_is_a_clear_error(tmp_path: Path) -> None:
         r = run("--dir", str(tmp_path), *args)
         assert r.exit_code == 1, args
         assert "StoreCorruptError" in r.output and "not a database" in r.output
-        assert "delete the store/ directory" in r.output
+        assert "pcache verify --fix" in r.output
         assert "Traceback" not in r.output
+    r = run("--dir", str(tmp_path), "verify", "--fix")
+    assert r.exit_code == 0 and "moved it aside" in r.output, r.output
+    (aside,) = (tmp_path / "store").glob("store.db.damaged-*")
+    assert aside.read_bytes() == b"definitely not SQLite" * 500
+    assert run("--dir", str(tmp_path), "verify").exit_code == 0
+    assert run("--dir", str(tmp_path), "ls").exit_code == 0
 
 
 def test_verify_ok(cache: Path) -> None:

@@ -6,8 +6,6 @@ results compared bitwise with JAX run without pcache.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import sqlite3
@@ -24,6 +22,7 @@ from test_jit_cache import run_prog
 import pcache
 import store
 from pcache import _config
+from pcache._signing import Signer
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -104,7 +103,7 @@ def test_working_set_is_saved_in_first_use_order(tmp_path):
 def _entries(db):
     con = sqlite3.connect(db)
     try:
-        return con, con.execute("SELECT key, extra FROM entries").fetchall()
+        return con, con.execute("SELECT key, extra, raw_size FROM entries").fetchall()
     except Exception:
         con.close()
         raise
@@ -114,16 +113,20 @@ def test_tampered_load_parameters_are_not_preloaded(tmp_path, reference):
     _cold(tmp_path)
     con, rows = _entries(tmp_path / "store" / "store.db")
     with con:
-        for key, extra in rows:
+        for key, extra, _ in rows:
             e = json.loads(extra)
             e["load"]["tuple_args"] = not e["load"]["tuple_args"]  # without re-signing
             con.execute("UPDATE entries SET extra = ? WHERE key = ?", (json.dumps(e), key))
     con.close()
-    warm = _warm(tmp_path)
+    # The head HMAC covers the load parameters: an edited entry is never read, by
+    # the preload thread or by a lookup; it is removed and compiled again.
+    warm = _warm(tmp_path, JAX_PCACHE_RAISE_ERRORS="0")
     st = warm["stats"]
-    assert warm["compiles"] == 0 and warm["digests"] == reference
-    assert st["preloaded"] == 0 and st["disk_hits"] == len(rows)
-    assert st["errors"] == 0
+    assert warm["compiles"] == len(rows) and warm["digests"] == reference
+    assert st["preloaded"] == 0 and st["disk_hits"] == 0
+    assert st["error_causes"] == {"load entry": len(rows)}
+    again = _warm(tmp_path)  # the recompiled entries are sound
+    assert again["compiles"] == 0 and again["stats"]["disk_hits"] == len(rows)
 
 
 def _resign(root, change):
@@ -132,15 +135,10 @@ def _resign(root, change):
     secret = (root / "secret.key").read_bytes()
     con, rows = _entries(root / "store" / "store.db")
     with con:
-        for key, extra in rows:
+        for key, extra, raw_size in rows:
             e = json.loads(extra)
             change(e["load"])
-            text = json.dumps(e["load"], sort_keys=True, separators=(",", ":"))
-            e["load_hmac"] = hmac.new(
-                secret,
-                b"pcache-load-params\0" + key.encode() + b"\0" + text.encode(),
-                hashlib.sha256,
-            ).hexdigest()
+            e["head_hmac"] = Signer(secret, root / "secret.key").head(key, raw_size, e["load"])
             con.execute("UPDATE entries SET extra = ? WHERE key = ?", (json.dumps(e), key))
     con.close()
     return len(rows)

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import gc
-import hashlib
-import hmac
-import json
 import os
 import pickle
 import threading
@@ -17,8 +14,8 @@ import pytest
 
 import pcache
 import store
-from pcache._cache import SIGNED_EXTRA
 from pcache._jax import jax_version
+from pcache._signing import Signer
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 _COUNT = {"n": 0}
@@ -192,15 +189,11 @@ def test_corrupt_entry_degrades_to_compile_with_one_warning(tmp_path, caplog):
         # Valid HMAC over garbage: only possible for someone holding the secret, so
         # this simulates a bug or a bad executable rather than an attack.
         garbage = b"\x00" * 4096
-        secret = (path / "secret.key").read_bytes()
+        signer = Signer((path / "secret.key").read_bytes(), path / "secret.key")
         with store.Store(path / "store") as s:
-            extra = s.entry(key).extra
-        signed = json.dumps({k: extra.get(k) for k in SIGNED_EXTRA}, sort_keys=True,
-                            separators=(",", ":")).encode()  # fmt: skip
-        tag = hmac.new(
-            secret, key.encode() + b"\0" + signed + b"\0" + garbage, hashlib.sha256
-        ).hexdigest()
-        _replace_value(path, key, garbage, hmac_tag=tag)
+            entry = s.entry(key)
+            sealed = signer.seal(key, garbage, entry.extra)
+            s.put(key, garbage, meta={"function_name": entry.function_name, "extra": sealed})
         pcache.enable(path, raise_errors=False)
         with caplog.at_level("WARNING", logger="pcache"):
             got = np.asarray(jax.jit(lambda v: jnp.cos(v) * 3.0)(x))

@@ -82,27 +82,107 @@ def test_flipped_byte_side_file_is_detected(tmp_path):
         assert len(s) == 1 and s.verify().ok
 
 
-def test_corrupt_page_raises_corrupt_error(tmp_path):
-    with Store(tmp_path) as s:
-        for i in range(300):
-            s.put(f"key-{i}", os.urandom(500), meta={"function_name": "f" * 50})
-    db = tmp_path / "store.db"
+def _smash_pages(db: Path) -> None:
     data = bytearray(db.read_bytes())
     page = int.from_bytes(data[16:18], "big")
     # Smash every page after the first (the header stays valid): tables, indexes.
     for off in range(page, len(data), page):
         data[off : off + 64] = b"\xa5" * 64
     db.write_bytes(bytes(data))
+
+
+def _fill(path: Path, n: int = 300) -> None:
+    with Store(path) as s:
+        for i in range(n):
+            s.put(f"key-{i}", os.urandom(500), meta={"function_name": "f" * 50})
+
+
+def _assert_replaced(path: Path, original: bytes, kept: int = 0) -> None:
+    """The damaged database was moved aside intact, and the store works on a new one
+    (holding the ``kept`` entries written after the replacement)."""
+    (aside,) = path.glob("store.db.damaged-*[0-9]")
+    assert aside.read_bytes() == original
+    with Store(path) as s:
+        assert len(s) == kept and s.get("key-7") is None
+        s.put("new", b"v", meta={})
+        assert s.get("new") == b"v" and s.verify().ok
+
+
+def test_corrupt_page_raises_corrupt_error_without_repair(tmp_path):
+    _fill(tmp_path)
+    _smash_pages(tmp_path / "store.db")
+    before = (tmp_path / "store.db").read_bytes()
     with pytest.raises(StoreCorruptError):
-        with Store(tmp_path) as s:
+        with Store(tmp_path, repair=False) as s:
             list(s.entries())
             s.get("key-7")
+    assert (tmp_path / "store.db").read_bytes() == before
+
+
+def test_corrupt_pages_are_moved_aside_with_one_warning(tmp_path):
+    _fill(tmp_path)
+    _smash_pages(tmp_path / "store.db")
+    before = (tmp_path / "store.db").read_bytes()
+    with pytest.warns(StoreCorruptionWarning, match="moved it aside") as caught:
+        with Store(tmp_path) as s:
+            assert s.get("key-7") is None
+            assert list(s.entries()) == []
+    assert len([w for w in caught if w.category is StoreCorruptionWarning]) == 1
+    _assert_replaced(tmp_path, before)
+
+
+def test_database_truncated_mid_run_is_replaced(tmp_path):
+    """Truncated while a store has it open: the first read that meets a missing page
+    replaces it (every later run then starts from a sound, empty store)."""
+    _fill(tmp_path, 2000)
+    with Store(tmp_path) as s:
+        assert s.get("key-1999") is not None
+        db = tmp_path / "store.db"
+        with open(db, "r+b") as f:
+            f.truncate(db.stat().st_size // 3)
+        before = db.read_bytes()
+        with pytest.warns(StoreCorruptionWarning, match="damaged"):
+            for i in range(2000):
+                s.get(f"key-{i}")
+        s.put("after", b"x", meta={})
+        assert s.get("after") == b"x"
+    _assert_replaced(tmp_path, before, kept=1)
 
 
 def test_not_a_sqlite_file(tmp_path):
     (tmp_path / "store.db").write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreCorruptError):
-        Store(tmp_path)
+        Store(tmp_path, repair=False)
+    with pytest.warns(StoreCorruptionWarning, match="moved it aside"):
+        Store(tmp_path).close()
+    _assert_replaced(tmp_path, b"this is not a database" * 100)
+
+
+def test_garbage_in_the_meta_table_is_tolerated(tmp_path):
+    with Store(tmp_path) as s:
+        s.put("k", b"v", meta={})
+    con = sqlite3.connect(tmp_path / "store.db")
+    with con:
+        con.execute("UPDATE meta SET value = 'not a time' WHERE name = 'last_sweep'")
+        con.execute("UPDATE totals SET stored_bytes = 'x', entries = -3")
+        con.execute("INSERT OR REPLACE INTO counters (name, value) VALUES ('hits', 'lots')")
+    con.close()
+    with Store(tmp_path, max_bytes=10**6) as s:
+        assert s.get("k") == b"v" and len(s) == 1
+        st = s.stats()
+        assert st["stored_bytes"] == 1 and isinstance(st["hits"], int)
+        s.put("k2", b"w" * 100, meta={})
+
+
+@pytest.mark.parametrize("version", [-5, SCHEMA_VERSION + 1000])
+def test_impossible_schema_version_is_replaced(tmp_path, version):
+    con = sqlite3.connect(tmp_path / "store.db")
+    con.execute("CREATE TABLE other (x)")
+    con.execute(f"PRAGMA user_version = {version}")
+    con.close()
+    with pytest.warns(StoreCorruptionWarning, match="impossible schema version"):
+        Store(tmp_path).close()
+    assert len(list(tmp_path.glob("store.db.damaged-*[0-9]"))) == 1
 
 
 def test_foreign_sqlite_database_is_refused(tmp_path):
@@ -111,7 +191,13 @@ def test_foreign_sqlite_database_is_refused(tmp_path):
     con.commit()
     con.close()
     with pytest.raises(StoreCorruptError, match="not a pcache store"):
-        Store(tmp_path)
+        Store(tmp_path, repair=False)
+    with pytest.warns(StoreCorruptionWarning, match="not a pcache store"):
+        Store(tmp_path).close()
+    (aside,) = tmp_path.glob("store.db.damaged-*[0-9]")
+    assert sqlite3.connect(aside).execute("SELECT name FROM sqlite_master").fetchall() == [
+        ("mine",)
+    ]
 
 
 def test_older_schema_migrates(tmp_path):
