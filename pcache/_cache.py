@@ -1,5 +1,10 @@
 """The cache runtime: memory tier, store tier, single-flight, stats and error policy.
 
+Entry signing lives in `pcache._signing` and the cross-process locks (with their
+heartbeat) in `pcache._flight`; both are JAX-free. A store that cannot be written
+is used read-only (hits only, ``writes_skipped`` counted), one that cannot be used
+at all is replaced by `NoStore` (memory tier only), each with one logged warning.
+
 No JAX internals here (only the public `jax.monitoring`): `pcache._jax` (the only module that touches JAX internals) asks
 this module for executables by key and hands it closures that compile, serialize
 and deserialize. Everything here degrades to "compile normally": a failure of the

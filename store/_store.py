@@ -36,6 +36,17 @@ wait several times ``timeout``.  Our loop gives one deadline per operation.
 The file lock ``store.lock`` (filelock) is used only where SQLite cannot
 serialize: schema creation/migration and gc (orphan sweeping, vacuum).
 
+Faults.  Nothing a row says is trusted: every value read is type- and
+range-checked (a bad row is a corrupt entry, removed), no value claiming more
+than ``max_value_size`` is read, a side file or inline blob is read only when its
+size is the recorded one, and a zstd frame whose header claims another size than
+the row is refused before anything is inflated.  Corrupt entries are reported
+once per cause.  A database SQLite calls corrupt (confirmed by ``quick_check``)
+is moved aside as ``store.db.damaged-*`` and replaced by an empty one, unless
+``repair=False``; a newer schema is never touched.  A store that cannot be
+written (a read-only mount, a full disk) opens read-only: gets work, writes
+raise StoreReadOnlyError, hits are not counted.
+
 Coalescing.  Hits and ``last_used`` are buffered in memory and written in one
 transaction when a threshold or interval passes (checked on each call), at
 any other write (piggybacked), at ``close()``, and at interpreter exit.  So a
