@@ -106,6 +106,8 @@ EDITS = {
     "extra not json": "UPDATE entries SET extra = '{not json'",
     "codec number": "UPDATE entries SET codec = 7",
     "side-file name": "UPDATE entries SET file = '../../secret.key'",
+    "raw_size 3 GB": "UPDATE entries SET raw_size = 3000000000",
+    "stored_size 5 GB": "UPDATE entries SET stored_size = 5000000000",
 }
 
 
@@ -119,6 +121,7 @@ def test_edited_metadata_never_reaches_the_program(warm, stock, edit):
     assert r.exit_code == 1 and r.output.count("corrupt: ") == N, r.output
     out = run(warm)
     assert_clean(out, stock, compiles=N)  # removed and compiled again
+    assert out["vmhwm_kib"] < stock["vmhwm_kib"] + 200 * 1024  # nothing sized by the row
     assert run(warm)["compiles"] == 0  # and stored again, soundly
     assert cli_run("--dir", str(warm), "verify").exit_code == 0
 
