@@ -242,7 +242,7 @@ class Runtime:
         """The store, read-only where it cannot be written; where it cannot be used at
         all (a newer pcache's database, a directory we may not read), none: the
         memory tier still works, and the reason is logged once."""
-        import store  # JAX-free; imported here so `import pcache` stays light
+        from pcache import store  # JAX-free; imported here so `import pcache` stays light
 
         try:
             st = store.Store(where, max_bytes=max_disk_bytes, report=self._store_report)
@@ -526,7 +526,7 @@ class Runtime:
                 self.signer.check(digest, raw, entry.extra)
             except IntegrityError:
                 # Damaged bytes fail the HMAC too; say which it is.
-                from store import StoreCorruptionWarning, checksum_matches
+                from pcache.store import StoreCorruptionWarning, checksum_matches
 
                 if not checksum_matches(raw, entry.checksum):
                     self._store_report(

@@ -43,7 +43,7 @@ from pcache._config import (
     parse_age,
     parse_size,
 )
-from store import (
+from pcache.store import (
     Store,
     StoreCorruptError,
     StoreError,

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from store import Store
+from pcache.store import Store
 
 KB = 1024
 MB = 1024 * 1024

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 
-from store import Store
+from pcache.store import Store
 
 
 def _mb(n: int) -> str:

@@ -1,6 +1,6 @@
 """pcache's persistent tier: a multi-process SQLite + side-file store for compiled executables.
 
->>> from store import Store
+>>> from pcache.store import Store
 >>> with Store("/tmp/cache", max_bytes=2**30) as s:          # doctest: +SKIP
 ...     s.put("key", b"bytes", meta={"backend": "cpu", "compile_seconds": 1.5})
 ...     s.get("key")

@@ -19,7 +19,9 @@ _SECTION = re.compile(r"^-- @section (.+?)\s*$", re.MULTILINE)
 @cache
 def sections() -> dict[str, str]:
     """The named sections of store.sql: ``"create"`` and ``"migrate N"`` for each step."""
-    text = importlib.resources.files("store.schemas").joinpath("store.sql").read_text("utf-8")
+    text = (
+        importlib.resources.files(f"{__package__}.schemas").joinpath("store.sql").read_text("utf-8")
+    )
     parts = _SECTION.split(text)
     # parts = [preamble, name1, body1, name2, body2, ...]
     out = {name: body for name, body in zip(parts[1::2], parts[2::2], strict=True)}

@@ -111,7 +111,7 @@ def build_v1_store(directory: str, values: dict[str, bytes]) -> None:
 
 def mixed_worker(directory: str, worker: int, ops: int, seed: int) -> dict:
     """``ops`` random put/get/delete/gc on 40 shared keys; checks every value read."""
-    from store import Store
+    from pcache.store import Store
 
     rng = random.Random(seed)
     counts = {"put": 0, "get": 0, "hit": 0, "delete": 0, "gc": 0}
@@ -140,7 +140,7 @@ def mixed_worker(directory: str, worker: int, ops: int, seed: int) -> dict:
 
 def _crash_writer(directory: str, seed: int) -> None:
     """Put/overwrite/delete forever; the test SIGKILLs us at a random moment."""
-    from store import Store
+    from pcache.store import Store
 
     rng = random.Random(seed)
     s = Store(directory, inline_threshold=8 * 1024, max_bytes=4 * 2**20)
@@ -184,8 +184,7 @@ def _hold_file_lock(directory: str, seconds: float) -> None:
 def _as_nobody(action: str, directory: str) -> None:
     """Drop root, then try to use a store we may not write; print the outcome."""
     import filelock  # noqa: F401  (import everything first: the install may be root-only)
-
-    from store import Store, StoreError
+    from pcache.store import Store, StoreError
 
     os.setgid(65534)
     os.setuid(65534)
@@ -203,7 +202,7 @@ def _fsize_limited_put(directory: str, limit: int, size: int) -> None:
     import resource
     import signal
 
-    from store import Store, StoreError
+    from pcache.store import Store, StoreError
 
     s = Store(directory, inline_threshold=1024)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of being killed

@@ -28,13 +28,13 @@ import pytest
 import referencing
 import referencing.jsonschema
 from click.testing import CliRunner
+from pcache.store import INLINE_THRESHOLD, Store
 
 import pcache
 from pcache._config import AGE_FORMS, ENV_VARS, SIZE_FORMS
 from pcache.cli import SORT_FIELDS, cli
-from store import INLINE_THRESHOLD, Store
 
-SCHEMAS = importlib.resources.files("store.schemas")  # the schemas/ folder, as shipped
+SCHEMAS = importlib.resources.files("pcache.store.schemas")  # the schemas/ folder, as shipped
 NOW = time.time()
 
 
@@ -632,7 +632,7 @@ def test_installed_command(cache: Path, command: list[str]) -> None:
 WRITER = textwrap.dedent(
     """
     import hashlib, json, os, sys, time
-    from store import INLINE_THRESHOLD, Store
+    from pcache.store import INLINE_THRESHOLD, Store
 
     directory, n, stop, result = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     put = {}

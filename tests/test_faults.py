@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 import zstandard
 from click.testing import CliRunner
+from pcache.store import Store
 
 from pcache.cli import cli
-from store import Store
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -341,7 +341,7 @@ def test_damaged_database_is_moved_aside_and_replaced(warm, stock, damage):
 
 
 def test_newer_database_is_left_untouched(warm, stock):
-    from store import SCHEMA_VERSION
+    from pcache.store import SCHEMA_VERSION
 
     sql(warm, f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     before = (warm / "store" / "store.db").read_bytes()

@@ -92,7 +92,7 @@ def _user_primitive(scale: float):
 def test_user_lowering_rules_are_never_persisted(cache):
     # The key names a primitive, not its lowering rule. A rule from user code may
     # change between runs under the same jaxpr, so such programs stay in memory.
-    import store
+    from pcache import store
 
     prim = _user_primitive(3.0)
     x = jax.device_put(np.arange(4.0, dtype=np.float32))

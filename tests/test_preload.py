@@ -20,8 +20,7 @@ import pytest
 from test_jit_cache import run_prog
 
 import pcache
-import store
-from pcache import _config
+from pcache import _config, store
 from pcache._signing import Signer
 
 pytestmark = pytest.mark.timeout(600)

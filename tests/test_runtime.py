@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import pcache
-import store
+from pcache import store
 from pcache._jax import jax_version
 from pcache._signing import Signer
 

@@ -12,8 +12,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from store import Entry, Store, StoreError
+from pcache.store import Entry, Store, StoreError
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -80,7 +79,7 @@ def test_metadata_round_trip_and_schema(store):
     assert e.hits == 0 and e.created == e.last_used
     d = e.to_dict()
     json.dumps(d)
-    schema = json.loads(files("store.schemas").joinpath("entry.schema.json").read_text())
+    schema = json.loads(files("pcache.store.schemas").joinpath("entry.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate(d, schema)
     assert set(d) == set(schema["properties"])
@@ -221,7 +220,7 @@ def test_threads_share_a_store(tmp_path):
 
 _FORK_SCRIPT = """
 import os, sys
-from store import Store
+from pcache.store import Store
 s = Store(sys.argv[1])
 s.put("k", b"parent", meta={})
 s.get("k")  # a pending hit the child must not re-flush

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 import store_helpers
-
-from store import Store
+from pcache.store import Store
 
 HELPER = Path(store_helpers.__file__)
 

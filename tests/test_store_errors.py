@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 import store_helpers
-
-from store import (
+from pcache.store import (
     SCHEMA_VERSION,
     Store,
     StoreCorruptError,

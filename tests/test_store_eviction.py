@@ -7,8 +7,7 @@ import random
 import sqlite3
 
 import pytest
-
-from store import POLICIES, Store
+from pcache.store import POLICIES, Store
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -7,9 +7,8 @@ import time
 
 import pytest
 import store_helpers
-
-from store import SCHEMA_VERSION, Store
-from store import _store as store_mod
+from pcache.store import SCHEMA_VERSION, Store
+from pcache.store import _store as store_mod
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -123,7 +122,7 @@ def test_v1_and_v2_stores_migrate_to_the_current_schema(tmp_path):
 
 
 def test_unverified_read_leaves_the_checksum_to_the_caller(tmp_path):
-    from store import checksum_matches
+    from pcache.store import checksum_matches
 
     value = bytes(range(256)) * 4  # stored as zstd; make it identity to flip a byte
     with Store(tmp_path) as s:
