@@ -270,10 +270,6 @@ class _Ctx:
         "persistent",
         "allow_local",
         "text",
-        "hoisted",
-        "hoist_val_ids",
-        "hoist_lit_ids",
-        "saw_hoisted",
         "call_memo",
         "depth",
         "arrays",
@@ -282,14 +278,10 @@ class _Ctx:
         "volatile",
     )
 
-    def __init__(self, *, text: bool = False, hoisted: bool = False) -> None:
+    def __init__(self, *, text: bool = False) -> None:
         self.persistent = True
         self.allow_local = False  # True while encoding a callback primitive's params
         self.text = text
-        self.hoisted = hoisted
-        self.hoist_val_ids: dict[int, int] = {}
-        self.hoist_lit_ids: dict[int, int] = {}
-        self.saw_hoisted = False
         self.call_memo: dict[int, tuple[Any, str]] = {}
         self.depth = 0
         # What the jaxpr being digested rests on (see _JaxprMemo): numpy arrays with
@@ -824,15 +816,8 @@ def _enc_effects(effs: Any, names: dict, ctx: _Ctx) -> str:
 def _enc_literal(lit: Any, ctx: _Ctx) -> str:
     val = lit.val
     aval_e = _enc_aval(lit.aval, ctx)
-    if ctx.hoisted and _jax.is_hoistable_literal(val):
-        # Lowering passes this literal as an executable argument (jaxpr_const_args),
-        # so its value is not in the program; which literals share an argument is.
-        # JAX de-duplicates by id of the Literal (top level) and by id of the value
-        # (sub-jaxprs), so record both sharing patterns. See jaxpr_fingerprint.
-        ctx.saw_hoisted = True
-        vi = ctx.hoist_val_ids.setdefault(id(val), len(ctx.hoist_val_ids))
-        li = ctx.hoist_lit_ids.setdefault(id(lit), len(ctx.hoist_lit_ids))
-        return f"hoisted({vi},{li}):{aval_e}"
+    # Every literal is keyed by its content, even one that lowering hoists into an
+    # executable argument (jax_use_simplified_jaxpr_constants): over-keying is safe.
     t = type(val)
     if t is bool or t is int or t is float or t is complex:
         v = _EXACT[t](val, ctx)
@@ -954,31 +939,28 @@ def _digest_jaxpr(obj: Any, jaxpr: Any, consts: Any, ctx: _Ctx) -> str:
     """
     got = ctx.call_memo.get(id(obj))
     if got is not None and got[0] is obj:
-        _, hexd, persistent, saw, volatile, arrays, rules = got
+        _, hexd, persistent, volatile, arrays, rules = got
     else:
         memo = _JAXPR_MEMO.get(obj)
         if memo is not None and memo.valid():
-            hexd, persistent, saw, volatile = memo.hexd, memo.persistent, False, False
+            hexd, persistent, volatile = memo.hexd, memo.persistent, False
             arrays, rules = memo.arrays, memo.rules
         else:
-            saved = (ctx.saw_hoisted, ctx.persistent, ctx.volatile, ctx.arrays, ctx.rules)
-            ctx.saw_hoisted, ctx.persistent, ctx.volatile = False, True, False
+            saved = (ctx.persistent, ctx.volatile, ctx.arrays, ctx.rules)
+            ctx.persistent, ctx.volatile = True, False
             ctx.arrays, ctx.rules = [], {}
             try:
                 lines = _jaxpr_lines(jaxpr, consts, ctx)
                 hexd = hashlib.sha256("\n".join(lines).encode()).hexdigest()
-                persistent, saw, volatile = ctx.persistent, ctx.saw_hoisted, ctx.volatile
+                persistent, volatile = ctx.persistent, ctx.volatile
                 arrays, rules = tuple(ctx.arrays), tuple(ctx.rules.items())
             finally:
-                (ctx.saw_hoisted, ctx.persistent, ctx.volatile, ctx.arrays, ctx.rules) = saved
-            # A digest that numbers hoisted literals depends on what else the walk
-            # saw, so only the hoisting-free ones are reusable across calls; one over
-            # a mutable container cannot be revalidated cheaply, so it is not kept.
-            if not saw and not volatile:
+                (ctx.persistent, ctx.volatile, ctx.arrays, ctx.rules) = saved
+            # One over a mutable container cannot be revalidated cheaply: not kept.
+            if not volatile:
                 _JAXPR_MEMO.put(obj, _JaxprMemo.make(hexd, persistent, arrays, dict(rules)))
-        ctx.call_memo[id(obj)] = (obj, hexd, persistent, saw, volatile, arrays, rules)
+        ctx.call_memo[id(obj)] = (obj, hexd, persistent, volatile, arrays, rules)
     ctx.persistent = ctx.persistent and persistent
-    ctx.saw_hoisted = ctx.saw_hoisted or saw
     ctx.volatile = ctx.volatile or volatile
     ctx.arrays.extend(arrays)
     ctx.rules.update(rules)
@@ -993,17 +975,14 @@ def _as_jaxpr(closed_jaxpr: Any) -> tuple[Any, Any]:
     raise TypeError(f"expected a ClosedJaxpr or Jaxpr, got {type(closed_jaxpr).__name__}")
 
 
-def jaxpr_fingerprint(closed_jaxpr: Any, *, hoisted_consts: bool = False) -> JaxprDigest:
+def jaxpr_fingerprint(closed_jaxpr: Any) -> JaxprDigest:
     """Digest of the canonical form of ``closed_jaxpr``, and whether it may be persisted.
 
-    ``hoisted_consts``: set True only when lowering will pass hoistable literals
-    (non-scalar array Literals above ``jax_embedded_constants_max_bytes``) as
-    executable arguments, i.e. at the seam when ``num_const_args > 0``. Those
-    literals are then keyed by aval and sharing pattern, not by value. With the
-    default False every literal is keyed by content, which is always safe.
+    Every literal is keyed by its content (also those lowering hoists into
+    executable arguments), which is always safe.
     """
     jaxpr, consts = _as_jaxpr(closed_jaxpr)
-    ctx = _Ctx(hoisted=hoisted_consts)
+    ctx = _Ctx()
     try:
         hexd = _digest_jaxpr(closed_jaxpr, jaxpr, consts, ctx)
     except _Unknown as e:  # e.g. an aval of an extended dtype the encoder does not know
@@ -1012,18 +991,18 @@ def jaxpr_fingerprint(closed_jaxpr: Any, *, hoisted_consts: bool = False) -> Jax
     return JaxprDigest(d, ctx.persistent)
 
 
-def jaxpr_digest(closed_jaxpr: Any, *, hoisted_consts: bool = False) -> bytes:
+def jaxpr_digest(closed_jaxpr: Any) -> bytes:
     """32-byte digest of the canonical form (see ``jaxpr_fingerprint``).
 
     Callers that persist must use ``jaxpr_fingerprint`` to learn whether they may.
     """
-    return jaxpr_fingerprint(closed_jaxpr, hoisted_consts=hoisted_consts).digest
+    return jaxpr_fingerprint(closed_jaxpr).digest
 
 
-def canonical_text(closed_jaxpr: Any, *, hoisted_consts: bool = False) -> str:
+def canonical_text(closed_jaxpr: Any) -> str:
     """The canonical form as text: equal texts <=> equal digests."""
     jaxpr, consts = _as_jaxpr(closed_jaxpr)
-    ctx = _Ctx(text=True, hoisted=hoisted_consts)
+    ctx = _Ctx(text=True)
     try:
         return "\n".join(_jaxpr_lines(jaxpr, consts, ctx)) + "\n"
     except _Unknown as e:

@@ -164,13 +164,11 @@ def _jaxpr_fingerprint(ctx: _LowerCtx):
     """The digest of the jaxpr `lower_sharding_computation` was given (before JAX's
     DCE and ref discharge, which are deterministic functions of it and of the keyed
     `keep_unused`). Computed once per lowering: `_pjit_lower_wrapper` hands over the
-    digest it already took for its own memo.
-
-    Literals are keyed by content even where lowering hoists them into arguments
-    (over-keying is safe; keying hoisted literals by aval is not tested yet).
+    digest it already took for its own memo. Literals are keyed by content, also
+    where lowering hoists them into arguments (over-keying is safe).
     """
     if ctx.jaxpr_digest is None:
-        ctx.jaxpr_digest = _canon_module().jaxpr_fingerprint(ctx.jaxpr, hoisted_consts=False)
+        ctx.jaxpr_digest = _canon_module().jaxpr_fingerprint(ctx.jaxpr)
     return ctx.jaxpr_digest
 
 
@@ -1684,16 +1682,6 @@ AxisEnv = _canon_core.AxisEnv
 # XLA_FLAGS that JAX's own persistent cache leaves out of its key (dump/debug flags).
 xla_flags_to_exclude_from_cache_key = _canon_cache_key.xla_flags_to_exclude_from_cache_key
 xla_flag_prefixes = _canon_cache_key.get_flag_prefixes
-
-
-def is_hoistable_literal(val) -> bool:
-    """Mirror of core.is_hoistable for a Literal value (reads the live config)."""
-    if _v09():  # 0.9 (core.jaxpr_const_args): every non-scalar literal is hoisted
-        return np.ndim(val) > 0
-    return (
-        np.ndim(val) > 0
-        and getattr(val, "nbytes", 4) > _canon_config.embedded_constants_max_bytes.value
-    )
 
 
 def trace_context_items() -> list[tuple[str, object]]:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
 
-__all__ = ["CacheKey", "KeyBuilder"]
+__all__ = ["CacheKey"]
 
 _KEY_DOMAIN = b"pcache-key-1\n"
 
@@ -53,60 +52,3 @@ class CacheKey:
         mine, theirs = dict(self.parts), dict(other.parts)
         names = [n for n, _ in self.parts] + [n for n, _ in other.parts if n not in mine]
         return [n for n in names if mine.get(n) != theirs.get(n)]
-
-
-class KeyBuilder:
-    """Builds a CacheKey part by part.
-
-    ``add(name, data)``: ``data`` is canonical bytes (hashed) or a 32-byte digest
-    (used as is; pass ``digest=True``). ``add_value(name, obj)`` canonicalizes ``obj``
-    (``_canon.value_digest``). ``add_jaxpr(name, closed_jaxpr)`` adds the jaxpr digest
-    and takes over its ``persistent`` flag.
-    """
-
-    def __init__(self) -> None:
-        self._parts: list[tuple[str, str]] = []
-        self._names: set[str] = set()
-        self.persistent = True
-
-    def _put(self, name: str, hexd: str) -> None:
-        if name in self._names:
-            raise ValueError(f"duplicate key part {name!r}")
-        self._names.add(name)
-        self._parts.append((name, hexd))
-
-    def add(self, name: str, data: bytes | str, *, digest: bool = False) -> KeyBuilder:
-        if isinstance(data, str):
-            data = data.encode()
-        if digest:
-            if len(data) != 32:
-                raise ValueError("a digest must be 32 bytes")
-            self._put(name, data.hex())
-        else:
-            self._put(name, hashlib.sha256(data).hexdigest())
-        return self
-
-    def add_value(self, name: str, obj: Any) -> KeyBuilder:
-        from pcache._canon import value_digest
-
-        self._put(name, value_digest(obj).hex())
-        return self
-
-    def add_jaxpr(
-        self, name: str, closed_jaxpr: Any, *, hoisted_consts: bool = False
-    ) -> KeyBuilder:
-        from pcache._canon import jaxpr_fingerprint
-
-        fp = jaxpr_fingerprint(closed_jaxpr, hoisted_consts=hoisted_consts)
-        self._put(name, fp.digest.hex())
-        if not fp.persistent:
-            self.persistent = False
-        return self
-
-    def mark_local(self) -> KeyBuilder:
-        """The key involves process-local objects: memory tier only."""
-        self.persistent = False
-        return self
-
-    def build(self) -> CacheKey:
-        return CacheKey(tuple(self._parts), self.persistent)

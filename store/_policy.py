@@ -47,7 +47,7 @@ POLICIES: dict[str, Policy] = {
         Policy("fifo", "created", "oldest put first"),
         Policy(
             "cost",
-            "(last_used / 86400.0 + cost_log)",
+            f"(last_used / {HALF_LIFE!r} + cost_log)",
             "lowest compile-seconds-saved per stored byte, aged by a 1-day half-life, first",
         ),
     )

@@ -120,3 +120,14 @@ def test_gc_gives_disk_space_back(tmp_path):
         res = s.gc(max_bytes=0)
         assert len(s) == 0 and len(res.removed) == 40
         assert res.disk_bytes_after < res.disk_bytes_before / 5, res
+
+
+def test_cost_policy_orders_by_the_indexed_expression():
+    """The cost policy's ORDER BY is spelled from HALF_LIFE; store.sql's index must
+    be on the same expression, or eviction scans the table."""
+    from pcache.store import _schema
+    from pcache.store._policy import HALF_LIFE, POLICIES
+
+    assert HALF_LIFE == 86400.0
+    expr = POLICIES["cost"].order_by
+    assert f"entries_cost ON entries ({expr})" in _schema.sections()["create"]
