@@ -17,9 +17,7 @@ logger = logging.getLogger("pcache")
 
 _LOCK = threading.RLock()
 _RUNTIME: Runtime | None = None
-_UNSET: Any = object()
-DEFAULT_LOCK_TIMEOUT = 600.0
-DEFAULT_LOCK_STALE = 30.0
+_UNSET: Any = _config._UNSET
 
 
 def enable(
@@ -63,52 +61,30 @@ def enable(
 
     Calling it again replaces the previous configuration.
     """
+    settings = _config.Settings.resolve(
+        path,
+        max_disk_bytes=max_disk_bytes,
+        max_memory_bytes=max_memory_bytes,
+        raise_errors=raise_errors,
+        lock_timeout=lock_timeout,
+        lock_stale=lock_stale,
+        explain=explain,
+        preload=preload,
+        check=check,
+    )
+    return _enable(settings)
+
+
+def _enable(settings: _config.Settings) -> Path:
     global _RUNTIME
-    env = _config.read_env()
-    if max_disk_bytes is _UNSET:
-        max_disk_bytes = env.max_disk if env.max_disk is not None else _config.DEFAULT_MAX_DISK
-    if max_memory_bytes is _UNSET:
-        max_memory_bytes = (
-            env.max_memory if env.max_memory is not None else _config.DEFAULT_MAX_MEMORY
-        )
-    if max_disk_bytes is not None:
-        max_disk_bytes = _config.parse_size(max_disk_bytes)
-    max_memory_bytes = (
-        _config.parse_size(max_memory_bytes) if max_memory_bytes is not None else 1 << 62
-    )
-    timeout = (
-        _config.parse_age(lock_timeout)
-        if lock_timeout is not None
-        else (env.lock_timeout if env.lock_timeout is not None else DEFAULT_LOCK_TIMEOUT)
-    )
-    stale = (
-        _config.parse_age(lock_stale)
-        if lock_stale is not None
-        else (env.lock_stale if env.lock_stale is not None else DEFAULT_LOCK_STALE)
-    )
-    directory = Path(path).expanduser() if path is not None else _config.default_cache_dir()
     from pcache import _jax
 
     with _LOCK:
         _disable_locked()
-        rt = Runtime(
-            directory.resolve(),
-            max_disk_bytes=max_disk_bytes,
-            max_memory_bytes=max_memory_bytes,
-            raise_errors=env.raise_errors if raise_errors is None else raise_errors,
-            lock_timeout=timeout,
-            lock_stale=stale,
-            explain=env.explain if explain is None else explain,
-            check=env.check if check is None else check,
-            preload=_config.parse_count(
-                preload
-                if preload is not None
-                else (env.preload if env.preload is not None else _config.DEFAULT_PRELOAD)
-            ),
-        )
+        rt = Runtime(settings)
         _jax.install(rt)
         _RUNTIME = rt
-    logger.debug("pcache enabled at %s", directory)
+    logger.debug("pcache enabled at %s", settings.path)
     return rt.path
 
 
@@ -148,29 +124,16 @@ def is_enabled() -> bool:
 def enabled(path: str | Path | None = None, **kwargs: Any) -> Iterator[Path]:
     """``with pcache.enabled(path): ...`` enables the cache for a scope."""
     with _LOCK:
-        previous = _RUNTIME
-        prev_conf = None
-        if previous is not None:
-            prev_conf = dict(
-                path=previous.path,
-                max_disk_bytes=previous.store.max_bytes,
-                max_memory_bytes=previous.memory.max_bytes,
-                raise_errors=previous.raise_errors,
-                lock_timeout=previous.lock_timeout,
-                lock_stale=previous.lock_stale,
-                explain=previous.explain,
-                preload=previous.preload_limit,
-                check=previous.check_mode,
-            )
+        previous = _RUNTIME.settings if _RUNTIME is not None else None
         where = enable(path, **kwargs)
     try:
         yield where
     finally:
         with _LOCK:
-            if prev_conf is None:
+            if previous is None:
                 _disable_locked()
             else:
-                enable(**prev_conf)
+                _enable(previous)
 
 
 def runtime() -> Runtime | None:

@@ -32,6 +32,7 @@ from typing import Any
 import filelock
 import jax.monitoring
 
+from pcache._config import Layout, Settings
 from pcache._errors import (
     CheckError,
     CorruptEntryError,
@@ -39,10 +40,10 @@ from pcache._errors import (
     PcacheError,
     StaleEntryError,
 )
-from pcache._flight import DEFAULT_STALE, Flight
+from pcache._flight import Flight
 from pcache._key import CacheKey
 from pcache._preload import Preloader, PreloadFn, WorkingSets
-from pcache._signing import ENTRY_FORMAT, SECRET_NAME, SIGNED_EXTRA, Signer, load_secret
+from pcache._signing import ENTRY_FORMAT, SIGNED_EXTRA, Signer, load_secret
 
 logger = logging.getLogger("pcache")
 
@@ -191,27 +192,17 @@ class Compiled:
 class Runtime:
     """One enabled pcache: a directory, its store, the memory tier and the counters."""
 
-    def __init__(
-        self,
-        path: Path,
-        *,
-        max_disk_bytes: int | None,
-        max_memory_bytes: int,
-        raise_errors: bool,
-        lock_timeout: float,
-        explain: bool,
-        preload: int = 0,
-        check: bool = False,
-        lock_stale: float = DEFAULT_STALE,
-    ) -> None:
-        self.path = path
-        self.raise_errors = raise_errors
-        self.lock_timeout = lock_timeout
-        self.lock_stale = lock_stale
-        self.explain = explain
-        self.check_mode = check
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        layout = settings.layout
+        self.path = path = settings.path
+        self.raise_errors = settings.raise_errors
+        self.lock_timeout = settings.lock_timeout
+        self.lock_stale = settings.lock_stale
+        self.explain = settings.explain
+        self.check_mode = settings.check
         self.stats = Stats()
-        self.memory = MemoryTier(max_memory_bytes)
+        self.memory = MemoryTier(settings.max_memory_bytes)
         self._warned: set[str] = set()
         self._warn_lock = threading.Lock()
         self._inflight: dict[str, threading.Lock] = {}
@@ -223,13 +214,12 @@ class Runtime:
         _make_private_dir(path)
         _warn_if_untrusted(path)
         self.signer = Signer(
-            load_secret(path / SECRET_NAME, create=os.access(path, os.W_OK)),
-            path / SECRET_NAME,
+            load_secret(layout.secret, create=os.access(path, os.W_OK)), layout.secret
         )
-        self.store = self._open_store(path / "store", max_disk_bytes)
+        self.store = self._open_store(layout.store, settings.max_disk_bytes)
         self.read_only = self.store.read_only
-        self.flight = self._open_flight(path / LOCKS_SUBDIR)
-        self.preload_limit = preload
+        self.flight = self._open_flight(layout.locks)
+        self.preload_limit = preload = settings.preload
         self.entry_format = ENTRY_FORMAT
         self._preloaders: dict[str, Preloader] = {}  # working-set name -> its preloader
         self._preload_started: set[str] = set()
@@ -740,9 +730,6 @@ class _KeyedLock:
 # ------------------------------------------------------------------- helpers
 
 
-LOCKS_SUBDIR = "locks"
-
-
 def sweep_locks(cache_dir: Path, *, older_than: float = 3600.0, dry_run: bool = False) -> int:
     """Remove single-flight lock files nobody holds, older than ``older_than`` seconds.
 
@@ -751,7 +738,7 @@ def sweep_locks(cache_dir: Path, *, older_than: float = 3600.0, dry_run: bool = 
     its lock, so a live compiler is never disturbed; a waiter that opened the old
     file re-reads the store before compiling, as after any release.
     """
-    locks_dir = Path(cache_dir) / LOCKS_SUBDIR
+    locks_dir = Layout(Path(cache_dir)).locks
     if not locks_dir.is_dir():
         return 0
     cutoff = time.time() - older_than

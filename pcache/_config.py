@@ -2,6 +2,9 @@
 
 Environment variables are read once, validated, and a malformed value raises
 :class:`ConfigError` naming the accepted forms (never silently ignored).
+`Settings.resolve` is the one place an option is decided (argument, then
+environment, then default); `Layout` is the one place the cache directory's
+layout is spelled.
 """
 
 from __future__ import annotations
@@ -114,6 +117,115 @@ def parse_count(text: str | int) -> int:
 DEFAULT_PRELOAD = 256
 DEFAULT_MAX_DISK = 10 * 1000**3
 DEFAULT_MAX_MEMORY = 1024**3
+DEFAULT_LOCK_TIMEOUT = 600.0
+DEFAULT_LOCK_STALE = 30.0
+UNBOUNDED = 1 << 62
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where things live in a cache directory (``$JAX_PCACHE_DIR``)::
+
+    secret.key       the HMAC secret (mode 0600)
+    locks/           single-flight lock and heartbeat files
+    store/           the store: store.db (+ -wal, -shm), store.lock, values/
+    """
+
+    root: Path
+
+    SECRET = "secret.key"
+    LOCKS = "locks"
+    STORE = "store"
+    STORE_DB = "store.db"
+
+    @property
+    def secret(self) -> Path:
+        return self.root / self.SECRET
+
+    @property
+    def locks(self) -> Path:
+        return self.root / self.LOCKS
+
+    @property
+    def store(self) -> Path:
+        return self.root / self.STORE
+
+    @property
+    def store_db(self) -> Path:
+        return self.store / self.STORE_DB
+
+    @classmethod
+    def store_dir_of(cls, directory: Path) -> Path:
+        """The store of ``directory``: ``directory/store`` in a pcache directory,
+        ``directory`` itself when it is a bare store directory."""
+        inner = cls(directory).store
+        if not (directory / cls.STORE_DB).exists() and inner.is_dir():
+            return inner
+        return directory
+
+
+_UNSET: object = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """One enabled pcache's options, each decided once: the argument given to
+    `pcache.enable`, else the ``JAX_PCACHE_*`` variable, else the default."""
+
+    path: Path
+    max_disk_bytes: int | None
+    max_memory_bytes: int
+    raise_errors: bool
+    lock_timeout: float
+    lock_stale: float
+    explain: bool
+    preload: int
+    check: bool
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(self.path)
+
+    @classmethod
+    def resolve(
+        cls,
+        path: str | Path | None = None,
+        *,
+        max_disk_bytes: int | str | None = _UNSET,  # type: ignore[assignment]
+        max_memory_bytes: int | str | None = _UNSET,  # type: ignore[assignment]
+        raise_errors: bool | None = None,
+        lock_timeout: float | str | None = None,
+        lock_stale: float | str | None = None,
+        explain: bool | None = None,
+        preload: int | str | None = None,
+        check: bool | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Settings:
+        env = read_env(environ)
+
+        def pick(arg, from_env, default):
+            if arg is not None and arg is not _UNSET:
+                return arg
+            return from_env if from_env is not None else default
+
+        if max_disk_bytes is _UNSET:
+            max_disk_bytes = pick(None, env.max_disk, DEFAULT_MAX_DISK)
+        if max_memory_bytes is _UNSET:
+            max_memory_bytes = pick(None, env.max_memory, DEFAULT_MAX_MEMORY)
+        directory = Path(path).expanduser() if path is not None else default_cache_dir(environ)
+        return cls(
+            path=directory.resolve(),
+            max_disk_bytes=None if max_disk_bytes is None else parse_size(max_disk_bytes),
+            max_memory_bytes=(
+                UNBOUNDED if max_memory_bytes is None else parse_size(max_memory_bytes)
+            ),
+            raise_errors=bool(pick(raise_errors, env.raise_errors, False)),
+            lock_timeout=parse_age(pick(lock_timeout, env.lock_timeout, DEFAULT_LOCK_TIMEOUT)),
+            lock_stale=parse_age(pick(lock_stale, env.lock_stale, DEFAULT_LOCK_STALE)),
+            explain=bool(pick(explain, env.explain, False)),
+            preload=parse_count(pick(preload, env.preload, DEFAULT_PRELOAD)),
+            check=bool(pick(check, env.check, False)),
+        )
 
 
 @dataclasses.dataclass(frozen=True)

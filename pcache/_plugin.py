@@ -34,19 +34,18 @@ def flag_env_at_backend_start() -> dict[str, str | None]:
 
 def initialize() -> None:
     flag_env_at_backend_start()  # always: keys must name the flags XLA compiles with
-    if not os.environ.get("JAX_PCACHE_DIR"):
+    if not os.environ.get("JAX_PCACHE_DIR"):  # not switched on: pcache stays unimported
         return
-    from pcache import _api
+    from pcache import _api, _config
 
     try:
         _api.enable_from_env()
     except Exception as exc:  # never break the user's program at JAX start-up
-        if os.environ.get("JAX_PCACHE_RAISE_ERRORS", "").strip().lower() in {
-            "1",
-            "true",
-            "yes",
-            "on",
-        }:
+        try:
+            raise_errors = _config.read_env().raise_errors
+        except _config.ConfigError:
+            raise_errors = False
+        if raise_errors:
             raise
         # Logged, not warned: this runs inside the program's first JAX call, where
         # `-W error` would turn a warning into an exception.

@@ -33,7 +33,6 @@ from pcache._errors import IntegrityError, PcacheError, StaleEntryError
 # 3: ``head_hmac`` (signed raw size and load parameters) replaces ``load_hmac``.
 ENTRY_FORMAT = 3
 SIGNED_EXTRA = ("format", "replay")
-SECRET_NAME = "secret.key"
 SECRET_BYTES = 32
 MIN_SECRET_BYTES = 16  # pcache never signs with less: a shorter file was never used
 

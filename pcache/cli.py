@@ -38,6 +38,8 @@ from pcache._config import (
     ENV_VARS,
     SIZE_FORMS,
     ConfigError,
+    Layout,
+    Settings,
     default_cache_dir,
     format_size,
     parse_age,
@@ -53,10 +55,7 @@ from pcache.store import (
     StoreVersionError,
 )
 
-#: A pcache directory keeps its store in ``STORE_SUBDIR`` (see pcache/_cache.py), whose
-#: database is ``STORE_DB`` (the on-disk format, schemas/store.sql).
-STORE_SUBDIR = "store"
-STORE_DB = "store.db"
+STORE_SUBDIR, STORE_DB = Layout.STORE, Layout.STORE_DB  # the layout: pcache._config.Layout
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -128,18 +127,18 @@ def max_size_option(help_text: str) -> Callable:
     )
 
 
-def _limit(max_size: int | None) -> int:
-    """``--max-size``, else ``$JAX_PCACHE_MAX_DISK``, else the default; a malformed
-    variable is a usage error naming it."""
-    if max_size is not None:
-        return max_size
-    raw = os.environ.get("JAX_PCACHE_MAX_DISK", "")
-    if not raw.strip():
-        return DEFAULT_MAX_DISK
+def _settings() -> Settings:
+    """The settings pcache itself would run with here (a malformed variable is a
+    usage error naming it)."""
     try:
-        return parse_size(raw)
+        return Settings.resolve()
     except ConfigError as exc:
-        raise click.UsageError(f"JAX_PCACHE_MAX_DISK: {exc}") from None
+        raise click.UsageError(str(exc)) from None
+
+
+def _limit(max_size: int | None) -> int | None:
+    """``--max-size``, else ``$JAX_PCACHE_MAX_DISK``, else the default."""
+    return max_size if max_size is not None else _settings().max_disk_bytes
 
 
 def json_option(fn: Callable) -> Callable:
@@ -151,10 +150,10 @@ def json_option(fn: Callable) -> Callable:
 
 @dataclasses.dataclass
 class _State:
-    directory: Path | None  # None: default_cache_dir(), resolved when a command runs
+    directory: Path | None  # None: the settings' directory, resolved when a command runs
 
     def resolve(self) -> Path:
-        return self.directory if self.directory is not None else default_cache_dir()
+        return self.directory if self.directory is not None else _settings().path
 
 
 _HINTS = (
@@ -185,15 +184,6 @@ def _store_errors() -> Iterator[None]:
         raise click.ClickException(str(exc)) from exc
 
 
-def _store_dir(directory: Path) -> Path:
-    """Where the store of a pcache directory lives: ``DIR/store`` (the layout
-    pcache/_cache.py creates, next to ``secret.key`` and ``locks/``), or ``DIR``
-    itself when it is a bare store directory."""
-    if not (directory / STORE_DB).exists() and (directory / STORE_SUBDIR).is_dir():
-        return directory / STORE_SUBDIR
-    return directory
-
-
 @contextlib.contextmanager
 def _open_store(ctx: click.Context, **kw: Any) -> Iterator[Store]:
     """Open the store of ``--dir``.  Nothing is created: a missing directory, or one
@@ -207,7 +197,7 @@ def _open_store(ctx: click.Context, **kw: Any) -> Iterator[Store]:
         )
     if not directory.is_dir():
         raise click.ClickException(f"{directory} is not a directory")
-    where = _store_dir(directory)
+    where = Layout.store_dir_of(directory)
     if not (where / STORE_DB).exists():
         raise click.ClickException(
             f"{directory} holds no pcache store (no {STORE_SUBDIR}/{STORE_DB}); "
@@ -888,11 +878,12 @@ def _verify_directory(directory: Path, fix: bool) -> tuple[list[str], list[str],
     signer)``; ``signer`` checks entry heads, when the secret could be read."""
     from pcache._cache import untrusted_reasons
     from pcache._errors import PcacheError
-    from pcache._signing import MIN_SECRET_BYTES, SECRET_NAME, Signer, load_secret
+    from pcache._signing import MIN_SECRET_BYTES, Signer, load_secret
 
     problems: list[str] = []
     fixed: list[str] = []
-    if not (directory / STORE_SUBDIR).is_dir():
+    layout = Layout(directory)
+    if not layout.store.is_dir():
         return problems, fixed, None
     why = untrusted_reasons(directory)
     if why:
@@ -900,7 +891,7 @@ def _verify_directory(directory: Path, fix: bool) -> tuple[list[str], list[str],
             f"unsafe: {directory} is {' and '.join(why)}; whoever may write it can delete "
             "or fill the cache (entries are signed, so not plant programs)"
         )
-    path = directory / SECRET_NAME
+    path = layout.secret
     try:
         return problems, fixed, Signer(load_secret(path, create=False), path)
     except FileNotFoundError:  # a bare store, or a cache pcache never signed in
