@@ -28,6 +28,7 @@ _EXPORTS = {
     "CheckError": "pcache._errors",
     "Uncacheable": "pcache._errors",
     "CorruptEntryError": "pcache._errors",
+    "CacheDirError": "pcache._errors",
     "IntegrityError": "pcache._errors",
 }
 
@@ -47,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from pcache._config import ConfigError  # noqa: F401
     from pcache._errors import (  # noqa: F401
+        CacheDirError,
         CheckError,
         CorruptEntryError,
         IntegrityError,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import errno
 import logging
 import os
 import stat
@@ -34,6 +35,7 @@ import jax.monitoring
 
 from pcache._config import Layout, Settings
 from pcache._errors import (
+    CacheDirError,
     CheckError,
     CorruptEntryError,
     IntegrityError,
@@ -211,11 +213,15 @@ class Runtime:
         # waiting forever on a lock nobody will release: give the child new ones.
         me = weakref.ref(self)
         os.register_at_fork(after_in_child=lambda: (rt := me()) and rt._reset_locks_after_fork())
-        _make_private_dir(path)
-        _warn_if_untrusted(path)
-        self.signer = Signer(
-            load_secret(layout.secret, create=os.access(path, os.W_OK)), layout.secret
-        )
+        try:
+            _make_private_dir(path)
+            _warn_if_untrusted(path)
+            secret = load_secret(layout.secret, create=os.access(path, os.W_OK))
+        except (OSError, PcacheError) as exc:
+            raise CacheDirError(
+                getattr(exc, "errno", None) or errno.EACCES, f"cache directory {path}: {exc}"
+            ) from exc
+        self.signer = Signer(secret, layout.secret)
         self.store = self._open_store(layout.store, settings.max_disk_bytes)
         self.read_only = self.store.read_only
         self.flight = self._open_flight(layout.locks)

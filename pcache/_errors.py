@@ -1,10 +1,22 @@
-"""pcache's exception types."""
+"""pcache's exception types.
+
+One root, `PcacheError`; each family also subclasses the builtin it is a case of
+(as the store's errors do, and filelock's ``Timeout(TimeoutError)``), so callers
+may catch either. The store (`pcache.store`) keeps its own root, `StoreError`: it
+is a component of its own and imports nothing of pcache; `pcache.enable` never
+lets one escape (a store that cannot be used is replaced by the memory tier).
+"""
 
 from __future__ import annotations
 
 
 class PcacheError(Exception):
     """Root of pcache's own errors."""
+
+
+class CacheDirError(PcacheError, OSError):
+    """The cache directory (or its secret) cannot be created, read or trusted;
+    `pcache.enable` raises it (the JAX plugin logs it and runs without pcache)."""
 
 
 class CheckError(PcacheError, AssertionError):
@@ -25,7 +37,7 @@ class Uncacheable(PcacheError):
         self.detail = detail
 
 
-class CorruptEntryError(PcacheError):
+class CorruptEntryError(PcacheError, ValueError):
     """An entry's bytes do not match the checksum recorded when it was stored
     (damaged on disk); it is removed and the program compiled normally."""
 
@@ -35,5 +47,5 @@ class IntegrityError(PcacheError):
     secret (a forged or edited entry); it is never loaded, and is removed."""
 
 
-class StaleEntryError(PcacheError):
+class StaleEntryError(PcacheError, LookupError):
     """An entry written in another entry format (another pcache version): a miss."""

@@ -249,8 +249,9 @@ def test_bytes_damaged_on_disk_are_reported_as_corrupt_once(tmp_path, caplog):
 def test_unusable_directory_never_breaks_the_program(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    with pytest.raises(OSError):
+    with pytest.raises(OSError) as info:
         pcache.enable(blocker / "cache", raise_errors=True)
+    assert isinstance(info.value, pcache.PcacheError)  # pcache.CacheDirError
     assert not pcache.is_enabled()
     x = jax.device_put(X)
     assert np.asarray(jax.jit(lambda x: x + 1)(x)).shape == (16, 16)
@@ -505,3 +506,28 @@ def test_persisted_counters_count_each_miss_once(tmp_path):
     with store.Store(tmp_path / "c" / "store") as s:
         st = s.stats()
     assert (st["misses"], st["hits"], st["puts"]) == (1, 1, 1), st
+
+
+def test_enable_never_leaks_a_store_error(tmp_path):
+    """A store written by a newer pcache: enable() succeeds (even raising errors),
+    caches in memory only, and leaves the database untouched."""
+    import sqlite3
+
+    pcache.enable(tmp_path / "c")
+    pcache.disable()
+    db = tmp_path / "c" / "store" / "store.db"
+    con = sqlite3.connect(db)
+    con.execute(f"PRAGMA user_version = {store.SCHEMA_VERSION + 1}")
+    con.close()
+    before = db.read_bytes()
+    pcache.enable(tmp_path / "c", raise_errors=True)
+    try:
+        x = jax.device_put(X)
+        with compiles() as c:
+            a = np.asarray(jax.jit(lambda v: v * 2.0 + 1.0)(x))
+            b = np.asarray(jax.jit(lambda v: v * 2.0 + 1.0)(x))
+        assert c.n == 1 and a.tobytes() == b.tobytes()
+        assert pcache.stats()["memory_hits"] == 1
+    finally:
+        pcache.disable()
+    assert db.read_bytes() == before
