@@ -8,7 +8,7 @@ import re
 import sqlite3
 from functools import cache
 
-__all__ = ["SCHEMA_VERSION", "sections", "statements"]
+__all__ = ["SCHEMA_VERSION", "sections", "shape", "shape_problems", "statements"]
 
 #: ``PRAGMA user_version`` of a database this code writes.
 SCHEMA_VERSION = 3
@@ -63,6 +63,13 @@ def create(con: sqlite3.Connection) -> None:
     con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
+def restore(con: sqlite3.Connection) -> None:
+    """Create what the database lacks of the current schema (every statement of the
+    ``create`` section is ``IF NOT EXISTS``); the caller holds a write transaction."""
+    for stmt in statements(sections()["create"]):
+        con.execute(stmt)
+
+
 def migrate(con: sqlite3.Connection, from_version: int) -> None:
     """Apply each step from ``from_version`` to :data:`SCHEMA_VERSION`; the caller holds a
     write transaction (so a failed step leaves the old version intact)."""
@@ -71,3 +78,44 @@ def migrate(con: sqlite3.Connection, from_version: int) -> None:
         for stmt in statements(sections()[f"migrate {v}"]):
             con.execute(stmt)
     con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def shape(con: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
+    """Every table and index of a database, with a table's columns (what a store's
+    schema is made of), read with sqlite-utils' introspection."""
+    import sqlite_utils  # the CLI's dependency too; imported only when asked
+
+    db = sqlite_utils.Database(con)
+    out: dict[str, tuple[str, ...]] = {}
+    for name in db.table_names():
+        table = db[name]
+        out[f"table {name}"] = tuple(table.columns_dict)
+        for index in table.indexes:
+            out[f"index {index.name}"] = ()
+        for trigger in table.triggers:
+            out[f"trigger {trigger.name}"] = ()
+    return out
+
+
+@cache
+def expected_shape() -> dict[str, tuple[str, ...]]:
+    """The shape of a database created from the current ``create`` section."""
+    con = sqlite3.connect(":memory:")
+    try:
+        create(con)
+        return shape(con)
+    finally:
+        con.close()
+
+
+def shape_problems(con: sqlite3.Connection) -> list[str]:
+    """What the database lacks of the current schema: a table, index or trigger, or
+    a column (a damaged or hand-edited store); extra objects are not problems."""
+    have = shape(con)
+    problems = []
+    for name, columns in expected_shape().items():
+        if name not in have:
+            problems.append(f"schema: {name} is missing")
+        elif missing := [c for c in columns if c not in have[name]]:
+            problems.append(f"schema: {name} lacks columns {missing}")
+    return problems

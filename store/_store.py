@@ -542,9 +542,9 @@ class Store:
         """A newer pcache's database (left alone) rather than damage: it has our tables."""
 
         def tables(con: sqlite3.Connection) -> set[str]:
-            return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            return set(_schema.shape(con))
 
-        return {"entries", "meta"} <= self._read("inspecting database", tables)
+        return {"table entries", "table meta"} <= self._read("inspecting database", tables)
 
     def _damaged(self) -> bool:
         """Whether the database itself is damaged (not a transient error): asked once
@@ -1435,6 +1435,7 @@ class Store:
         replaced = None
         if integrity and fix and not self.read_only:
             self._retry("verify: reindex", lambda: self._con().execute("REINDEX"), None)
+            self._write("verify: restoring the schema", _schema.restore, flush=False)
             integrity = self._integrity()
             if integrity:
                 self._quarantine_for_verify("; ".join(integrity[:3]))
@@ -1510,11 +1511,13 @@ class Store:
         )
 
     def _integrity(self) -> list[str]:
+        """SQLite's integrity check, and what the database lacks of the schema."""
         lines = self._read(
             "verify: integrity_check",
             lambda con: [r[0] for r in con.execute("PRAGMA integrity_check").fetchall()],
         )
-        return [line for line in lines if line != "ok"]
+        lines = [line for line in lines if line != "ok"]
+        return lines + self._read("verify: schema", _schema.shape_problems)
 
     def _quarantine_for_verify(self, why: str) -> None:
         repair, self.repair = self.repair, True

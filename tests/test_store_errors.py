@@ -346,3 +346,16 @@ def test_exception_hierarchy():
     assert issubclass(StoreFullError, OSError) and issubclass(StoreFullError, StoreError)
     assert issubclass(StorePermissionError, PermissionError)
     assert issubclass(StoreCorruptError, StoreError) and issubclass(StoreVersionError, StoreError)
+
+
+def test_verify_reports_a_store_missing_part_of_its_schema(tmp_path):
+    with Store(tmp_path) as s:
+        s.put("k", b"v", meta={})
+    con = sqlite3.connect(tmp_path / "store.db")
+    con.execute("DROP INDEX entries_cost")
+    con.close()
+    with Store(tmp_path) as s:
+        result = s.verify()
+        assert not result.ok and result.integrity == ["schema: index entries_cost is missing"]
+        assert not s.verify(fix=True).replaced  # recreated, nothing lost
+        assert s.verify().ok and s.get("k") == b"v"
