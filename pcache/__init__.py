@@ -62,7 +62,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         if name.startswith("_") and not name.startswith("__"):
-            try:  # private submodules (pcache._jax...) for tests and tools
+            try:  # private submodules (pcache._canon...) for tests and tools
                 return importlib.import_module(f"pcache.{name}")
             except ModuleNotFoundError:
                 pass

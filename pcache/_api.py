@@ -77,12 +77,12 @@ def enable(
 
 def _enable(settings: _config.Settings) -> Path:
     global _RUNTIME
-    from pcache import _jax
+    from pcache import _install
 
     with _LOCK:
         _disable_locked()
         rt = Runtime(settings)
-        _jax.install(rt)
+        _install.install(rt)
         _RUNTIME = rt
     logger.debug("pcache enabled at %s", settings.path)
     return rt.path
@@ -109,9 +109,9 @@ def _disable_locked() -> None:
     global _RUNTIME
     if _RUNTIME is None:
         return
-    from pcache import _jax
+    from pcache import _install
 
-    _jax.uninstall()
+    _install.uninstall()
     _RUNTIME.close()
     _RUNTIME = None
 
@@ -161,16 +161,16 @@ def stats() -> dict[str, Any]:
 def clear_memory() -> None:
     """Empty the in-memory tier and drop preloaded executables nobody has used (the
     store is untouched; use ``pcache clear`` for that)."""
-    from pcache import _jax
+    from pcache import _install
 
-    _jax.clear_in_memory()
+    _install.clear_in_memory()
 
 
 def key(fun, *args, **kwargs) -> CacheKey:
     """The full `CacheKey` (named parts) that ``jax.jit(fun)(*args, **kwargs)`` uses."""
-    from pcache import _jax
+    from pcache import _install
 
-    return _jax.fingerprint(fun, args, kwargs)
+    return _install.fingerprint(fun, args, kwargs)
 
 
 def fingerprint(fun, *args, **kwargs) -> str:

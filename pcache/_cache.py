@@ -1,27 +1,27 @@
-"""The cache runtime: memory tier, store tier, single-flight, stats and error policy.
+"""The cache runtime: the tiers, single-flight, stats and the error policy.
 
-Entry signing lives in `pcache._signing` and the cross-process locks (with their
-heartbeat) in `pcache._flight`; both are JAX-free. A store that cannot be written
-is used read-only (hits only, ``writes_skipped`` counted), one that cannot be used
-at all is replaced by `NoStore` (memory tier only), each with one logged warning.
-
-No JAX internals here (only the public `jax.monitoring`): `pcache._jax` (the only module that touches JAX internals) asks
-this module for executables by key and hands it closures that compile, serialize
-and deserialize. Everything here degrades to "compile normally": a failure of the
-cache is counted, warned about once per cause, and never reaches the user's program
+No JAX internals here (only the public `jax.monitoring`): the seams
+(`pcache._jit_seam`, `pcache._hlo_seam`) ask it for executables by key and hand it
+closures that compile and deserialize. Every lookup goes through one path:
+`memory_lookup` for the memory tier (also what `pjit_lower_wrapper` reuses
+computations through), then what the preload thread loaded, then the store
+(`_read_verified`). Everything degrades to "compile normally": a failure of the
+cache is counted, logged once per cause, and never reaches the user's program
 unless ``raise_errors`` is set (``JAX_PCACHE_RAISE_ERRORS=1``, for tests).
+
+Entry signing lives in `pcache._signing`, the cross-process locks (with their
+heartbeat) in `pcache._flight`, the memory tier in `pcache._memory`; all three are
+JAX-free. A store that cannot be written is used read-only (hits only,
+``writes_skipped`` counted), one that cannot be used at all is replaced by
+`NoStore` (memory tier only), each with one logged warning.
 """
 
 from __future__ import annotations
 
 import atexit
-import collections
-import contextlib
 import errno
 import logging
 import os
-import stat
-import sys
 import threading
 import time
 import weakref
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import filelock
 import jax.monitoring
 
-from pcache._config import Layout, Settings
+from pcache import _config
+from pcache._config import Settings
 from pcache._errors import (
     CacheDirError,
     CheckError,
@@ -44,8 +44,10 @@ from pcache._errors import (
 )
 from pcache._flight import Flight
 from pcache._key import CacheKey
-from pcache._preload import Preloader, PreloadFn, WorkingSets
+from pcache._memory import MemoryTier
+from pcache._preload import Preloader, PreloadFn, PreloadHost, WorkingSets
 from pcache._signing import ENTRY_FORMAT, SIGNED_EXTRA, Signer, load_secret
+from pcache._stats import Stats
 
 logger = logging.getLogger("pcache")
 
@@ -53,130 +55,7 @@ logger = logging.getLogger("pcache")
 #: replay record (JSON, or None).
 LoadFn = Callable[[bytes, Any], Any]
 
-__all__ = [
-    "ENTRY_FORMAT",
-    "SIGNED_EXTRA",
-    "Compiled",
-    "CorruptEntryError",
-    "IntegrityError",
-    "MemoryTier",
-    "Runtime",
-    "Stats",
-]
-
-
-# --------------------------------------------------------------------------- stats
-
-_COUNTERS = (
-    "memory_hits",
-    "disk_hits",
-    "misses",
-    "compiles",
-    "bypasses",
-    "evictions",
-    "errors",
-    "bytes_read",
-    "bytes_written",
-    "seconds_saved",
-    "lock_waits",
-    "hlo_hits",
-    "hlo_misses",
-    "preloaded",
-    "preload_hits",
-    "writes_skipped",
-)
-
-
-class Stats:
-    """In-process counters; `snapshot()` is what `pcache.stats()` returns."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._c: dict[str, float] = dict.fromkeys(_COUNTERS, 0)
-        self._bypass: collections.Counter[str] = collections.Counter()
-        self._errors: collections.Counter[str] = collections.Counter()
-
-    def add(self, name: str, n: float = 1) -> None:
-        with self._lock:
-            self._c[name] += n
-
-    def bypass(self, reason: str) -> None:
-        with self._lock:
-            self._c["bypasses"] += 1
-            self._bypass[reason] += 1
-
-    def error(self, cause: str) -> None:
-        with self._lock:
-            self._c["errors"] += 1
-            self._errors[cause] += 1
-
-    def snapshot(self) -> dict[str, Any]:
-        with self._lock:
-            out: dict[str, Any] = dict(self._c)
-            out["bypass_reasons"] = dict(self._bypass)
-            out["error_causes"] = dict(self._errors)
-        return out
-
-    def reset(self) -> None:
-        with self._lock:
-            self._c = dict.fromkeys(_COUNTERS, 0)
-            self._bypass.clear()
-            self._errors.clear()
-
-
-# --------------------------------------------------------------------- memory tier
-
-
-class MemoryTier:
-    """An LRU of ready-to-run executables bounded by a byte count.
-
-    An entry's size is its serialized length plus `ENTRY_OVERHEAD`: a loaded
-    executable holds more than its serialized bytes (JIT-compiled code, runtime
-    structures). Measured on CPU with jax 0.10.2: cycling 1,500 small programs
-    grew RSS by ~125 KB per resident executable whose serialized size was ~6 KB.
-    """
-
-    ENTRY_OVERHEAD = 128 * 1024
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._lock = threading.Lock()
-        self._d: collections.OrderedDict[str, tuple[Any, int]] = collections.OrderedDict()
-        self.bytes = 0
-
-    def get(self, key: str) -> Any | None:
-        with self._lock:
-            item = self._d.get(key)
-            if item is None:
-                return None
-            self._d.move_to_end(key)
-            return item[0]
-
-    def put(self, key: str, value: Any, nbytes: int) -> int:
-        """Insert; returns how many entries were evicted to stay within the bound."""
-        nbytes += self.ENTRY_OVERHEAD
-        if nbytes > self.max_bytes:
-            return 0
-        evicted = 0
-        with self._lock:
-            old = self._d.pop(key, None)
-            if old is not None:
-                self.bytes -= old[1]
-            self._d[key] = (value, nbytes)
-            self.bytes += nbytes
-            while self.bytes > self.max_bytes and self._d:
-                _, (_, n) = self._d.popitem(last=False)
-                self.bytes -= n
-                evicted += 1
-        return evicted
-
-    def clear(self) -> None:
-        with self._lock:
-            self._d.clear()
-            self.bytes = 0
-
-    def __len__(self) -> int:
-        return len(self._d)
+__all__ = ["ENTRY_FORMAT", "SIGNED_EXTRA", "Compiled", "NoStore", "Runtime"]
 
 
 # ------------------------------------------------------------------- the runtime
@@ -226,12 +105,19 @@ class Runtime:
         self.read_only = self.store.read_only
         self.flight = self._open_flight(layout.locks)
         self.preload_limit = preload = settings.preload
-        self.entry_format = ENTRY_FORMAT
         self._preloaders: dict[str, Preloader] = {}  # working-set name -> its preloader
         self._preload_started: set[str] = set()
         self._preload_lock = threading.Lock()
         self._forked = False
-        self._working_sets = WorkingSets(self, enabled=preload > 0 and not self.read_only)
+        self._host = PreloadHost(
+            store=self.store,
+            load_params=self.load_params,
+            body_ok=self.entry_ok,
+            entry_overhead=MemoryTier.ENTRY_OVERHEAD,
+            on_preloaded=lambda: self.stats.add("preloaded"),
+            background_error=self.background_error,
+        )
+        self._working_sets = WorkingSets(self._host, enabled=preload > 0 and not self.read_only)
         atexit.register(lambda: (rt := me()) and rt._at_exit())
 
     def _open_store(self, where: Path, max_disk_bytes: int | None) -> Any:
@@ -277,7 +163,7 @@ class Runtime:
         self._forked = True
         self._preloaders = {}
         self._preload_lock = threading.Lock()
-        self._working_sets = WorkingSets(self, enabled=False)
+        self._working_sets = WorkingSets(getattr(self, "_host", None), enabled=False)
         self._warn_lock = threading.Lock()
         self._inflight = {}
         self._inflight_lock = threading.Lock()
@@ -359,9 +245,6 @@ class Runtime:
 
     # -- signing --------------------------------------------------------------
 
-    def sign(self, key: str, value: bytes, meta: dict[str, Any] | None = None) -> str:
-        return self.signer.sign(key, value, meta)
-
     def entry_ok(self, key: str, value: bytes, extra: dict[str, Any]) -> bool:
         """Whether ``value`` and the signed part of ``extra`` were written by a holder
         of this cache's secret."""
@@ -396,10 +279,8 @@ class Runtime:
         A persistent key that hits is recorded in the working set ``working_set``.
         """
         digest = key.digest
-        exe = self.memory.get(digest)
+        exe = self.memory_lookup(digest)
         if exe is not None:
-            self.stats.add("memory_hits")
-            _record_event("/pcache/memory_hits")
             if key.persistent and working_set is not None:
                 self._working_sets.add(working_set, digest)
             return exe
@@ -411,6 +292,17 @@ class Runtime:
         if exe is not None and working_set is not None:
             self._working_sets.add(working_set, digest)
         return exe
+
+    def memory_lookup(self, digest: str, pick: Callable[[Any], Any] | None = None) -> Any | None:
+        """The memory tier's value for ``digest`` (or what ``pick`` takes of it),
+        counted as a memory hit when there is one."""
+        value = self.memory.get(digest)
+        if value is not None and pick is not None:
+            value = pick(value)
+        if value is not None:
+            self.stats.add("memory_hits")
+            _record_event("/pcache/memory_hits")
+        return value
 
     # -- preloading a program's working set ------------------------------------
 
@@ -444,7 +336,7 @@ class Runtime:
             digests = [d for d in previous if d != current][: self.preload_limit]
             if self.preload_limit <= 0 or not digests:
                 return
-            pre = Preloader(self, digests, usable, load, self.memory.max_bytes // 2)
+            pre = Preloader(self._host, digests, usable, load, self.memory.max_bytes // 2)
             self._preloaders[name] = pre
         pre.start()
 
@@ -638,9 +530,8 @@ class Runtime:
         self.stats.add("misses")  # the store persists its own hit/miss counters
         _record_event("/pcache/misses")
         with self._thread_lock(digest):
-            exe = self.memory.get(digest)
+            exe = self.memory_lookup(digest)
             if exe is not None:  # another thread of this process just compiled it
-                self.stats.add("memory_hits")
                 return exe
             if not key.persistent:
                 return self._compile_and_fill(key, compile_fn, meta)[0]
@@ -736,87 +627,11 @@ class _KeyedLock:
 # ------------------------------------------------------------------- helpers
 
 
-def sweep_locks(cache_dir: Path, *, older_than: float = 3600.0, dry_run: bool = False) -> int:
-    """Remove single-flight lock files nobody holds, older than ``older_than`` seconds.
-
-    A lock file is removed as soon as its entry is stored; one whose compile failed
-    (or was killed) stays behind. A file is only unlinked while this process holds
-    its lock, so a live compiler is never disturbed; a waiter that opened the old
-    file re-reads the store before compiling, as after any release.
-    """
-    locks_dir = Layout(Path(cache_dir)).locks
-    if not locks_dir.is_dir():
-        return 0
-    cutoff = time.time() - older_than
-    removed = 0
-    for beat in locks_dir.glob("*.beat"):  # a killed holder's: its lock is free
-        lock = filelock.FileLock(str(beat.with_suffix(".lock")), is_singleton=False)
-        try:
-            if beat.stat().st_mtime > cutoff:
-                continue
-            lock.acquire(timeout=0)
-        except (filelock.Timeout, OSError):
-            continue
-        try:
-            if not dry_run:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(beat)
-        finally:
-            lock.release()
-    for path in locks_dir.glob("*.lock"):
-        try:
-            if path.stat().st_mtime > cutoff:
-                continue
-        except FileNotFoundError:  # removed by its compiler meanwhile
-            continue
-        lock = filelock.FileLock(str(path), is_singleton=False)
-        try:
-            lock.acquire(timeout=0)
-        except filelock.Timeout:  # held: a compile is in progress
-            continue
-        try:
-            if not dry_run:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-            removed += 1
-        finally:
-            lock.release()
-    return removed
-
-
-def program_name() -> str:
-    """This program, as the next run of it will name itself: ``python -m pkg.mod``
-    is the module, a script its real path, anything else ``<interactive>``."""
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    if spec is not None and getattr(spec, "name", None):
-        return f"module {spec.name}"
-    argv0 = sys.argv[0] if sys.argv else ""
-    if argv0 and argv0 not in ("-c", "-"):
-        return f"script {os.path.realpath(argv0)}"
-    return "<interactive>"
-
-
 def _make_private_dir(path: Path) -> None:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
 _UNTRUSTED_WARNED: set[Path] = set()
-
-
-def untrusted_reasons(path: Path) -> list[str]:
-    """Why others may write the cache directory ``path`` (empty: only we may)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return []
-    why = []
-    if st.st_uid != os.geteuid():
-        why.append(f"owned by uid {st.st_uid}")
-    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-        who = "others" if st.st_mode & 0o002 else "its group"
-        why.append(f"writable by {who} (mode {st.st_mode & 0o777:o})")
-    return why
 
 
 def _warn_if_untrusted(path: Path) -> None:
@@ -825,7 +640,7 @@ def _warn_if_untrusted(path: Path) -> None:
     delete, fill or lock it (JAX's and ccache's documentation say the same)."""
     if path in _UNTRUSTED_WARNED:
         return
-    why = untrusted_reasons(path)
+    why = _config.untrusted_reasons(path)
     if why:
         _UNTRUSTED_WARNED.add(path)
         logger.warning(

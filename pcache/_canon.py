@@ -27,6 +27,7 @@ identity, and the result is marked ``persistent=False`` (memory tier only).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import dataclasses
@@ -46,14 +47,17 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from pcache import _jax
+from pcache import _compat
 from pcache._errors import Uncacheable
 
 __all__ = [
+    "BoundedMemo",
     "JaxprDigest",
+    "RuleKey",
     "canonical_text",
     "canonicalize",
-    "environment_parts",
+    "encode_env_value",
+    "lowering_rule_key",
     "jaxpr_digest",
     "jaxpr_fingerprint",
     "value_digest",
@@ -62,11 +66,11 @@ __all__ = [
 # Bumped whenever the canonical form changes meaning, so old keys can never match.
 CANON_VERSION = "pcache-canon-1"
 
-_Jaxpr = _jax.Jaxpr
-_ClosedJaxpr = _jax.ClosedJaxpr
-_Literal = _jax.Literal
-_Var = _jax.Var
-_DropVar = _jax.DropVar
+_Jaxpr = _compat.Jaxpr
+_ClosedJaxpr = _compat.ClosedJaxpr
+_Literal = _compat.Literal
+_Var = _compat.Var
+_DropVar = _compat.DropVar
 
 
 class JaxprDigest(NamedTuple):
@@ -98,7 +102,7 @@ def _qual(t: type) -> str:
 # when its object dies, so a recycled id() can never return a stale value.
 
 
-# While set (``fresh()``), every memo here and in `pcache._jax` answers "not known"
+# While set (``fresh()``), every memo here and in `pcache._key` and `pcache._jit_seam` answers "not known"
 # and stores nothing: `JAX_PCACHE_CHECK=1` recomputes each key this way and compares.
 _MEMO_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("pcache_memo_off", default=False)
 
@@ -175,7 +179,7 @@ class _IdMemo:
 #   entry is revalidated by content on every use: it keeps each numpy array the walk
 #   encoded with a snapshot of its content (compared again; arrays JAX made itself
 #   over a buffer nothing else can reach are exempt, see
-#   `_jax.literal_buffer_is_private`), and each primitive's
+#   `_compat.literal_buffer_is_private`), and each primitive's
 #   lowering-rule entries (compared by identity, kept alive). A walk that met a
 #   mutable container (list, dict, set, a non-frozen dataclass) is not memoized.
 # * _AVAL_MEMO: ShapedArray -> encoding. Avals are immutable values (JAX hashes and
@@ -199,7 +203,7 @@ class _JaxprMemo(NamedTuple):
 
     @classmethod
     def make(cls, hexd, persistent, arrays, rules: dict) -> _JaxprMemo:
-        registries = _jax.lowering_registries()
+        registries = _compat.lowering_registries()
         checks = tuple(
             (registry.get, prim, entry)
             for prim, entries in rules.items()
@@ -212,7 +216,7 @@ class _JaxprMemo(NamedTuple):
             if not _same_content(a, snapshot):
                 return False
         if self.checks:
-            registries = _jax.lowering_registries()
+            registries = _compat.lowering_registries()
             if len(registries) != len(self.registries) or any(
                 a is not b for a, b in zip(registries, self.registries, strict=True)
             ):
@@ -239,6 +243,7 @@ def clear_caches() -> None:
     """Forget all memoized digests (tests, or after monkeypatching JAX)."""
     for m in (_JAXPR_MEMO, _AVAL_MEMO, _CTX_MEMO, _ARRAY_MEMO):
         m.clear()
+    _RULE_KEYS.clear()
 
 
 def local_token(obj: Any) -> str:
@@ -289,7 +294,7 @@ class _Ctx:
         # it met a mutable container (then it is not memoized).
         self.arrays: list[tuple[Any, tuple]] = []
         self.rules: dict[Any, tuple] = {}
-        self.rule_keys: dict[Any, Any] = {}  # primitive -> _jax.RuleKey, per walk
+        self.rule_keys: dict[Any, Any] = {}  # primitive -> RuleKey, per walk
         self.volatile = False
 
 
@@ -334,7 +339,7 @@ def _enc_dtype_uncached(dt: Any) -> str:
         # name separates ml_dtypes (bfloat16, float8_*) whose .str is an opaque 'V';
         # a non-native byte order is spelled out.
         return dt.name if dt.isnative else f"{dt.name}:{dt.str}"
-    if isinstance(dt, _jax.KeyTy):
+    if isinstance(dt, _compat.KeyTy):
         return f"dt:key<{_enc_prng_impl(dt._impl)}>"
     raise _Unknown(_qual(type(dt)))
 
@@ -343,7 +348,7 @@ def _enc_prng_impl(impl: Any) -> str:
     # A PRNGImpl is a NamedTuple of functions; it is identified by its registered name.
     # Only accept the impl that is registered under that name, so a user impl that
     # reuses a name can't alias a built-in one.
-    if _jax.registered_prng_impls.get(impl.name) is not impl:
+    if _compat.registered_prng_impls.get(impl.name) is not impl:
         raise _Unknown("unregistered-prng-impl:" + _qual(type(impl)))
     return f"prng:{_enc_str(impl.name)}:{_enc_str(impl.tag)}:{impl.key_shape!r}"
 
@@ -396,7 +401,7 @@ def _enc_seq(items: Any, ctx: _Ctx) -> str:
 
 def _enc_partition_spec(p: Any, ctx: _Ctx) -> str:
     parts = []
-    for e in _jax.partition_spec_entries(p):
+    for e in _compat.partition_spec_entries(p):
         if e is None:
             parts.append("N")
         elif e is jax.sharding.PartitionSpec.UNCONSTRAINED:
@@ -435,7 +440,7 @@ def _enc_abstract_mesh(m: Any, ctx: _Ctx) -> str:
         if ad is None
         else (
             f"AD({_enc(ad.device_kind, ctx)},{_enc(ad.num_cores, ctx)},"
-            f"{_enc(_jax.abstract_device_platform(ad), ctx)})"
+            f"{_enc(_compat.abstract_device_platform(ad), ctx)})"
         )
     )
     return (
@@ -448,7 +453,7 @@ def _enc_named_sharding(s: Any, ctx: _Ctx) -> str:
     return (
         f"NS({_enc(s.mesh, ctx)};{_enc_partition_spec(s.spec, ctx)};"
         f"mk={_enc(s.memory_kind, ctx)};"
-        f"ids={_enc(_jax.named_sharding_logical_device_ids(s), ctx)})"
+        f"ids={_enc(_compat.named_sharding_logical_device_ids(s), ctx)})"
     )
 
 
@@ -488,18 +493,18 @@ _DEFAULT_EXTRAS: dict[int, str] = {}  # keyed by ndim (a pure function of it): s
 def _default_extras(ndim: int, ctx: _Ctx) -> str:
     e = _DEFAULT_EXTRAS.get(ndim)
     if e is None:
-        e = _DEFAULT_EXTRAS[ndim] = _aval_extras(_jax.ShapedArray((1,) * ndim, np.float32), ctx)
+        e = _DEFAULT_EXTRAS[ndim] = _aval_extras(_compat.ShapedArray((1,) * ndim, np.float32), ctx)
     return e
 
 
-_SHAPED_ARRAY_SLOTS = tuple(s for s in _jax.ShapedArray.__slots__ if s != "__weakref__")
+_SHAPED_ARRAY_SLOTS = tuple(s for s in _compat.ShapedArray.__slots__ if s != "__weakref__")
 
 
 def _enc_aval(a: Any, ctx: _Ctx) -> str:
     t = type(a)
-    if t is _jax.ShapedArray:
+    if t is _compat.ShapedArray:
         return _enc_shaped_array(a, ctx)
-    if t is _jax.AbstractToken:
+    if t is _compat.AbstractToken:
         return "token"
     raise Uncacheable("unknown-aval", _qual(t))
 
@@ -565,17 +570,17 @@ def _enc(obj: Any, ctx: _Ctx) -> str:
         return f"ns({_enc_dtype(obj.dtype)};{obj.tobytes().hex()})"
     if isinstance(obj, np.ndarray):
         enc, snapshot = _array_snapshot(obj)
-        if not _jax.literal_buffer_is_private(obj):
+        if not _compat.literal_buffer_is_private(obj):
             ctx.arrays.append((obj, snapshot))  # mutable: a memo over it revalidates it
         return enc
     if isinstance(obj, (_Jaxpr, _ClosedJaxpr)):
         return _sub_jaxpr(obj, ctx)
     if isinstance(obj, jax.Array):
         return _enc_jax_array(obj)
-    if isinstance(obj, _jax.KeyTy):
+    if isinstance(obj, _compat.KeyTy):
         return _enc_dtype(obj)
     if isinstance(obj, tuple) and hasattr(t, "_fields"):
-        if isinstance(obj, _jax.PRNGImpl):
+        if isinstance(obj, _compat.PRNGImpl):
             return _enc_prng_impl(obj)
         return f"T:{_qual(t)}(" + _enc_seq(obj, ctx) + ")"
     if isinstance(obj, bool):
@@ -654,30 +659,30 @@ _EXACT: dict[type, Callable[[Any, _Ctx], str]] = {
     dict: _enc_dict,
     frozenset: _enc_set,
     set: _enc_set,
-    _jax.ShapedArray: _enc_aval,
-    _jax.AbstractToken: _enc_aval,
-    _jax.Mesh: _enc_mesh,
-    _jax.AbstractMesh: _enc_abstract_mesh,
-    _jax.UnspecifiedValue: lambda x, c: "UNSPECIFIED",
-    _jax.AutoLayoutSingleton: lambda x, c: "AUTO_LAYOUT",
-    _jax.Layout: lambda x, c: (
+    _compat.ShapedArray: _enc_aval,
+    _compat.AbstractToken: _enc_aval,
+    _compat.Mesh: _enc_mesh,
+    _compat.AbstractMesh: _enc_abstract_mesh,
+    _compat.UnspecifiedValue: lambda x, c: "UNSPECIFIED",
+    _compat.AutoLayoutSingleton: lambda x, c: "AUTO_LAYOUT",
+    _compat.Layout: lambda x, c: (
         f"Layout({_enc(x.major_to_minor, c)};{_enc(x.tiling, c)};"
         f"{_enc(x.sub_byte_element_size_in_bits, c)})"
     ),
-    _jax.Format: lambda x, c: f"Format({_enc(x.layout, c)};{_enc(x.sharding, c)})",
-    _jax.SingleDeviceSharding: lambda x, c: (
+    _compat.Format: lambda x, c: f"Format({_enc(x.layout, c)};{_enc(x.sharding, c)})",
+    _compat.SingleDeviceSharding: lambda x, c: (
         f"SDS({_enc_device(next(iter(x.device_set)))};mk={_enc(x.memory_kind, c)})"
     ),
-    _jax.GSPMDSharding: lambda x, c: (
-        f"GSPMD(({','.join(_enc_device(d) for d in _jax.gspmd_sharding_devices(x))});"
-        f"{_jax.gspmd_sharding_proto(x).hex()};mk={_enc(x.memory_kind, c)})"
+    _compat.GSPMDSharding: lambda x, c: (
+        f"GSPMD(({','.join(_enc_device(d) for d in _compat.gspmd_sharding_devices(x))});"
+        f"{_compat.gspmd_sharding_proto(x).hex()};mk={_enc(x.memory_kind, c)})"
     ),
-    _jax.Device: lambda x, c: _enc_device(x),
-    _jax.JaxprEqnContext: lambda x, c: _enc_eqn_ctx(x, c),
-    _jax.ManualAxisType: _enc_slots,
-    _jax.AxisEnv: _enc_slots,
-    _jax.PyTreeDef: _enc_treedef,
-    _jax.FlatCallback: lambda x, c: (
+    _compat.Device: lambda x, c: _enc_device(x),
+    _compat.JaxprEqnContext: lambda x, c: _enc_eqn_ctx(x, c),
+    _compat.ManualAxisType: _enc_slots,
+    _compat.AxisEnv: _enc_slots,
+    _compat.PyTreeDef: _enc_treedef,
+    _compat.FlatCallback: lambda x, c: (
         f"FlatCallback({_enc_callable(x.callback_func, c)};{_enc_treedef(x.in_tree, c)})"
     ),
 }
@@ -879,7 +884,7 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
         p = eqn.primitive
         rk = rule_keys.get(p)
         if rk is None:
-            rk = rule_keys[p] = _jax.lowering_rule_key(p)
+            rk = rule_keys[p] = lowering_rule_key(p)
         if p not in rules:
             rules[p] = rk.entries
         if not rk.persistent:
@@ -1040,79 +1045,9 @@ def value_digest(obj: Any) -> bytes:
     return h.digest()
 
 
-# ----------------------------------------------------------------------------
-# Environment
-
-
-# JAX config values read while tracing/lowering that are not in trace_context().
-# (trace_context() covers x64, default matmul precision, threefry_partitionable,
-# shardy, simplified constants, embedded_constants_max_bytes, numpy dtype/rank
-# promotion, debug_key_reuse, pgle, ragged-dot lowering, ... see environment_parts.)
-_EXTRA_CONFIGS = (
-    "jax_default_prng_impl",  # new-style keys carry it in the dtype; old-style don't
-    "jax_ragged_dot_use_ragged_dot_instruction",  # read by ragged_dot lowering
-    "jax_enable_checks",  # adds checks during tracing
-    "jax_debug_nans",  # debug modes change dispatch/compilation
-    "jax_debug_infs",
-    # compile-option knobs (the executable differs); also in CompileOptions, kept here
-    # so a key never depends on the caller remembering them.
-    "jax_optimization_level",
-    "jax_memory_fitting_level",
-    "jax_exec_time_optimization_effort",
-    "jax_memory_fitting_effort",
-    # flags read by compiler.get_compile_options (optimization level 0 / no remat pass)
-    "jax_disable_most_optimizations",
-    "jax_compiler_enable_remat_pass",
-)
-
-
-def extra_config_values() -> tuple:
-    """The current values of ``_EXTRA_CONFIGS``: part of any memo of environment_parts."""
-    return tuple(_jax.config_value(n) for n in _EXTRA_CONFIGS)
-
-
-# Deliberately left out: jax_include_full_tracebacks_in_locations and
-# jax_traceback_in_locations_limit (MLIR locations only: debug metadata), logging and
-# cache-management options (log_compiles, compilation_cache_*, explain_cache_misses).
-
-
-def _xla_flags() -> list[str]:
-    """XLA flags as XLA itself parsed them, normalized.
-
-    From XLA_FLAGS and LIBTPU_INIT_ARGS as they were when the backends started
-    (XLA parses them once, at client creation: an edit of ``os.environ`` afterwards
-    changes nothing in what is compiled, so it must change nothing in the key), and
-    --xla* argv, minus the dump/debug flags JAX's own cache key excludes. Parsed the
-    way XLA parses them: a repeated flag's last value wins (``--f=true --f=false`` is
-    ``--f=false``), ``--f`` is ``--f=true`` and ``--nof`` is ``--f=false``. JAX also
-    excludes --xla_force_host_platform_device_count: the device assignment is keyed
-    separately, and pcache does the same.
-    """
-    from pcache import _plugin
-
-    flags: list[str] = []
-    for value in _plugin.flag_env_at_backend_start().values():
-        if value:
-            flags.extend(value.split())
-    prefixes = list(_jax.xla_flag_prefixes())
-    for arg in sys.argv:
-        if arg.startswith("--xla") or any(arg.startswith(p) for p in prefixes):
-            flags.append(arg)
-    excluded = set(_jax.xla_flags_to_exclude_from_cache_key)
-    last: dict[str, str] = {}
-    for f in flags:
-        name, eq, value = f.partition("=")
-        if not eq:
-            if name.startswith("--no") and name[4:].startswith("xla"):
-                name, value = "--" + name[4:], "false"
-            else:
-                value = "true"
-        last.pop(name, None)  # re-insert: the order no longer matters, the value does
-        last[name] = value
-    return sorted(f"{n}={v}" for n, v in last.items() if n not in excluded)
-
-
-def _enc_env_value(name: str, value: Any) -> str:
+def encode_env_value(name: str, value: Any) -> str:
+    """The canonical encoding of a configuration value for the key's environment
+    parts; Uncacheable if it has none or is process-local."""
     ctx = _Ctx()
     try:
         s = _enc(value, ctx)
@@ -1123,35 +1058,187 @@ def _enc_env_value(name: str, value: Any) -> str:
     return s
 
 
-def environment_parts(backend: Any) -> list[tuple[str, bytes]]:
-    """Key parts describing the software/config environment, in a fixed order.
+# ----------------------------------------------------------------------------
+# Lowering rules: how a primitive lowers, as far as a key can tell
 
-    * ``jax`` / ``jaxlib``: versions (the canonical form itself is version-specific);
-    * ``platform``: backend.platform and platform_version (compiler/runtime build);
-    * ``xla_flags``: see ``_xla_flags``;
-    * ``trace_context``: every (name, value) of jax's ``config.trace_context()``, which
-      is what JAX keys its own jit/trace caches on: x64, default matmul precision,
-      threefry_partitionable, use_shardy_partitioner, use_simplified_jaxpr_constants,
-      embedded_constants_max_bytes, numpy dtype promotion, default device, mesh and
-      abstract-mesh contexts, compute_on / xla_metadata contexts, axis env, ...;
-      values are canonicalized; an object without a canonical form raises Uncacheable;
-    * ``jax_config``: the ``_EXTRA_CONFIGS`` values lowering/compilation reads that
-      are not in the trace context;
-    * ``canon``: the canonical-form version.
+
+class RuleKey(NamedTuple):
+    """How a primitive lowers, as far as a key can tell.
+
+    ``entries``: the registered lowering-rule entries (default, then per platform)
+    the verdict was taken on, kept alive so their identities stay theirs.
+    ``persistent``: every callable the rules reach is JAX's own code (so the
+    primitive's name, JAX's version and ``token`` identify the lowering in any
+    process). ``token``: a digest of the rules' structure (which JAX functions,
+    partial arguments, closure values) when persistent, else a token unique to these
+    rule objects in this process.
     """
-    import jaxlib
 
-    tc = ";".join(f"{n}={_enc_env_value(n, v)}" for n, v in _jax.trace_context_items())
-    extra = ";".join(f"{n}={_enc_env_value(n, _jax.config_value(n))}" for n in _EXTRA_CONFIGS)
-    return [
-        ("canon", CANON_VERSION.encode()),
-        ("jax", jax.__version__.encode()),
-        ("jaxlib", jaxlib.__version__.encode()),
-        (
-            "platform",
-            f"{_enc_str(backend.platform)};{_enc_str(backend.platform_version)}".encode(),
-        ),
-        ("xla_flags", json.dumps(_xla_flags()).encode()),
-        ("trace_context", tc.encode()),
-        ("jax_config", extra.encode()),
-    ]
+    entries: tuple
+    persistent: bool
+    token: str
+
+
+_RULE_KEYS: dict = {}  # Primitive -> RuleKey, revalidated by entry identity on each use
+
+
+def clear_rule_keys() -> None:
+    _RULE_KEYS.clear()
+
+
+_JAX_MODULES = ("jax.", "jaxlib.")
+
+
+def lowering_rule_key(prim) -> RuleKey:
+    """The `RuleKey` of ``prim``'s lowering rules as registered now.
+
+    The canonical form names a primitive; its lowering is what the executable is made
+    of. A rule reaching user code (a custom primitive, `mlir.lower_fun` over a user
+    function, a monkeypatched rule) makes the key process-local and names the rule
+    objects; a rule of JAX's own code is named by its structure, so registering
+    another JAX rule for a primitive (``register_lowering(sin_p, cos_rule)``) changes
+    the key in this process and in the next. Memoized per primitive, revalidated by
+    the identity of the registered entries (kept alive by the memo).
+    """
+    entries = _compat.lowering_entries(prim)
+    if memos_on():
+        got = _RULE_KEYS.get(prim)
+        if (
+            got is not None
+            and len(got.entries) == len(entries)  # a platform may have been added
+            and all(a is b for a, b in zip(got.entries, entries, strict=True))
+        ):
+            return got
+    platforms = _compat.lowering_platform_names()
+    present = [(p, e) for p, e in zip(platforms, entries, strict=True) if e is not None]
+    described = [_describe_rule(e.rule, 0) for _, e in present]
+    if None in described:
+        # Named by the rule functions' identity (a token never reused in this process).
+        token = ";".join(
+            f"{p}:{local_token(e.rule)}:{bool(getattr(e, 'inline', False))}" for p, e in present
+        )
+        key = RuleKey(entries, False, hashlib.sha256(token.encode()).hexdigest()[:32])
+    else:
+        parts = [
+            f"{p}:{d}:{bool(getattr(e, 'inline', False))}"
+            for (p, e), d in zip(present, described, strict=True)
+        ]
+        key = RuleKey(entries, True, hashlib.sha256(";".join(parts).encode()).hexdigest()[:32])
+    if memos_on():
+        if len(_RULE_KEYS) > 4096:
+            _RULE_KEYS.clear()
+        _RULE_KEYS[prim] = key
+    return key
+
+
+def _jax_module(name) -> bool:
+    return isinstance(name, str) and (name == "jax" or name.startswith(_JAX_MODULES))
+
+
+def _describe_rule(obj, depth: int) -> str | None:
+    """A deterministic description of a lowering rule reaching only JAX's own code
+    (functions by module and qualified name, with their closure values, defaults
+    and partial arguments), or None if it reaches anything else."""
+    import enum
+    import functools
+    import types
+
+    if depth > 8:
+        return None
+    t = type(obj)
+    if obj is None or t in (bool, int, float, complex, str, bytes):
+        return repr(obj)
+    if t in (tuple, list, frozenset):
+        items = [
+            _describe_rule(v, depth + 1) for v in (sorted(obj, key=repr) if t is frozenset else obj)
+        ]
+        return None if None in items else f"{t.__name__}({','.join(items)})"
+    if t is dict:
+        items = [(repr(k), _describe_rule(v, depth + 1)) for k, v in obj.items()]
+        if any(d is None for _, d in items) or not all(type(k) is str for k in obj):
+            return None
+        return "dict(" + ",".join(f"{k}:{d}" for k, d in sorted(items)) + ")"
+    if isinstance(obj, enum.Enum):
+        return f"enum:{t.__module__}.{t.__qualname__}.{obj.name}"
+    if isinstance(obj, functools.partial):
+        items = [_describe_rule(v, depth + 1) for v in (obj.func, *obj.args)]
+        kws = [(k, _describe_rule(v, depth + 1)) for k, v in sorted(obj.keywords.items())]
+        if None in items or any(d is None for _, d in kws):
+            return None
+        return f"partial({','.join(items)};{','.join(f'{k}={d}' for k, d in kws)})"
+    if isinstance(obj, types.FunctionType):
+        if not _jax_module(obj.__module__):
+            return None
+        items = []
+        for cell in obj.__closure__ or ():
+            try:
+                items.append(_describe_rule(cell.cell_contents, depth + 1))
+            except ValueError:  # an empty cell
+                items.append("<empty>")
+        items += [_describe_rule(v, depth + 1) for v in obj.__defaults__ or ()]
+        kwd = obj.__kwdefaults__ or {}
+        kws = [(k, _describe_rule(kwd[k], depth + 1)) for k in sorted(kwd)]
+        if None in items or any(d is None for _, d in kws):
+            return None
+        body = ",".join(items) + ";" + ",".join(f"{k}={d}" for k, d in kws)
+        return f"fn:{obj.__module__}.{obj.__qualname__}({body})"
+    if isinstance(obj, types.MethodType):
+        f, me = _describe_rule(obj.__func__, depth + 1), _describe_rule(obj.__self__, depth + 1)
+        return None if f is None or me is None else f"method({f};{me})"
+    if isinstance(obj, type):
+        return f"cls:{obj.__module__}.{obj.__qualname__}" if _jax_module(obj.__module__) else None
+    if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+        owner = getattr(obj, "__self__", None)
+        if owner is not None and not isinstance(owner, types.ModuleType):
+            return None  # a method bound to some object
+        return f"builtin:{getattr(obj, '__module__', None)}.{obj.__qualname__}"
+    if not _jax_module(t.__module__):
+        return None
+    if isinstance(obj, _compat.Primitive):
+        return f"prim:{obj.name}"
+    # A JAX object (a config holder, custom_partitioning...): its type and state.
+    state = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
+    for klass in t.__mro__:
+        for slot in getattr(klass, "__slots__", ()):
+            if slot not in ("__weakref__", "__dict__") and hasattr(obj, slot):
+                state.setdefault(slot, getattr(obj, slot))
+    items = [(k, _describe_rule(v, depth + 1)) for k, v in sorted(state.items())]
+    if any(d is None for _, d in items):
+        return None
+    return f"obj:{t.__module__}.{t.__qualname__}(" + ",".join(f"{k}={d}" for k, d in items) + ")"
+
+
+# ----------------------------------------------------------------------------
+# A bounded memo for the key's other parts (pcache._key, pcache._jit_seam)
+
+
+class BoundedMemo:
+    """A small thread-safe LRU dict (the key memo must not grow without bound).
+
+    Keyed by value (``__eq__``/``__hash__``), never by identity."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._d: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        if not memos_on():
+            return None
+        with self._lock:
+            value = self._d.get(key)
+            if value is not None:
+                self._d.move_to_end(key)
+            return value
+
+    def put(self, key, value) -> None:
+        if not memos_on():
+            return
+        with self._lock:
+            self._d[key] = value
+            while len(self._d) > self._size:
+                self._d.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()

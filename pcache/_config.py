@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import stat
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -149,10 +151,6 @@ class Layout:
     @property
     def store(self) -> Path:
         return self.root / self.STORE
-
-    @property
-    def store_db(self) -> Path:
-        return self.store / self.STORE_DB
 
     @classmethod
     def store_dir_of(cls, directory: Path) -> Path:
@@ -300,3 +298,51 @@ def read_env(environ: Mapping[str, str] | None = None) -> EnvSettings:
         check=bool(get("JAX_PCACHE_CHECK", lambda v: parse_bool(v, "JAX_PCACHE_CHECK"))),
         lock_stale=get("JAX_PCACHE_LOCK_STALE", parse_age),
     )
+
+
+# The variables XLA reads its flags from, once, when the backends start.
+FLAG_VARS = ("XLA_FLAGS", "LIBTPU_INIT_ARGS")
+_FLAGS_AT_START: dict[str, str | None] | None = None
+
+
+def flag_env_at_backend_start() -> dict[str, str | None]:
+    """XLA_FLAGS and LIBTPU_INIT_ARGS as XLA saw them.
+
+    JAX calls ``initialize()`` while it starts its backends, just before it creates
+    the clients (which is when XLA parses these variables, once per process), so the
+    values taken there are exactly XLA's. Where JAX did not run the plugin (pcache
+    used from a source tree without its entry point), the values at pcache's first
+    key are the best that can be known.
+    """
+    global _FLAGS_AT_START
+    if _FLAGS_AT_START is None:
+        _FLAGS_AT_START = {v: os.environ.get(v) for v in FLAG_VARS}
+    return _FLAGS_AT_START
+
+
+def program_name() -> str:
+    """This program, as the next run of it will name itself: ``python -m pkg.mod``
+    is the module, a script its real path, anything else ``<interactive>``."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and getattr(spec, "name", None):
+        return f"module {spec.name}"
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0 and argv0 not in ("-c", "-"):
+        return f"script {os.path.realpath(argv0)}"
+    return "<interactive>"
+
+
+def untrusted_reasons(path: Path) -> list[str]:
+    """Why others may write the cache directory ``path`` (empty: only we may)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    why = []
+    if st.st_uid != os.geteuid():
+        why.append(f"owned by uid {st.st_uid}")
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        who = "others" if st.st_mode & 0o002 else "its group"
+        why.append(f"writable by {who} (mode {st.st_mode & 0o777:o})")
+    return why

@@ -147,3 +147,51 @@ def _mtime(path: Path) -> float | None:
         return os.stat(path).st_mtime_ns
     except OSError:
         return None
+
+
+def sweep_locks(locks_dir: Path, *, older_than: float = 3600.0, dry_run: bool = False) -> int:
+    """Remove single-flight lock files nobody holds, older than ``older_than`` seconds.
+
+    A lock file is removed as soon as its entry is stored; one whose compile failed
+    (or was killed) stays behind. A file is only unlinked while this process holds
+    its lock, so a live compiler is never disturbed; a waiter that opened the old
+    file re-reads the store before compiling, as after any release.
+    """
+    locks_dir = Path(locks_dir)
+    if not locks_dir.is_dir():
+        return 0
+    cutoff = time.time() - older_than
+    removed = 0
+    for beat in locks_dir.glob("*.beat"):  # a killed holder's: its lock is free
+        lock = filelock.FileLock(str(beat.with_suffix(".lock")), is_singleton=False)
+        try:
+            if beat.stat().st_mtime > cutoff:
+                continue
+            lock.acquire(timeout=0)
+        except (filelock.Timeout, OSError):
+            continue
+        try:
+            if not dry_run:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(beat)
+        finally:
+            lock.release()
+    for path in locks_dir.glob("*.lock"):
+        try:
+            if path.stat().st_mtime > cutoff:
+                continue
+        except FileNotFoundError:  # removed by its compiler meanwhile
+            continue
+        lock = filelock.FileLock(str(path), is_singleton=False)
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:  # held: a compile is in progress
+            continue
+        try:
+            if not dry_run:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            removed += 1
+        finally:
+            lock.release()
+    return removed

@@ -3,19 +3,19 @@
 `WorkingSets` records the persistent keys a process uses, per program x backend x
 JAX version, and saves them as store key sets; the next run's `Preloader` loads
 those entries on a daemon thread, so deserialization overlaps tracing. No JAX
-here: `pcache._jax` supplies the functions that check and deserialize an entry.
+here: the runtime hands both a `PreloadHost` (the store, how to check an entry,
+where to count and report), and `pcache._load` the functions that decide whether
+an entry is usable here and deserialize it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from pcache._cache import Runtime
+from typing import Any
 
 logger = logging.getLogger("pcache")
 
@@ -23,6 +23,27 @@ logger = logging.getLogger("pcache")
 #: with the load parameters and replay record stored beside it (both signed);
 #: ``signature`` says how it was loaded.
 PreloadFn = Callable[[bytes, Any, Any], "tuple[Any, Any] | None"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PreloadHost:
+    """What preloading needs of the runtime, and nothing more.
+
+    ``store``: read with ``entry``/``get_entry``/``key_set``, written with
+    ``put_key_set``, each thread's connection released with ``release_connection``.
+    ``load_params(digest, entry)``: the entry's load parameters if its signed head
+    is this cache's, else None. ``body_ok(digest, raw, extra)``: whether the bytes
+    pass their HMAC. ``entry_overhead``: what the memory tier counts per entry
+    beyond its bytes. ``on_preloaded()``: count one. ``background_error(cause,
+    exc)``: count and log a failure on a helper thread.
+    """
+
+    store: Any
+    load_params: Callable[[str, Any], Any]
+    body_ok: Callable[[str, bytes, dict], bool]
+    entry_overhead: int
+    on_preloaded: Callable[[], None]
+    background_error: Callable[[str, BaseException], None]
 
 
 class WorkingSets:
@@ -38,8 +59,8 @@ class WorkingSets:
     SAVE_DELAY = 2.0  # seconds: coalesces the burst of first uses at start-up
     MAX_KEYS = 4096
 
-    def __init__(self, rt: Runtime, *, enabled: bool = True) -> None:
-        self._rt = rt
+    def __init__(self, host: PreloadHost, *, enabled: bool = True) -> None:
+        self._host = host
         self._enabled = enabled
         self._sets: dict[str, dict[str, None]] = {}
         self._previous: dict[str, list[str]] = {}
@@ -69,7 +90,7 @@ class WorkingSets:
         except RuntimeError as exc:  # can't start new thread: saved at exit instead
             with self._lock:
                 self._timer = None
-            self._rt.background_error("working-set timer", exc)
+            self._host.background_error("working-set timer", exc)
 
     def set_previous(self, name: str, keys: list[str]) -> None:
         with self._lock:
@@ -80,7 +101,7 @@ class WorkingSets:
             self.save()
         finally:
             # This thread ends now; its SQLite connection must not outlive it.
-            self._rt.store.release_connection()
+            self._host.store.release_connection()
 
     def save(self) -> None:
         with self._save_lock:
@@ -99,9 +120,9 @@ class WorkingSets:
                 self._dirty.clear()
             for name, keys in snapshot.items():
                 try:
-                    self._rt.store.put_key_set(name, keys)
+                    self._host.store.put_key_set(name, keys)
                 except Exception as exc:  # a hint for the next run: never worth an exception
-                    self._rt.background_error("store write (working set)", exc)
+                    self._host.background_error("store write (working set)", exc)
 
 
 _PENDING, _LOADING, _DONE, _TAKEN = range(4)
@@ -134,13 +155,13 @@ class Preloader:
 
     def __init__(
         self,
-        rt: Runtime,
+        host: PreloadHost,
         digests: list[str],
         usable: Callable[[Any], bool],
         load: PreloadFn,
         budget: int,
     ) -> None:
-        self._rt = rt
+        self._host = host
         self._order = digests
         self._usable = usable
         self._load = load
@@ -222,9 +243,9 @@ class Preloader:
                             result = None
                     item.done.set()
                 if result is not None:
-                    self._rt.stats.add("preloaded")
+                    self._host.on_preloaded()
         finally:
-            self._rt.store.release_connection()
+            self._host.store.release_connection()
         if not self._stop.is_set():
             timer = self._release_timer = threading.Timer(self.RELEASE_AFTER, self.release)
             timer.daemon = True
@@ -239,7 +260,7 @@ class Preloader:
             if self._stop.is_set():
                 return []
             try:
-                e = self._rt.store.entry(digest)
+                e = self._host.store.entry(digest)
             except Exception as exc:
                 logger.debug("pcache: preload could not list %s: %r", digest[:12], exc)
                 e = None
@@ -249,7 +270,7 @@ class Preloader:
                 sizes[digest] = e.raw_size
         chosen, used = [], 0
         for digest in sorted(sizes, key=lambda d: -sizes[d]):
-            cost = sizes[digest] + self._rt.memory.ENTRY_OVERHEAD
+            cost = sizes[digest] + self._host.entry_overhead
             if used + cost <= self._budget:
                 chosen.append(digest)
                 used += cost
@@ -258,20 +279,20 @@ class Preloader:
     def _params(self, digest: str, entry: Any) -> Any | None:
         """The entry's load parameters if its signed head is pcache's own and they
         are ``usable`` here; else None."""
-        params = self._rt.load_params(digest, entry)
+        params = self._host.load_params(digest, entry)
         if params is None:
             return None
         return params if self._usable(params) else None
 
     def _load_one(self, digest: str) -> tuple | None:
-        rt = self._rt
+        host = self._host
 
         def admit(entry: Any) -> None:  # nothing is read of an entry we would not use
             if self._params(digest, entry) is None:
                 raise _Skip
 
         try:
-            got = rt.store.get_entry(digest, touch=False, admit=admit)
+            got = host.store.get_entry(digest, touch=False, admit=admit)
         except _Skip:
             return None
         if got is None:
@@ -280,7 +301,7 @@ class Preloader:
         params = self._params(digest, entry)
         if params is None or self._stop.is_set():
             return None
-        if not rt.entry_ok(digest, raw, entry.extra):
+        if not host.body_ok(digest, raw, entry.extra):
             return None  # a lookup reads it the checked way (and reports it)
         if self._stop.is_set():
             return None

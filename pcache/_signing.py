@@ -5,7 +5,7 @@ write any row and any byte of the store; only a holder of ``secret.key`` (mode 0
 can sign. An entry's ``extra`` carries:
 
 ``format``     `ENTRY_FORMAT`: what the fields below mean.
-``replay``     what lowering did besides producing the module (``_jax.Replay``).
+``replay``     what lowering did besides producing the module (``_replay.Replay``).
 ``load``       optional load parameters (the preloader loads with them).
 ``head_hmac``  over the key, ``format``, the raw size and ``load``: everything that
                decides whether and how an entry is read, checked from the metadata

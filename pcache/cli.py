@@ -44,6 +44,7 @@ from pcache._config import (
     format_size,
     parse_age,
     parse_size,
+    untrusted_reasons,
 )
 from pcache.store import (
     Store,
@@ -424,9 +425,9 @@ def gc(
                 progress=progress,
             )
         after = store.stats()
-    from pcache._cache import sweep_locks
+    from pcache._flight import sweep_locks
 
-    locks_removed = sweep_locks(ctx.find_object(_State).resolve(), dry_run=dry_run)
+    locks_removed = sweep_locks(Layout(ctx.find_object(_State).resolve()).locks, dry_run=dry_run)
     removed = list(result.removed)
     if as_json:
         data = {
@@ -876,7 +877,6 @@ def _verify_directory(directory: Path, fix: bool) -> tuple[list[str], list[str],
     """Checks of a pcache directory beyond its store: who may write it, and its
     secret (``None`` for a bare store directory).  Returns ``(problems, fixed,
     signer)``; ``signer`` checks entry heads, when the secret could be read."""
-    from pcache._cache import untrusted_reasons
     from pcache._errors import PcacheError
     from pcache._signing import MIN_SECRET_BYTES, Signer, load_secret
 

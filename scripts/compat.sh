@@ -2,7 +2,7 @@
 # Run pcache's JAX-facing tests against another JAX line in its own venv.
 #
 #   bash scripts/compat.sh            # jax/jaxlib 0.9.2 (the oldest line with the jit seam)
-#   bash scripts/compat.sh 0.10.0     # any version; outside pcache._jax.SUPPORTED only
+#   bash scripts/compat.sh 0.10.0     # any version; outside pcache._compat.SUPPORTED only
 #                                     # the HLO-level seam runs and jit tests fail
 #   bash scripts/compat.sh 0.9.2 -k pmap   # extra arguments go to pytest
 #
@@ -28,7 +28,7 @@ if ! ready; then
   "$env_dir/bin/pip" install --quiet --upgrade pip
   "$env_dir/bin/pip" install --quiet "jax==$ver" "jaxlib==$ver" -e '.[test]'
 fi
-"$py" -c 'import jax, pcache._jax as j; print("jax", jax.__version__, "jit seam:", j.jit_seam_supported())'
+"$py" -c 'import jax, pcache._compat as c; print("jax", jax.__version__, "jit seam:", c.JIT_SEAM)'
 exec "$py" -m pytest -q -p no:cacheprovider \
   tests/test_jit_cache.py tests/test_runtime.py tests/test_preload.py tests/test_fingerprint_api.py \
   tests/test_canon.py tests/test_soundness.py tests/test_lowering_effects.py "${@:2}"

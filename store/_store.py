@@ -448,7 +448,9 @@ class Store:
             )
         try:
             version = self._read("reading schema version", _user_version)
-        except StorePermissionError:
+        except (StoreCorruptError, StoreVersionError, StoreLockedError):
+            raise
+        except StoreError:  # no -shm and none can be made (read-only, or a full disk)
             self._immutable = True
             self._drop_connections()
             version = self._read("reading schema version", _user_version)

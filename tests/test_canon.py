@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from jax.extend.core import Primitive
 
-from pcache import _canon
+from pcache import _canon, _key
 from pcache._errors import Uncacheable
 from pcache._key import CacheKey
 
@@ -299,16 +299,16 @@ def test_value_digest_scalars_are_type_tagged():
 
 def test_environment_parts():
     backend = jax.devices()[0].client
-    parts = dict(_canon.environment_parts(backend))
+    parts = dict(_key.environment_parts(backend))
     assert {"jax", "jaxlib", "platform", "xla_flags", "trace_context"} <= parts.keys()
     assert b"xla_force_host_platform_device_count" not in parts["xla_flags"]
     before = parts["trace_context"]
     with jax.default_matmul_precision("highest"):
-        during = dict(_canon.environment_parts(backend))["trace_context"]
+        during = dict(_key.environment_parts(backend))["trace_context"]
     assert during != before
-    assert dict(_canon.environment_parts(backend))["trace_context"] == before
+    assert dict(_key.environment_parts(backend))["trace_context"] == before
     with jax.enable_x64(True):
-        assert dict(_canon.environment_parts(backend))["trace_context"] != before
+        assert dict(_key.environment_parts(backend))["trace_context"] != before
 
 
 # ---------------------------------------------------------------- keys

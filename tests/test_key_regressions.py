@@ -44,7 +44,7 @@ def test_repeated_compiler_options_last_one_wins(cache):
 def test_compile_config_changed_mid_process_changes_the_key(cache, flag, value):
     x = jnp.ones((4,))
     before = pcache.key(lambda v: v * 2 + 1, x)
-    old = pcache._jax.config_value(flag)
+    old = pcache._compat.config_value(flag)
     jax.config.update(flag, value)
     try:
         after = pcache.key(lambda v: v * 2 + 1, x)
@@ -57,7 +57,7 @@ def test_compile_config_changed_mid_process_changes_the_key(cache, flag, value):
 def test_pcache_frames_stay_out_of_compiled_metadata(cache):
     x = jnp.ones((8, 8), jnp.float32)
     text = jax.jit(lambda v: jnp.tanh(v @ v + 1.0).sum(0)).lower(x).compile().as_text()
-    assert "pcache/_jax.py" not in text and "_lowering_wrapper" not in text
+    assert "pcache/" not in text and "lowering_wrapper" not in text
 
 
 def test_memoized_computations_respect_devices_and_defaults(cache):

@@ -273,7 +273,7 @@ def test_preload_budget_is_half_the_memory_tier(tmp_path):
     # Each executable counts as its size plus the tier's per-entry overhead: a
     # memory bound of 4 overheads leaves a preload budget of 2 overheads, which
     # one executable fits and two do not.
-    bound = 4 * pcache._cache.MemoryTier.ENTRY_OVERHEAD
+    bound = 4 * pcache._memory.MemoryTier.ENTRY_OVERHEAD
     pcache.enable(tmp_path, raise_errors=True, max_memory_bytes=bound)
     try:
         jax.jit(lambda a, i=0: jnp.tanh(a * (i + 1.0)) @ a)(x)

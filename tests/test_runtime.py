@@ -14,7 +14,7 @@ import pytest
 
 import pcache
 from pcache import store
-from pcache._jax import jax_version
+from pcache._compat import jax_version
 from pcache._signing import Signer
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"

@@ -328,20 +328,18 @@ def test_rule_registered_again_in_process(cache):
 def test_jax_rules_are_persistent_and_user_rules_are_not():
     from jax._src.interpreters import mlir
 
-    from pcache import _jax
-
     prims = set(mlir._lowerings)
     for d in mlir._platform_specific_lowerings.values():
         prims |= set(d)
     local = [
         p.name
         for p in prims
-        if not p.name.startswith("pcache") and not _jax.lowering_rule_key(p).persistent
+        if not p.name.startswith("pcache") and not _canon.lowering_rule_key(p).persistent
     ]
     assert local == []  # every rule JAX registers is keyed by its structure
     user = _user_primitive("pcache_user_rule", lambda v: v + 1)
-    assert not _jax.lowering_rule_key(user).persistent
-    sin, cos = _jax.lowering_rule_key(lax.sin_p), _jax.lowering_rule_key(lax.cos_p)
+    assert not _canon.lowering_rule_key(user).persistent
+    sin, cos = _canon.lowering_rule_key(lax.sin_p), _canon.lowering_rule_key(lax.cos_p)
     assert sin.persistent and sin.token != cos.token
 
 
@@ -463,11 +461,11 @@ def test_xla_flags_edited_after_backend_start_are_not_keyed(tmp_path):
     ],
 )
 def test_flag_normalization(monkeypatch, a, b, same):
-    from pcache import _plugin
+    from pcache import _config, _key
 
     def flags(value):
-        monkeypatch.setattr(_plugin, "_FLAGS_AT_START", {"XLA_FLAGS": value})
-        return _canon._xla_flags()
+        monkeypatch.setattr(_config, "_FLAGS_AT_START", {"XLA_FLAGS": value})
+        return _key._xla_flags()
 
     assert (flags(a) == flags(b)) is same
 
@@ -497,13 +495,13 @@ def test_fingerprint_of_a_user_prng_key_is_uncacheable():
 
 
 def test_fingerprint_turns_internal_failures_into_uncacheable(monkeypatch):
-    from pcache import _jax
+    from pcache import _key
 
     def broken(*a, **k):
         raise RuntimeError("internal")
 
-    monkeypatch.setattr(_jax, "_context_parts", broken)
-    monkeypatch.setattr(_jax, "_CONTEXT_MEMO", _jax._BoundedMemo(4))
+    monkeypatch.setattr(_key, "_context_parts", broken)
+    monkeypatch.setattr(_key, "_CONTEXT_MEMO", _canon.BoundedMemo(4))
     with pytest.raises(pcache.Uncacheable) as info:
         pcache.fingerprint(lambda v: v + 1, jnp.ones(3))
     assert info.value.reason == "fingerprint-error:RuntimeError"
@@ -516,7 +514,7 @@ def test_fingerprint_turns_internal_failures_into_uncacheable(monkeypatch):
 def test_check_mode_catches_a_stale_memo(tmp_path):
     """JAX_PCACHE_CHECK recomputes the key without memos: a memo entry that lies is
     an error, not a hit."""
-    from pcache import _jax
+    from pcache import _install
 
     @jax.jit
     def inner(x):
@@ -532,7 +530,7 @@ def test_check_mode_catches_a_stale_memo(tmp_path):
         with pytest.raises(pcache.CheckError):
             jax.jit(lambda x: inner(x) + 1)(jnp.ones(3))
         _canon.clear_caches()
-        _jax.clear_in_memory()
+        _install.clear_in_memory()
         jax.jit(lambda x: inner(x) + 1)(jnp.ones(3))  # consistent again: no error
 
 

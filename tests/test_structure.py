@@ -33,3 +33,139 @@ print(json.dumps({
         "schema": True,
         "store_class": "pcache.store._store",
     }
+
+
+# -- who imports what ------------------------------------------------------------------
+
+import ast  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+PKG = Path(__file__).resolve().parent.parent / "pcache"
+STORE = Path(__file__).resolve().parent.parent / "store"
+
+
+def _imports(path: Path, package: str) -> list[tuple[str, int]]:
+    """Every module ``path`` imports, absolute, with its line; imports under
+    ``if TYPE_CHECKING:`` are left out (they never run)."""
+    tree = ast.parse(path.read_text())
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from . import x / from ._m import y
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                mod = f"{base}.{node.module}" if node.module else base
+            else:
+                mod = node.module or ""
+            out.append((mod, node.lineno))
+            out += [(f"{mod}.{a.name}", node.lineno) for a in node.names]
+    return out
+
+
+def _modules() -> dict[str, Path]:
+    mods = {f"pcache.{p.stem}": p for p in PKG.glob("*.py") if p.stem != "__init__"}
+    mods |= {f"pcache.store.{p.stem}": p for p in STORE.glob("*.py") if p.stem != "__init__"}
+    return mods
+
+
+def test_only_compat_imports_jax_internals():
+    """Every use of JAX's private modules is in pcache/_compat.py: the next JAX
+    release is a change there."""
+    offenders = []
+    for name, path in _modules().items():
+        if name == "pcache._compat":
+            continue
+        for mod, line in _imports(path, name.rpartition(".")[0]):
+            private = mod.startswith("jax._src") or (
+                mod.startswith("jaxlib.") and mod != "jaxlib.__version__"
+            )
+            if private:
+                offenders.append(f"{path.name}:{line}: {mod}")
+    assert offenders == []
+
+
+def test_the_store_never_imports_jax_or_pcache():
+    for name, path in _modules().items():
+        if not name.startswith("pcache.store."):
+            continue
+        for mod, line in _imports(path, "pcache.store"):
+            assert not mod.startswith(("jax", "jaxlib")), f"{path.name}:{line}: {mod}"
+            assert not mod.startswith("pcache.") or mod.startswith("pcache.store"), (
+                f"{path.name}:{line}: {mod}"
+            )
+
+
+def test_no_import_cycles():
+    """pcache's modules form layers: no module imports (even lazily, inside a
+    function) one that imports it back. The JAX plugin entry point and the public
+    API sit on top (nothing imports them but the package's lazy attributes)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        deps = set()
+        for mod, _ in _imports(path, name.rpartition(".")[0]):
+            while mod and mod not in mods:
+                mod = mod.rpartition(".")[0]
+            if mod and mod != name:
+                deps.add(mod)
+        graph[name] = deps
+    cycles = []
+    state: dict[str, int] = {}
+
+    def visit(n: str, stack: list[str]) -> None:
+        state[n] = 1
+        for d in sorted(graph[n]):
+            if state.get(d) == 1:
+                cycles.append(" -> ".join(stack[stack.index(d) :] + [d]))
+            elif d not in state:
+                visit(d, [*stack, d])
+        state[n] = 2
+
+    for n in sorted(graph):
+        if n not in state:
+            visit(n, [n])
+    assert cycles == []
+    # The layers this promises: the JAX-free rooms never reach JAX-facing ones.
+    jax_free = {"pcache._config", "pcache._errors", "pcache._flight", "pcache._signing",
+                "pcache._memory", "pcache._stats", "pcache._preload"}  # fmt: skip
+
+    def reach(n: str, seen: set[str]) -> set[str]:
+        for d in graph[n]:
+            if d not in seen:
+                seen.add(d)
+                reach(d, seen)
+        return seen
+
+    for n in jax_free:
+        assert not {m for m in reach(n, set()) if not m.startswith("pcache.store")} - jax_free, n
+
+
+def test_the_cli_does_not_import_jax(tmp_path):
+    """`pcache gc`, `ls`, `verify`... run without importing JAX (only `gc --stale`
+    asks JAX which versions and devices are installed)."""
+    cache = tmp_path / "c"
+    from pcache.store import Store
+
+    with Store(cache / "store") as s:
+        s.put("k", b"v", meta={})
+    code = (
+        "import sys\n"
+        "from pcache.cli import cli\n"
+        "for args in (['ls'], ['stats'], ['verify'], ['gc', '--dry-run']):\n"
+        "    try:\n"
+        f"        cli(['--dir', {str(cache)!r}, *args], standalone_mode=False)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr

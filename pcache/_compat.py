@@ -1,0 +1,519 @@
+"""Every JAX private internal pcache uses, behind one version gate.
+
+This is the only module of pcache that imports ``jax._src`` or jaxlib internals,
+and the only one that knows how the JAX lines differ: the next JAX release should
+be a change here (and `SUPPORTED`). Other modules call the functions and use the
+types below; they never reach into JAX's private modules themselves.
+
+On a JAX outside `SUPPORTED` nothing below the gate is imported: `JIT_SEAM` is
+False, the jit seam is not installed, and only the HLO-level seam runs (JAX's own
+persistent-cache interface: `compile_or_get_cached`, `get_cache_key`), if even
+those names exist (`HLO_SEAM`). No name here raises on import on any JAX.
+
+The 0.9 line differs from 0.10 in: `_cached_lowering_to_hlo` also returns
+``nreps`` (jit-of-pmap) and `_cached_compilation` takes mesh / spmd / auto-spmd /
+pmap_nreps inputs (see `lowering_result`, `compile_call`); the auto-layout and
+PRNG names; literal arrays; the trace-context names; `PartitionSpec` internals;
+and abstract devices without a platform.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import sys
+from typing import Any
+
+import jax
+import jaxlib
+import numpy as np
+
+__all__ = [  # the types the canonical form names (re-exported from JAX's private modules)
+    "AbstractMesh",
+    "AbstractToken",
+    "AutoLayoutSingleton",
+    "AxisEnv",
+    "ClosedJaxpr",
+    "Device",
+    "DropVar",
+    "FlatCallback",
+    "Format",
+    "GSPMDSharding",
+    "Jaxpr",
+    "JaxprEqnContext",
+    "KeyTy",
+    "Layout",
+    "Literal",
+    "ManualAxisType",
+    "Mesh",
+    "MeshComputation",
+    "PRNGImpl",
+    "Primitive",
+    "PyTreeDef",
+    "ShapedArray",
+    "SingleDeviceSharding",
+    "TypedNdArray",
+    "UnspecifiedValue",
+    "Var",
+    "registered_prng_impls",
+]
+
+# The JAX lines the jit seam was written against (the private names below exist
+# with these signatures there). 0.9.x is served from 0.9.2, the first 0.9 release
+# the seam was verified on (scripts/compat.sh).
+SUPPORTED = ((0, 9, 2), (0, 11, 0))
+JAX_VERSION = jax.__version__
+JAXLIB_VERSION = jaxlib.__version__
+
+
+def jax_version() -> tuple[int, ...]:
+    return tuple(int(p) for p in JAX_VERSION.split(".")[:3] if p.isdigit())
+
+
+def jit_seam_supported() -> bool:
+    lo, hi = SUPPORTED
+    return lo <= jax_version() < hi
+
+
+#: The jit seam (and the canonical form) can run on this JAX.
+JIT_SEAM = jit_seam_supported()
+#: The 0.9.x line (only meaningful when JIT_SEAM).
+LINE_09 = jax_version() < (0, 10, 0)
+
+
+class Absent:
+    """Stands for a JAX type this line does not have: no object is an instance."""
+
+
+# ------------------------------------------------------------------ the one gate
+
+if JIT_SEAM:
+    from jax._src import cache_key as _cache_key
+    from jax._src import compilation_cache as _cc
+    from jax._src import compiler as _compiler
+    from jax._src import config as _config
+    from jax._src import core as _core
+    from jax._src import dispatch as _dispatch
+    from jax._src import effects as _effects
+    from jax._src import pjit as _pjit
+    from jax._src import source_info_util as _source_info_util
+    from jax._src import traceback_util as _traceback_util
+    from jax._src import util as _util
+    from jax._src.callback import _FlatCallback as FlatCallback
+    from jax._src.interpreters import mlir as _mlir
+    from jax._src.interpreters import pxla as _pxla
+    from jax._src.layout import Format, Layout
+    from jax._src.lib import gpu_solver as _gpu_solver
+    from jax._src.lib import lapack as _lapack
+    from jax._src.lib.mlir import ir as _ir
+    from jax._src.mesh import AbstractMesh, Mesh
+    from jax._src.named_sharding import UnspecifiedValue
+    from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
+    from jaxlib._jax import Device, PyTreeDef
+
+    if LINE_09:
+        # 0.9: the auto-layout type is `AutoLayout` (Layout.AUTO is an instance of
+        # it); the PRNG module is jax._src.prng; literals hold plain numpy arrays.
+        from jax._src.layout import AutoLayout as AutoLayoutSingleton
+        from jax._src.prng import KeyTy, PRNGImpl
+        from jax._src.prng import prngs as registered_prng_impls
+
+        TypedNdArray: Any = Absent
+    else:
+        from jax._src.layout import AutoLayoutSingleton
+        from jax._src.literals import TypedNdArray
+        from jax._src.random.prng import KeyTy, PRNGImpl
+        from jax._src.random.prng import prngs as registered_prng_impls
+
+    DropVar = _core.DropVar
+    # The classes jax.extend.core re-exports; importing jax.extend costs ~20 ms (it
+    # imports Pallas), which a warm process would pay on its first jit call.
+    Jaxpr = _core.Jaxpr
+    ClosedJaxpr = _core.ClosedJaxpr
+    Literal = _core.Literal
+    Var = _core.Var
+    JaxprEqnContext = _core.JaxprEqnContext
+    ShapedArray = _core.ShapedArray
+    AbstractToken = _core.AbstractToken
+    Primitive = _core.Primitive
+    ManualAxisType = getattr(_core, "ManualAxisType", Absent)  # added in 0.10
+    AxisEnv = _core.AxisEnv
+    MeshComputation = _pxla.MeshComputation
+    HLO_SEAM = True
+else:  # pragma: no cover - exercised by scripts/compat.sh on other JAX lines
+    _pxla = _mlir = _pjit = _dispatch = _effects = _core = _cache_key = None
+    try:
+        from jax._src import compilation_cache as _cc
+        from jax._src import compiler as _compiler
+        from jax._src import config as _config
+
+        HLO_SEAM = True
+    except ImportError:
+        _cc = _compiler = _config = None
+        HLO_SEAM = False
+
+pxla_logger = logging.getLogger("jax._src.interpreters.pxla")
+dispatch_logger = logging.getLogger("jax._src.dispatch")
+
+
+# ------------------------------------------------------------- patch points
+
+#: The JAX functions pcache wraps: name -> (owner, attribute). `patch` replaces one
+#: and returns the original.
+PATCH_POINTS = {
+    "jit_evict": ("pjit", "jit_evict_fn"),
+    "pjit_lower": ("pjit", "_pjit_lower"),
+    "lsc": ("pxla", "lower_sharding_computation"),
+    "devices": ("pxla", "_get_and_check_device_assignment"),
+    "lower": ("pxla", "_cached_lowering_to_hlo"),
+    "compile": ("pxla", "_cached_compilation"),
+    "stablehlo": ("MeshComputation", "stablehlo"),
+    "compile_or_get_cached": ("compiler", "compile_or_get_cached"),
+}
+
+
+def _owner(name: str) -> Any:
+    return {
+        "pjit": _pjit,
+        "pxla": _pxla,
+        "compiler": _compiler,
+        "MeshComputation": getattr(_pxla, "MeshComputation", None),
+    }[name]
+
+
+def patch(point: str, replacement: Any) -> Any:
+    """Install ``replacement`` at ``point`` (see `PATCH_POINTS`); return the original."""
+    owner_name, attr = PATCH_POINTS[point]
+    owner = _owner(owner_name)
+    original = getattr(owner, attr)
+    setattr(owner, attr, replacement)
+    return original
+
+
+def current(point: str) -> Any:
+    owner_name, attr = PATCH_POINTS[point]
+    return getattr(_owner(owner_name), attr)
+
+
+def register_clear_hook(hook: Any, name: str) -> None:
+    """Have `jax.clear_caches()` call ``hook.cache_clear()``."""
+    _util.register_cache(hook, name)
+
+
+def exclude_from_tracebacks(directory: str) -> None:
+    """Keep pcache's frames out of filtered tracebacks and out of the source
+    locations JAX writes into the HLO."""
+    _traceback_util.register_exclusion(directory)
+    _source_info_util.register_exclusion(directory)
+
+
+# ------------------------------------------------ the lowering and compile calls
+
+
+@dataclasses.dataclass(frozen=True)
+class LoweringCall:
+    """The arguments of one `pxla._cached_lowering_to_hlo` call, by name."""
+
+    closed_jaxpr: Any
+    module_name: str
+    backend: Any
+    num_const_args: int
+    in_avals: tuple
+    sem_in: Any
+    sem_out: Any
+    in_layouts: tuple
+    out_layouts: tuple
+    num_devices: int
+    device_assignment: Any
+    donated_invars: tuple
+    all_default_mem_kind: bool
+    inout_aliases: Any
+    propagated_out_mem_kinds: tuple
+    platforms: tuple
+    lowering_parameters: Any
+    abstract_mesh: Any
+
+    @classmethod
+    def of(cls, args: tuple, kwargs: dict) -> LoweringCall:
+        return cls(
+            *args, kwargs["lowering_parameters"], kwargs.get("abstract_mesh")
+        )  # fmt: skip
+
+
+def lowering_result(module, keepalive, host_callbacks, unordered, ordered, tuple_args, poly):
+    """`_cached_lowering_to_hlo`'s return value on this JAX line."""
+    if LINE_09:  # 0.9 also returns nreps (always 1 here: see check_line_specific)
+        return (module, keepalive, host_callbacks, unordered, ordered, 1, tuple_args, poly)
+    return (module, keepalive, host_callbacks, unordered, ordered, tuple_args, poly)
+
+
+def check_line_specific(closed_jaxpr, sem_in, sem_out) -> str | None:
+    """Why this line cannot key the program (its lowering or compile inputs are not
+    the plain SPMD ones a key predicts), or None."""
+    if not LINE_09:
+        return None
+    jaxpr = closed_jaxpr.jaxpr
+    if _pxla._jaxpr_replicas(jaxpr) != 1 or _dispatch.jaxpr_has_primitive(jaxpr, "xla_pmap"):
+        return "jit-of-pmap: 0.9: jit of pmap lowers to a replicated program"
+    if any(isinstance(s, _pxla.AUTO) for s in (*sem_in.shardings, *sem_out.shardings)):
+        return "auto-sharding: 0.9: AUTO shardings use auto-SPMD partitioning"
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileCall:
+    """The arguments of one `pxla._cached_compilation` call, by name, the same on
+    every line. ``plain``: the plain SPMD compile a key predicts (0.9 also compiles
+    jit-of-pmap and auto-SPMD programs here, which pcache leaves alone)."""
+
+    name: str
+    tuple_args: bool
+    allow_in: tuple
+    allow_out: tuple
+    host_callbacks: Any
+    backend: Any
+    device_list: Any
+    compiler_options_kvs: tuple
+    pgle_profiler: Any
+    plain: bool = True
+
+    @classmethod
+    def of(cls, rest: tuple) -> CompileCall:
+        if LINE_09:
+            (name, mesh, spmd_lowering, tuple_args, auto_spmd_lowering, allow_in, allow_out,
+             host_callbacks, backend, da, pmap_nreps, kvs, pgle) = rest  # fmt: skip
+            plain = pmap_nreps == 1 and not auto_spmd_lowering and spmd_lowering and mesh is None
+            return cls(name, tuple_args, tuple(allow_in), tuple(allow_out), host_callbacks,
+                       backend, da, kvs, pgle, bool(plain))  # fmt: skip
+        (name, tuple_args, allow_in, allow_out, host_callbacks, backend, da, kvs, pgle) = rest
+        return cls(name, tuple_args, tuple(allow_in), tuple(allow_out), host_callbacks,
+                   backend, da, kvs, pgle)  # fmt: skip
+
+
+# --------------------------------------------------------- what the seams ask JAX
+
+
+def ordered_effects(effects) -> list:
+    return list(_effects.ordered_effects.filter_in(effects))
+
+
+def unordered_effects(effects) -> list:
+    return list(_effects.ordered_effects.filter_not_in(effects))
+
+
+def should_tuple_args(num_args: int, platform: str) -> bool:
+    return _dispatch.should_tuple_args(num_args, platform)
+
+
+def propagation_to_input_output(in_shardings, out_shardings, num_ordered: int):
+    return _pxla.get_prop_to_input_output(in_shardings, out_shardings, num_ordered)
+
+
+def shape_poly_state(platforms) -> Any:
+    return _mlir.ShapePolyLoweringState((), tuple(platforms))
+
+
+def create_device_list(devices) -> Any:
+    return _pxla._create_device_list(devices)
+
+
+def compile_options(
+    backend, device_list, compiler_options_kvs, tuple_args, allow_in, allow_out
+) -> Any:
+    """The CompileOptions JAX builds for a plain SPMD jit compile of these inputs."""
+    dev = np.array(list(device_list), dtype=object).reshape((1, len(device_list)))
+    options = _compiler.get_compile_options(
+        num_replicas=1,
+        num_partitions=len(device_list),
+        device_assignment=dev,
+        env_options_overrides=dict(compiler_options_kvs),
+        backend=backend,
+    )
+    options.parameter_is_tupled_arguments = tuple_args
+    build = options.executable_build_options
+    build.allow_spmd_sharding_propagation_to_parameters = list(allow_in)
+    build.allow_spmd_sharding_propagation_to_output = list(allow_out)
+    return options
+
+
+def trace_context() -> Any:
+    """What JAX keys its own trace caches on (hashable)."""
+    return _config.trace_context()
+
+
+def log_compiles() -> bool:
+    return bool(_config.log_compiles.value)
+
+
+def jax_cache_configured() -> bool:
+    """Whether the user has pointed JAX's own persistent cache at a directory
+    (`jax_enable_compilation_cache` alone is True by default and means nothing
+    without one)."""
+    return bool(_config.enable_compilation_cache.value) and (
+        _config.compilation_cache_dir.value is not None or _cc._cache is not None
+    )
+
+
+def hlo_cache_key(computation, devices, compile_options, backend) -> str:
+    """JAX's own persistent-cache key of a lowered module."""
+    return _cc.get_cache_key(computation, devices, compile_options, backend)
+
+
+def serialize(exe, backend) -> bytes:
+    """An executable's bytes (the loaded-executable method, or the backend's)."""
+    return exe.serialize() if hasattr(exe, "serialize") else backend.serialize_executable(exe)
+
+
+def module_name(computation) -> str:
+    return str(computation.operation.attributes["sym_name"]).strip('"')
+
+
+def kernel_initializers() -> tuple[tuple[str, Any], ...]:
+    """(custom-call target prefix, initializer) for the kernel libraries whose
+    lowering rules initialize them lazily, on this JAX line."""
+    # What `lapack.prepare_lapack_call` runs (jaxlib 0.9 and 0.10 alike).
+    table: list[tuple[str, Any]] = [("lapack_", _lapack._lapack.initialize)]
+    hybrid = getattr(_gpu_solver, "initialize_hybrid_kernels", None)
+    if hybrid is not None:
+        table += [("cu_hybrid_", hybrid), ("hip_hybrid_", hybrid)]
+    return tuple(table)
+
+
+def custom_call_targets(module) -> tuple[str, ...]:
+    """The custom-call targets a lowered module calls (sorted, unique)."""
+    found: set[str] = set()
+
+    def visit(op):
+        if op.name == "stablehlo.custom_call":
+            found.add(_ir.StringAttr(op.attributes["call_target_name"]).value)
+        return _ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return tuple(sorted(found))
+
+
+def lower_for_fingerprint(fun, args, kwargs, lower_sharding_computation) -> None:
+    """Trace ``fun`` as `jax.jit` would and run ``lower_sharding_computation`` (the
+    seam's wrapper, which raises with the key before lowering) on its jaxpr."""
+    jitted = fun if hasattr(fun, "trace") and hasattr(fun, "lower") else jax.jit(fun)
+    traced = jitted.trace(*args, **kwargs)
+    p = traced._params
+    meta = traced._meta_tys_flat
+    jaxpr = p["jaxpr"]
+    in_shardings = _pjit._resolve_in_shardings(meta, p["in_shardings"])
+    in_layouts = _pjit._resolve_in_layouts(meta, p["in_layouts"], in_shardings, jaxpr.in_avals)
+    out_layouts = _pjit._resolve_out_layouts(p["out_layouts"], p["out_shardings"], jaxpr.out_avals)
+    lower_sharding_computation(
+        jaxpr,
+        "jit",
+        p["name"],
+        in_shardings,
+        p["out_shardings"],
+        in_layouts,
+        out_layouts,
+        tuple(p["donated_invars"]),
+        keep_unused=p["keep_unused"],
+        context_mesh=p["ctx_mesh"],
+        compiler_options_kvs=p["compiler_options_kvs"],
+        lowering_platforms=None,
+        lowering_parameters=_mlir.LoweringParameters(),
+        pgle_profiler=None,
+    )
+
+
+# ------------------------------------------------------ what the canonical form asks
+
+# XLA_FLAGS that JAX's own persistent cache leaves out of its key (dump/debug flags).
+if JIT_SEAM:
+    xla_flags_to_exclude_from_cache_key = _cache_key.xla_flags_to_exclude_from_cache_key
+    xla_flag_prefixes = _cache_key.get_flag_prefixes
+else:  # pragma: no cover
+    xla_flags_to_exclude_from_cache_key: Any = ()
+
+    def xla_flag_prefixes() -> tuple:
+        return ()
+
+
+def literal_buffer_is_private(a) -> bool:
+    """True when no object but ``a`` can reach the memory ``a`` views, so its content
+    cannot change: ``a`` is a literal array JAX made itself while tracing (a
+    TypedNdArray: user code never holds one) viewing an owner array that nothing
+    else refers to (a Python scalar JAX turned into an array). A view of a user's
+    array is not private: the user's reference counts too (numpy points every view
+    at the owner).
+    """
+    if type(a) is not TypedNdArray:
+        return False
+    base = a.base
+    return (
+        type(base) is np.ndarray
+        and base.base is None
+        # references: a.base, this local, getrefcount's argument; nothing else
+        and sys.getrefcount(base) == 3
+    )
+
+
+def trace_context_items() -> list[tuple[str, object]]:
+    """(name, value) of every config/context value JAX keys its own trace caches on."""
+    values = _config.trace_context()
+    if LINE_09:
+        # 0.9's jaxlib cannot name them: key by position (the order is fixed for a
+        # jax/jaxlib version, and both versions are in every key).
+        return [(f"trace_context[{i}]", v) for i, v in enumerate(values)]
+    return list(zip(_config.trace_context_names(), values, strict=True))
+
+
+def config_value(name: str):
+    """Current value of a JAX config option or flag by name (``jax_enable_x64``).
+
+    Reads the value holder, which covers both `State` options and plain flags
+    (``jax_disable_most_optimizations`` is a flag with no `config.<name>` attribute).
+    """
+    return _config.config._value_holders[name].value
+
+
+def lowering_platform_names() -> tuple[str, ...]:
+    """``"*"`` (the default registry), then each platform with rules of its own."""
+    return ("*", *_mlir._platform_specific_lowerings)
+
+
+def lowering_registries() -> tuple[dict, ...]:
+    """JAX's lowering-rule registries, in `lowering_platform_names` order."""
+    return (_mlir._lowerings, *_mlir._platform_specific_lowerings.values())
+
+
+def lowering_entries(prim) -> tuple:
+    """The lowering-rule entries registered for ``prim`` now (default, per platform)."""
+    return tuple(d.get(prim) for d in lowering_registries())
+
+
+def partition_spec_entries(p) -> tuple:
+    """A PartitionSpec's entries: 0.10 forbids iterating a spec with unreduced or
+    reduced axes (its `partitions` are the entries); 0.9 keeps them in `_partitions`."""
+    if LINE_09:
+        return tuple(p._partitions)
+    return tuple(p.partitions)
+
+
+def named_sharding_logical_device_ids(s):
+    """NamedSharding's optional device-id permutation (None in the common case)."""
+    return getattr(s, "_logical_device_ids", None)
+
+
+def abstract_device_platform(ad):
+    """An AbstractMesh's abstract device's platform (0.9's AbstractDevice has none)."""
+    return None if LINE_09 else ad.platform
+
+
+def gspmd_sharding_devices(s) -> tuple:
+    """A GSPMDSharding's device assignment, in order."""
+    return tuple(s._device_assignment)
+
+
+def gspmd_sharding_proto(s) -> bytes:
+    """Serialized OpSharding proto of a GSPMDSharding."""
+    return s._hlo_sharding.to_proto().SerializeToString()
+
+
+PCACHE_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -1,0 +1,103 @@
+"""The HLO-level seam: JAX's own persistent-cache interface, served from pcache's store.
+
+Every compile the jit seam does not key (pmap, a jit seam bypass, compiles on a JAX
+line outside `_compat.SUPPORTED`) reaches `compiler.compile_or_get_cached` with a
+lowered module: keyed as JAX's own persistent cache keys it
+(`compilation_cache.get_cache_key`), stored in the same store (``hlo-<key>``).
+Lowering is not skipped here; only the XLA compile is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Any
+
+from pcache import _compat, _state
+
+_HLO_OFF = contextvars.ContextVar("pcache_hlo_off", default=False)
+
+
+@contextlib.contextmanager
+def hlo_seam_off():
+    """While the jit seam compiles a module it keyed itself: pass through."""
+    token = _HLO_OFF.set(True)
+    try:
+        yield
+    finally:
+        _HLO_OFF.reset(token)
+
+
+def compile_or_get_cached_wrapper(
+    backend,
+    computation,
+    devices,
+    compile_options,
+    host_callbacks,
+    executable_devices,
+    pgle_profiler=None,
+):
+    """`compiler.compile_or_get_cached` served from pcache's store.
+
+    Passes through when JAX's own persistent cache is configured (the user chose it
+    for these compiles), for host callbacks (process-local, as JAX refuses them
+    too) and profile-guided compiles. JAX's configuration and its cache object are
+    left as they are.
+    """
+
+    def call():
+        return _state.ORIG["compile_or_get_cached"](
+            backend,
+            computation,
+            devices,
+            compile_options,
+            host_callbacks,
+            executable_devices,
+            pgle_profiler,
+        )
+
+    rt = _state.rt
+    if (
+        rt is None
+        or _HLO_OFF.get()
+        or host_callbacks
+        or pgle_profiler is not None
+        or _compat.jax_cache_configured()
+    ):
+        return call()
+    try:
+        key = _compat.hlo_cache_key(computation, devices, compile_options, backend)
+        raw = rt.hlo_get(key)
+        exe = None
+        if raw is not None:
+            exe = backend.deserialize_executable(raw, executable_devices, compile_options)
+    except Exception as exc:
+        rt.error("hlo lookup", exc)
+        return call()
+    if exe is not None:
+        return exe
+    with hlo_seam_off():
+        exe = call()
+    try:
+        name = _compat.module_name(computation)
+        raw = _compat.serialize(exe, backend)
+        rt.hlo_put(key, raw, entry_meta(backend, list(executable_devices), name))
+    except Exception as exc:  # some backends cannot serialize: nothing stored
+        rt.error("hlo store", exc)
+    return exe
+
+
+def entry_meta(backend, da, fun_name) -> dict[str, Any]:
+    d0 = da[0]
+    return {
+        "backend": backend.platform,
+        "device_kind": d0.device_kind,
+        "jax_version": _compat.JAX_VERSION,
+        "jaxlib_version": _compat.JAXLIB_VERSION,
+        "function_name": str(fun_name),
+        "extra": {
+            "platform_version": backend.platform_version,
+            "device_ids": [d.id for d in da],
+            "num_devices": len(da),
+        },
+    }

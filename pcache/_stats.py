@@ -1,0 +1,63 @@
+"""In-process counters: what `pcache.stats()` returns."""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Any
+
+_COUNTERS = (
+    "memory_hits",
+    "disk_hits",
+    "misses",
+    "compiles",
+    "bypasses",
+    "evictions",
+    "errors",
+    "bytes_read",
+    "bytes_written",
+    "seconds_saved",
+    "lock_waits",
+    "hlo_hits",
+    "hlo_misses",
+    "preloaded",
+    "preload_hits",
+    "writes_skipped",
+)
+
+
+class Stats:
+    """In-process counters; `snapshot()` is what `pcache.stats()` returns."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._c: dict[str, float] = dict.fromkeys(_COUNTERS, 0)
+        self._bypass: collections.Counter[str] = collections.Counter()
+        self._errors: collections.Counter[str] = collections.Counter()
+
+    def add(self, name: str, n: float = 1) -> None:
+        with self._lock:
+            self._c[name] += n
+
+    def bypass(self, reason: str) -> None:
+        with self._lock:
+            self._c["bypasses"] += 1
+            self._bypass[reason] += 1
+
+    def error(self, cause: str) -> None:
+        with self._lock:
+            self._c["errors"] += 1
+            self._errors[cause] += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            out: dict[str, Any] = dict(self._c)
+            out["bypass_reasons"] = dict(self._bypass)
+            out["error_causes"] = dict(self._errors)
+        return out
+
+    def reset(self) -> None:
+        with self._lock:
+            self._c = dict.fromkeys(_COUNTERS, 0)
+            self._bypass.clear()
+            self._errors.clear()
