@@ -169,3 +169,22 @@ def test_the_cli_does_not_import_jax(tmp_path):
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+
+
+def test_the_layout_names_what_the_store_and_runtime_create(tmp_path):
+    """`Layout` spells the cache directory once; the store names its own database
+    file (it imports nothing of pcache), so the two are checked against each other,
+    and against a directory the runtime actually made."""
+    from pcache.store import _store
+
+    import pcache
+    from pcache._config import Layout
+
+    assert Layout.STORE_DB == _store.DB_NAME
+    pcache.enable(tmp_path / "c")
+    pcache.disable()
+    layout = Layout(tmp_path / "c")
+    assert layout.secret.is_file() and layout.locks.is_dir()
+    assert (layout.store / Layout.STORE_DB).is_file()
+    assert Layout.store_dir_of(layout.root) == layout.store
+    assert Layout.store_dir_of(layout.store) == layout.store
