@@ -11,6 +11,7 @@ from typing import Any
 
 from pcache import _config
 from pcache._cache import Runtime
+from pcache._errors import Uncacheable
 from pcache._key import CacheKey
 
 logger = logging.getLogger("pcache")
@@ -186,9 +187,16 @@ def fingerprint(fun, *args, **kwargs) -> str:
 
 def explain(fun, *args, **kwargs) -> str:
     """Print and return the key parts of this call and, if it would miss, which parts
-    differ from the nearest stored entries of the same function."""
+    differ from the nearest stored entries of the same function; for a call that is
+    never cached or cached in memory only, why."""
     from pcache import _explain
 
-    text = _explain.explain_call(_RUNTIME, key(fun, *args, **kwargs), fun)
+    try:
+        k = key(fun, *args, **kwargs)
+    except Uncacheable as exc:
+        text = f"never cached: {exc.reason}" + (f" ({exc.detail})" if exc.detail else "")
+        text += "\n(compiled normally on every call; counted as a bypass)"
+    else:
+        text = _explain.explain_call(_RUNTIME, k, fun)
     print(text)
     return text

@@ -57,6 +57,10 @@ LoadFn = Callable[[bytes, Any], Any]
 
 __all__ = ["ENTRY_FORMAT", "SIGNED_EXTRA", "Compiled", "NoStore", "Runtime"]
 
+#: Store counters that name why programs are not cached (`pcache stats` lists them).
+BYPASS_PREFIX = "bypass:"
+NONPERSISTENT_PREFIX = "nonpersistent:"
+
 
 # ------------------------------------------------------------------- the runtime
 
@@ -239,9 +243,31 @@ class Runtime:
         log(message, cause, type(exc).__name__, exc)
 
     def bypass(self, reason: str, detail: str = "") -> None:
+        """A program pcache cannot identify: compiled normally, every time. Counted
+        here and in the store (``bypass:<reason>``, what `pcache stats` lists)."""
         self.stats.bypass(reason)
         _record_event("/pcache/bypasses")
-        logger.debug("pcache: bypass (%s) %s", reason, detail)
+        self._bump({f"{BYPASS_PREFIX}{reason}": 1})
+        if self.explain and self._first(f"explain-bypass:{reason}"):
+            logger.warning("pcache: never cached (%s): %s", reason, detail)
+        else:
+            logger.debug("pcache: bypass (%s) %s", reason, detail)
+
+    def nonpersistent(self, key: CacheKey) -> None:
+        """A program whose key is valid in this process only (host callbacks, user
+        lowering rules): compiled into the memory tier, never stored. Counted here
+        and in the store (``nonpersistent:<why>``)."""
+        why = key.local_why or "process-local"
+        self.stats.nonpersistent(why)
+        _record_event("/pcache/nonpersistent")
+        self._bump({f"{NONPERSISTENT_PREFIX}{why}": 1})
+        logger.debug("pcache: %s is memory-only (%s)", key.digest[:12], why)
+
+    def _first(self, tag: str) -> bool:
+        with self._warn_lock:
+            first = tag not in self._warned
+            self._warned.add(tag)
+        return first
 
     # -- signing --------------------------------------------------------------
 
@@ -534,6 +560,7 @@ class Runtime:
             if exe is not None:  # another thread of this process just compiled it
                 return exe
             if not key.persistent:
+                self.nonpersistent(key)
                 return self._compile_and_fill(key, compile_fn, meta)[0]
             if working_set is not None:
                 self._working_sets.add(working_set, digest)

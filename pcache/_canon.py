@@ -79,6 +79,9 @@ class JaxprDigest(NamedTuple):
 
     digest: bytes
     persistent: bool
+    #: Why not persistent: the first process-local thing the walk met
+    #: (``host-callback``, ``user-lowering-rule:<primitive>``, ``unserializable-pytree``).
+    why: str = ""
 
 
 # ----------------------------------------------------------------------------
@@ -200,16 +203,17 @@ class _JaxprMemo(NamedTuple):
     rules: tuple  # ((primitive, its lowering-rule entries then), ...)
     registries: tuple  # the lowering registries then (default, per platform)
     checks: tuple  # ((registry.get, primitive, entry), ...): `rules`, flattened
+    why: str = ""  # why not persistent (JaxprDigest.why)
 
     @classmethod
-    def make(cls, hexd, persistent, arrays, rules: dict) -> _JaxprMemo:
+    def make(cls, hexd, persistent, arrays, rules: dict, why: str = "") -> _JaxprMemo:
         registries = _compat.lowering_registries()
         checks = tuple(
             (registry.get, prim, entry)
             for prim, entries in rules.items()
             for registry, entry in zip(registries, entries, strict=True)
         )
-        return cls(hexd, persistent, tuple(arrays), tuple(rules.items()), registries, checks)
+        return cls(hexd, persistent, tuple(arrays), tuple(rules.items()), registries, checks, why)
 
     def valid(self) -> bool:
         for a, snapshot in self.arrays:
@@ -273,6 +277,7 @@ def local_token(obj: Any) -> str:
 class _Ctx:
     __slots__ = (
         "persistent",
+        "local_why",
         "allow_local",
         "text",
         "call_memo",
@@ -285,6 +290,7 @@ class _Ctx:
 
     def __init__(self, *, text: bool = False) -> None:
         self.persistent = True
+        self.local_why = ""  # why not persistent (the first reason met)
         self.allow_local = False  # True while encoding a callback primitive's params
         self.text = text
         self.call_memo: dict[int, tuple[Any, str]] = {}
@@ -527,6 +533,7 @@ def _enc_callable(fn: Any, ctx: _Ctx) -> str:
     if not ctx.allow_local:
         raise _Unknown(_qual(type(fn)))
     ctx.persistent = False
+    ctx.local_why = ctx.local_why or "host-callback"
     return local_token(fn)
 
 
@@ -537,6 +544,7 @@ def _enc_treedef(t: Any, ctx: _Ctx) -> str:
         # Process-local, by equality: PyTreeDef is hashable and compares structurally,
         # including custom node aux data.
         ctx.persistent = False
+        ctx.local_why = ctx.local_why or "unserializable-pytree"
         return "treedef:" + _local_eq_token(t)
 
 
@@ -773,6 +781,7 @@ def _enc_params(prim: str, params: dict, ctx: _Ctx) -> str:
     out = []
     prev_allow = ctx.allow_local
     ctx.allow_local = allow_local
+    first_reason = not ctx.local_why
     try:
         for k in sorted(params):
             if k in skip:
@@ -791,6 +800,8 @@ def _enc_params(prim: str, params: dict, ctx: _Ctx) -> str:
             out.append(f"{k}={s}")
     finally:
         ctx.allow_local = prev_allow
+    if first_reason and ctx.local_why == "host-callback":
+        ctx.local_why = f"host-callback:{prim}"
     return ";".join(out)
 
 
@@ -891,6 +902,7 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
             # The lowering is user code the key cannot see: memory tier only, and the
             # key names the rule itself (rk.token is unique to those rule objects).
             ctx.persistent = False
+            ctx.local_why = ctx.local_why or f"user-lowering-rule:{p.name}"
         prim = p.name
         ins = " ".join([use(a) for a in eqn.invars])
         params = _enc_params(prim, eqn.params, ctx) if eqn.params else ""
@@ -944,28 +956,30 @@ def _digest_jaxpr(obj: Any, jaxpr: Any, consts: Any, ctx: _Ctx) -> str:
     """
     got = ctx.call_memo.get(id(obj))
     if got is not None and got[0] is obj:
-        _, hexd, persistent, volatile, arrays, rules = got
+        _, hexd, persistent, why, volatile, arrays, rules = got
     else:
         memo = _JAXPR_MEMO.get(obj)
         if memo is not None and memo.valid():
-            hexd, persistent, volatile = memo.hexd, memo.persistent, False
+            hexd, persistent, why, volatile = memo.hexd, memo.persistent, memo.why, False
             arrays, rules = memo.arrays, memo.rules
         else:
-            saved = (ctx.persistent, ctx.volatile, ctx.arrays, ctx.rules)
-            ctx.persistent, ctx.volatile = True, False
+            saved = (ctx.persistent, ctx.local_why, ctx.volatile, ctx.arrays, ctx.rules)
+            ctx.persistent, ctx.local_why, ctx.volatile = True, "", False
             ctx.arrays, ctx.rules = [], {}
             try:
                 lines = _jaxpr_lines(jaxpr, consts, ctx)
                 hexd = hashlib.sha256("\n".join(lines).encode()).hexdigest()
-                persistent, volatile = ctx.persistent, ctx.volatile
+                persistent, why, volatile = ctx.persistent, ctx.local_why, ctx.volatile
                 arrays, rules = tuple(ctx.arrays), tuple(ctx.rules.items())
             finally:
-                (ctx.persistent, ctx.volatile, ctx.arrays, ctx.rules) = saved
+                (ctx.persistent, ctx.local_why, ctx.volatile, ctx.arrays, ctx.rules) = saved
             # One over a mutable container cannot be revalidated cheaply: not kept.
             if not volatile:
-                _JAXPR_MEMO.put(obj, _JaxprMemo.make(hexd, persistent, arrays, dict(rules)))
-        ctx.call_memo[id(obj)] = (obj, hexd, persistent, volatile, arrays, rules)
+                memo = _JaxprMemo.make(hexd, persistent, arrays, dict(rules), why)
+                _JAXPR_MEMO.put(obj, memo)
+        ctx.call_memo[id(obj)] = (obj, hexd, persistent, why, volatile, arrays, rules)
     ctx.persistent = ctx.persistent and persistent
+    ctx.local_why = ctx.local_why or why
     ctx.volatile = ctx.volatile or volatile
     ctx.arrays.extend(arrays)
     ctx.rules.update(rules)
@@ -993,7 +1007,7 @@ def jaxpr_fingerprint(closed_jaxpr: Any) -> JaxprDigest:
     except _Unknown as e:  # e.g. an aval of an extended dtype the encoder does not know
         raise Uncacheable(f"unknown-value:{e.qualname}") from None
     d = hashlib.sha256(f"{CANON_VERSION}\n{hexd}".encode()).digest()
-    return JaxprDigest(d, ctx.persistent)
+    return JaxprDigest(d, ctx.persistent, "" if ctx.persistent else ctx.local_why)
 
 
 def jaxpr_digest(closed_jaxpr: Any) -> bytes:

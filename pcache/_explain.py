@@ -39,9 +39,18 @@ def _describe_nearest(rt, key: CacheKey, fun_name: str | None) -> list[str]:
 
 
 def explain_miss(rt, key: CacheKey, fun_name: str) -> str:
+    if not key.persistent:
+        return (
+            f"pcache miss {key.digest[:12]} for {fun_name}: {_memory_only(key)}; "
+            "compiled into the memory tier, never stored"
+        )
     lines = [f"pcache miss {key.digest[:12]} for {fun_name}; nearest stored entries:"]
     lines += _describe_nearest(rt, key, fun_name)
     return "\n".join(lines)
+
+
+def _memory_only(key: CacheKey) -> str:
+    return f"valid in this process only ({key.local_why or 'process-local'})"
 
 
 def explain_call(rt, key: CacheKey, fun) -> str:
@@ -50,6 +59,8 @@ def explain_call(rt, key: CacheKey, fun) -> str:
         f"key {key.digest}" + ("" if key.persistent else " (memory tier only)"),
         key.describe(),
     ]
+    if not key.persistent:
+        lines.append(f"{_memory_only(key)}: hits the memory tier, never stored")
     if rt is None:
         lines.append("pcache is not enabled: nothing to compare with")
         return "\n".join(lines)

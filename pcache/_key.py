@@ -41,6 +41,8 @@ class CacheKey:
 
     parts: tuple[tuple[str, str], ...]
     persistent: bool = True
+    #: Why the key is valid in this process only (`JaxprDigest.why`); "" if persistent.
+    local_why: str = field(default="", compare=False)
     _digest: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     @property
@@ -360,7 +362,8 @@ def lowering_key(
         ordered=tuple(ordered),
         env=env_digest,
     )
-    return CacheKey(parts=tuple(parts), persistent=persistent), predicted
+    key = CacheKey(parts=tuple(parts), persistent=persistent, local_why=d.why)
+    return key, predicted
 
 
 class _ContextInputs(NamedTuple):
@@ -420,7 +423,7 @@ _CONTEXT_MEMO = _canon.BoundedMemo(1024)
 def with_compile_parts(key: CacheKey, parts: list[tuple[str, str]]) -> CacheKey:
     names = {n for n, _ in parts}
     new = [(n, dict(parts)[n]) if n in names else (n, h) for n, h in key.parts]
-    return CacheKey(parts=tuple(new), persistent=key.persistent)
+    return CacheKey(parts=tuple(new), persistent=key.persistent, local_why=key.local_why)
 
 
 def clear_memos() -> None:

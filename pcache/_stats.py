@@ -23,6 +23,7 @@ _COUNTERS = (
     "preloaded",
     "preload_hits",
     "writes_skipped",
+    "nonpersistent",
 )
 
 
@@ -33,6 +34,7 @@ class Stats:
         self._lock = threading.Lock()
         self._c: dict[str, float] = dict.fromkeys(_COUNTERS, 0)
         self._bypass: collections.Counter[str] = collections.Counter()
+        self._local: collections.Counter[str] = collections.Counter()
         self._errors: collections.Counter[str] = collections.Counter()
 
     def add(self, name: str, n: float = 1) -> None:
@@ -44,6 +46,12 @@ class Stats:
             self._c["bypasses"] += 1
             self._bypass[reason] += 1
 
+    def nonpersistent(self, reason: str) -> None:
+        """A program compiled for the memory tier only: it can never be stored."""
+        with self._lock:
+            self._c["nonpersistent"] += 1
+            self._local[reason] += 1
+
     def error(self, cause: str) -> None:
         with self._lock:
             self._c["errors"] += 1
@@ -53,6 +61,7 @@ class Stats:
         with self._lock:
             out: dict[str, Any] = dict(self._c)
             out["bypass_reasons"] = dict(self._bypass)
+            out["nonpersistent_reasons"] = dict(self._local)
             out["error_causes"] = dict(self._errors)
         return out
 
@@ -60,4 +69,5 @@ class Stats:
         with self._lock:
             self._c = dict.fromkeys(_COUNTERS, 0)
             self._bypass.clear()
+            self._local.clear()
             self._errors.clear()

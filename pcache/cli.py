@@ -544,6 +544,14 @@ def _stats_data(store: Store, directory: Path, limit: int, top: int) -> dict[str
         for k, v in st.items()
         if k not in known and isinstance(v, (int, float)) and not isinstance(v, bool)
     }
+    reasons = {}
+    for prefix in (_BYPASS, _NONPERSISTENT):
+        found = {k[len(prefix) :]: v for k, v in counters.items() if k.startswith(prefix)}
+        reasons[prefix] = [
+            {"reason": r, "count": n}
+            for r, n in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+        ]
+    counters = {k: v for k, v in counters.items() if not k.startswith((_BYPASS, _NONPERSISTENT))}
     fn_rows = list(functions.values())
     return {
         "directory": str(directory),
@@ -570,7 +578,14 @@ def _stats_data(store: Store, directory: Path, limit: int, top: int) -> dict[str
             {"name": name, "keys": n, "updated": updated}
             for name, n, updated in store.key_sets()[:top]
         ],
+        "bypass_reasons": reasons[_BYPASS],
+        "nonpersistent_reasons": reasons[_NONPERSISTENT],
     }
+
+
+# Persisted counters naming why programs were not cached (pcache._cache.Runtime.bypass
+# and .nonpersistent write them).
+_BYPASS, _NONPERSISTENT = "bypass:", "nonpersistent:"
 
 
 @cli.command()
@@ -662,6 +677,14 @@ def stats(ctx: click.Context, max_size: int | None, top: int, as_json: bool) -> 
         _echo_indented(
             _table(["FUNCTION", "ENTRIES", "HITS", "COMPILE", "SAVED"], rows, {1, 2, 3, 4})
         )
+    for title, key in (
+        ("Never cached (compiled every call), by reason:", "bypass_reasons"),
+        ("Cached in memory only (never stored), by reason:", "nonpersistent_reasons"),
+    ):
+        if data[key]:
+            click.echo(f"\n{title}")
+            rows = [[r["reason"], f"{r['count']:g}"] for r in data[key]]
+            _echo_indented(_table(["REASON", "COUNT"], rows, {1}))
     if data["working_sets"]:
         click.echo("\nWorking sets (what each program's next run preloads), most recent first:")
         now = time.time()

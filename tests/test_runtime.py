@@ -531,3 +531,57 @@ def test_enable_never_leaks_a_store_error(tmp_path):
     finally:
         pcache.disable()
     assert db.read_bytes() == before
+
+
+def test_why_a_program_is_not_cached_is_counted_and_explained(cache, capsys):
+    """A bypass and a memory-only program each count under their reason, in this
+    process and in the store, which `pcache stats` lists (text and --json, as the
+    schema says); `pcache.explain` says the same."""
+    import importlib.resources
+    import json
+
+    import jsonschema
+    from click.testing import CliRunner
+
+    from pcache.cli import cli
+
+    x = jax.device_put(X)
+
+    def host(v):
+        return np.asarray(v) * 2
+
+    def cb_prog(v):
+        return jax.pure_callback(host, jax.ShapeDtypeStruct(v.shape, v.dtype), v)
+
+    for _ in range(2):
+        jax.jit(cb_prog)(x)
+        jax.jit(lambda v: OPAQUE.bind(v, tag=_Opaque()))(x)
+    st = pcache.stats()
+    assert st["nonpersistent"] == 1
+    assert st["nonpersistent_reasons"] == {"host-callback:pure_callback": 1}
+    (reason,) = st["bypass_reasons"]
+    assert reason.startswith("unknown-param:pcache_test_opaque_double.tag")
+    assert st["bypass_reasons"][reason] == 2
+
+    text = pcache.explain(cb_prog, x)
+    assert "valid in this process only (host-callback:pure_callback)" in text
+    text = pcache.explain(lambda v: OPAQUE.bind(v, tag=_Opaque()), x)
+    assert text.startswith(f"never cached: {reason}")
+    capsys.readouterr()
+
+    pcache._api.runtime().store.flush()
+    r = CliRunner().invoke(cli, ["--dir", str(cache), "stats", "--json"], catch_exceptions=False)
+    data = json.loads(r.output)
+    assert data["bypass_reasons"] == [{"reason": reason, "count": 2}]
+    assert data["nonpersistent_reasons"] == [{"reason": "host-callback:pure_callback", "count": 1}]
+    assert not [k for k in data["counters"] if ":" in k]
+    schema = json.loads(
+        importlib.resources.files("pcache.store.schemas")
+        .joinpath("cli-stats.schema.json")
+        .read_text()
+    )
+    jsonschema.validate(data, schema)
+    r = CliRunner().invoke(cli, ["--dir", str(cache), "stats"], catch_exceptions=False)
+    assert "Never cached (compiled every call), by reason:" in r.output
+    assert "Cached in memory only (never stored), by reason:" in r.output
+    assert "host-callback:pure_callback" in r.output
