@@ -627,6 +627,11 @@ def _enc(obj: Any, ctx: _Ctx) -> str:
     raise _Unknown(_qual(t))
 
 
+def _enc_tolerance(x: Any, ctx: _Ctx) -> str:
+    ctx.volatile = True
+    return f"Tolerance({_enc(x.atol, ctx)},{_enc(x.rtol, ctx)},{_enc(x.ulps, ctx)})"
+
+
 def _enc_tuple(x: tuple, ctx: _Ctx) -> str:
     # Fast path: tuples of exact ints (shapes, axes, permutations) are most params.
     try:
@@ -662,6 +667,11 @@ _EXACT: dict[type, Callable[[Any, _Ctx], str]] = {
     complex: lambda x, c: "c" + struct.pack("<dd", x.real, x.imag).hex(),
     str: lambda x, c: _enc_str(x),
     bytes: lambda x, c: "y" + x.hex(),
+    # Immutable, by value (scatter dimension numbers built with range(...)).
+    range: lambda x, c: f"range({x.start},{x.stop},{x.step})",
+    # lax's accuracy request for unary functions, read by their lowering (a plain
+    # class whose attributes can be reassigned: by value, and never memoized).
+    _compat.Tolerance: lambda x, c: _enc_tolerance(x, c),
     tuple: _enc_tuple,
     list: _enc_list,
     dict: _enc_dict,
@@ -730,6 +740,10 @@ _SKIP_PARAMS: dict[str, frozenset[str]] = {
     # custom_lin only exists mid-linearization and has no lowering rule; if it ever
     # reaches lowering, lowering fails. Its bwd is a Python function.
     "custom_lin": frozenset({"bwd"}),
+    # _reduce_lower lowers `jaxpr` (the traced computation, keyed as a sub-jaxpr);
+    # `computation` is the Python function it was traced from, used only by the
+    # batching and JVP rules, which have run by the time a jaxpr is lowered.
+    "reduce": frozenset({"computation"}),
 }
 
 # Primitives whose params hold Python functions that are bound into the executable

@@ -53,6 +53,7 @@ __all__ = [  # the types the canonical form names (re-exported from JAX's privat
     "PyTreeDef",
     "ShapedArray",
     "SingleDeviceSharding",
+    "Tolerance",
     "TypedNdArray",
     "UnspecifiedValue",
     "Var",
@@ -106,6 +107,7 @@ if JIT_SEAM:
     from jax._src.layout import Format, Layout
     from jax._src.lib import gpu_solver as _gpu_solver
     from jax._src.lib import lapack as _lapack
+    from jax._src.lax.lax import Tolerance
     from jax._src.lib.mlir import ir as _ir
     from jax._src.mesh import AbstractMesh, Mesh
     from jax._src.named_sharding import UnspecifiedValue

@@ -605,3 +605,55 @@ def test_shared_sub_jaxpr_with_a_callback_makes_every_enclosing_memo_local():
     scan_body = next(e for e in closed.jaxpr.eqns if e.primitive.name == "scan").params["jaxpr"]
     assert not _canon._JAXPR_MEMO.get(scan_body).persistent
     assert not _canon.jaxpr_fingerprint(scan_body).persistent
+
+
+# --------------------------------------------------------------------------------
+# Params JAX defines that used to bypass the cache (issue 12, item 2): encoded by
+# value (range, Tolerance) or left out where lowering never reads them (reduce's
+# Python `computation`). Each is cached, keyed by what it means, and bitwise stock.
+
+
+def _scatter(r):
+    def f(v):
+        dn = lax.ScatterDimensionNumbers(
+            update_window_dims=r, inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+        )
+        return lax.scatter_add(v, jnp.array([[1]]), jnp.array([2.0]), dn)
+
+    return f
+
+
+def _exp_with(atol):
+    return lambda v: lax.exp(v, accuracy=lax.Tolerance(atol=atol, rtol=1e-3))
+
+
+def _reduce_with(op):
+    return lambda v: lax.reduce(v, -1.0, op, (0,))
+
+
+KNOWN_PARAMS = {
+    # name: (program factory, same-meaning argument, other-meaning argument)
+    "scatter range": (_scatter, range(0), range(0, 1)),
+    "exp accuracy": (_exp_with, 1e-3, 1e-4),
+    "reduce computation": (_reduce_with, lambda a, b: a + b, lambda a, b: jnp.maximum(a, b)),
+}
+
+
+@pytest.mark.parametrize("name", KNOWN_PARAMS)
+def test_params_jax_defines_are_cached_by_what_they_mean(cache, name):
+    make, same, other = KNOWN_PARAMS[name]
+    x = jnp.linspace(0.5, 1.5, 4, dtype=jnp.float32)
+    if name == "scatter range":
+        x = jnp.ones((4,), jnp.float32)
+    pcache.disable()
+    stock = jax.jit(make(same))(x)
+    pcache.enable(cache, raise_errors=True)
+    assert pcache.fingerprint(make(same), x) == pcache.fingerprint(make(same), x)
+    if name != "scatter range":  # range(0, 1) is not a valid window for this scatter
+        assert pcache.fingerprint(make(same), x) != pcache.fingerprint(make(other), x)
+    first = jax.jit(make(same))(x)
+    before = pcache.stats()
+    again = jax.jit(make(same))(x)  # a re-created wrapper: a memory hit, no compile
+    after = pcache.stats()
+    assert after["memory_hits"] == before["memory_hits"] + 1 and not after["bypasses"]
+    assert _bits(first) == _bits(again) == _bits(stock)
