@@ -104,10 +104,10 @@ if JIT_SEAM:
     from jax._src.callback import _FlatCallback as FlatCallback
     from jax._src.interpreters import mlir as _mlir
     from jax._src.interpreters import pxla as _pxla
+    from jax._src.lax.lax import Tolerance
     from jax._src.layout import Format, Layout
     from jax._src.lib import gpu_solver as _gpu_solver
     from jax._src.lib import lapack as _lapack
-    from jax._src.lax.lax import Tolerance
     from jax._src.lib.mlir import ir as _ir
     from jax._src.mesh import AbstractMesh, Mesh
     from jax._src.named_sharding import UnspecifiedValue
