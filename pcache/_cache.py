@@ -567,26 +567,9 @@ class Runtime:
             exe = self._take_preloaded(key, accept)
             if exe is not None:  # e.g. AOT .compile(compiler_options=...) keyed anew
                 return exe
-            if self.read_only or self.flight is None:
+            ticket = self._claim(digest)
+            if ticket is None:
                 return self._compile_and_fill(key, compile_fn, meta)[0]
-            ticket = self.flight.claim(digest)
-            if ticket.waited:
-                self.stats.add("lock_waits")
-            if ticket.outcome == "error":
-                self.error("single-flight lock", ticket.error)
-            elif ticket.outcome in ("timeout", "stale"):
-                self.error(
-                    "single-flight lock",
-                    TimeoutError(
-                        f"the process compiling {digest[:12]} "
-                        + (
-                            f"has not finished in {self.lock_timeout:.0f} s"
-                            if ticket.outcome == "timeout"
-                            else f"stopped beating for {self.lock_stale:.0f} s (stopped or hung)"
-                        )
-                        + "; compiling it here too"
-                    ),
-                )
             try:
                 # Whoever held the lock before us has probably stored the result;
                 # one indexed read is nothing next to a compile. (`in` first: the
@@ -600,6 +583,31 @@ class Runtime:
                 return exe
             finally:
                 ticket.release()
+
+    def _claim(self, digest: str) -> Any | None:
+        """The single-flight ticket for ``digest`` (`_flight.Ticket`), after waiting
+        for a live holder; None where nothing is stored (read-only, no lock dir)."""
+        if self.read_only or self.flight is None:
+            return None
+        ticket = self.flight.claim(digest)
+        if ticket.waited:
+            self.stats.add("lock_waits")
+        if ticket.outcome == "error":
+            self.error("single-flight lock", ticket.error)
+        elif ticket.outcome in ("timeout", "stale"):
+            self.error(
+                "single-flight lock",
+                TimeoutError(
+                    f"the process compiling {digest[:12]} "
+                    + (
+                        f"has not finished in {self.lock_timeout:.0f} s"
+                        if ticket.outcome == "timeout"
+                        else f"stopped beating for {self.lock_stale:.0f} s (stopped or hung)"
+                    )
+                    + "; compiling it here too"
+                ),
+            )
+        return ticket
 
     def _compile_and_fill(
         self, key: CacheKey, compile_fn: Callable[[], Compiled], meta: dict[str, Any]
@@ -630,6 +638,41 @@ class Runtime:
 
     def hlo_put(self, key: str, value: bytes, meta: dict[str, Any]) -> None:
         self._write("hlo-" + key, value, meta, seam="hlo")
+
+    def hlo_compile_through(
+        self,
+        key: str,
+        compile_fn: Callable[[], tuple[Any, bytes | None]],
+        load: Callable[[bytes], Any],
+        meta: Callable[[], dict[str, Any]],
+    ) -> Any:
+        """A miss of the HLO-level seam, with single-flight across threads and
+        processes as for the jit seam: whoever holds the key's lock compiles and
+        stores (``compile_fn() -> (executable, bytes or None)``); the others wait
+        and ``load`` what it stored."""
+        digest = "hlo-" + key
+        with self._thread_lock(digest):
+            ticket = self._claim(digest)
+            try:
+                if self._stored(digest):  # stored while we waited (or by another thread)
+                    got = self._read_verified(digest, lambda raw, _replay: load(raw))
+                    if got is not None:
+                        self.stats.add("hlo_hits")
+                        return got[0]
+                exe, raw = compile_fn()  # a compile error is the program's: it propagates
+                self.stats.add("hlo_compiles")
+                try:
+                    entry_meta = meta() if raw is not None else None
+                except Exception as exc:
+                    self.error("hlo store", exc)
+                    entry_meta = None
+                if entry_meta is not None and self._write(digest, raw, entry_meta, seam="hlo"):
+                    if ticket is not None:
+                        ticket.done()
+                return exe
+            finally:
+                if ticket is not None:
+                    ticket.release()
 
 
 class _KeyedLock:

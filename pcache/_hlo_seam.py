@@ -76,15 +76,25 @@ def compile_or_get_cached_wrapper(
         return call()
     if exe is not None:
         return exe
-    with hlo_seam_off():
-        exe = call()
-    try:
+
+    def compile_fn():
+        with hlo_seam_off():
+            exe = call()
+        try:
+            raw = _compat.serialize(exe, backend)
+        except Exception as exc:  # some backends cannot serialize: nothing stored
+            rt.error("hlo store", exc)
+            raw = None
+        return exe, raw
+
+    def meta():
         name = _compat.module_name(computation)
-        raw = _compat.serialize(exe, backend)
-        rt.hlo_put(key, raw, entry_meta(backend, list(executable_devices), name))
-    except Exception as exc:  # some backends cannot serialize: nothing stored
-        rt.error("hlo store", exc)
-    return exe
+        return entry_meta(backend, list(executable_devices), name)
+
+    def load(raw: bytes):
+        return backend.deserialize_executable(raw, executable_devices, compile_options)
+
+    return rt.hlo_compile_through(key, compile_fn, load, meta)
 
 
 def entry_meta(backend, da, fun_name) -> dict[str, Any]:

@@ -20,6 +20,7 @@ _COUNTERS = (
     "lock_waits",
     "hlo_hits",
     "hlo_misses",
+    "hlo_compiles",
     "preloaded",
     "preload_hits",
     "writes_skipped",

@@ -441,3 +441,40 @@ def test_directory_writable_by_others_is_warned_about_once(warm, stock):
     assert len(out["records"]) == 1 and "writable by others" in out["records"][0]
     r = cli_run("--dir", str(warm), "verify")
     assert r.exit_code == 1 and "unsafe:" in r.output
+
+
+# -- single-flight on the HLO-level seam ---------------------------------------------
+
+
+def test_zero_code_processes_starting_together_compile_each_program_once(tmp_path, stock):
+    """With JAX_PCACHE_DIR alone and a jit as the first JAX call, that first program
+    is served by the HLO-level seam (pcache switches on inside its lowering). Four
+    processes starting together on an empty cache still compile each program once:
+    the HLO seam takes the same single-flight locks as the jit seam."""
+    cache = tmp_path / "cache"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("JAX_PCACHE_") or k == "JAX_PCACHE_CHECK"
+    }
+    env.update(JAX_PCACHE_DIR=str(cache), FAULT_PROG_FIRST_JIT="1")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(PROG), str(N)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    rows = []
+    for p in procs:
+        out, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err[-3000:]
+        rows.append(json.loads(out.strip().splitlines()[-1]))
+    assert all(r["digest"] == stock["digest"] and not r["records"] for r in rows)
+    compiled = [r["stats"]["compiles"] + r["stats"]["hlo_compiles"] for r in rows]
+    assert sum(compiled) == N, compiled
+    assert sum(r["stats"]["hlo_compiles"] for r in rows) == 1
