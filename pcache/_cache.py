@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import hashlib
 import logging
 import os
 import threading
@@ -651,8 +652,10 @@ class Runtime:
         stores (``compile_fn() -> (executable, bytes or None)``); the others wait
         and ``load`` what it stored."""
         digest = "hlo-" + key
+        # JAX's key starts with the module's name: the lock file is named by a hash.
+        lock_name = "hlo-" + hashlib.sha256(key.encode()).hexdigest()
         with self._thread_lock(digest):
-            ticket = self._claim(digest)
+            ticket = self._claim(lock_name)
             try:
                 if self._stored(digest):  # stored while we waited (or by another thread)
                     got = self._read_verified(digest, lambda raw, _replay: load(raw))
