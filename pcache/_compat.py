@@ -395,6 +395,56 @@ def custom_call_targets(module) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+@dataclasses.dataclass(frozen=True)
+class InflightLowering:
+    """A `lower_sharding_computation` call found running on the stack."""
+
+    args: tuple
+    kwargs: dict
+    backend: Any
+    device_assignment: Any
+
+
+def inflight_lowering(lower_sharding_computation, closed_jaxpr) -> InflightLowering | None:
+    """The running call of JAX's own ``lower_sharding_computation`` (the original,
+    profiler-wrapped function) that is lowering ``closed_jaxpr``: what it was
+    called with, and the backend and devices it chose. None unless found exactly.
+
+    For a `_cached_lowering_to_hlo` call that did not pass through pcache's wrapper
+    of it: JAX started its backends, and with them pcache's plugin, inside that
+    lowering (a zero-code process whose first JAX call is a jit). Read from the
+    frames: the wrapper's ``args``/``kwargs`` are the call's arguments as given
+    (``closed_jaxpr`` is rebound after DCE inside the function), and the inner
+    frame, which must be lowering this very jaxpr, holds the device assignment.
+    """
+    inner = getattr(lower_sharding_computation, "__wrapped__", None)
+    outer_code = getattr(lower_sharding_computation, "__code__", None)
+    if inner is None or outer_code is None or not hasattr(inner, "__code__"):
+        return None
+    frame = sys._getframe(1)
+    for _ in range(8):  # the caller, through pcache's own proxy frames
+        if frame is None or frame.f_code is inner.__code__:
+            break
+        frame = frame.f_back
+    if frame is None or frame.f_code is not inner.__code__:
+        return None
+    here, outer = frame.f_locals, frame.f_back
+    if (
+        outer is None
+        or outer.f_code is not outer_code
+        or here.get("closed_jaxpr") is not closed_jaxpr
+    ):
+        return None
+    try:
+        args, kwargs = outer.f_locals["args"], outer.f_locals["kwargs"]
+        backend, devices = here["backend"], here["device_assignment"]
+    except KeyError:
+        return None
+    if not isinstance(args, tuple) or not isinstance(kwargs, dict) or len(args) < 3:
+        return None
+    return InflightLowering(args, dict(kwargs), backend, devices)
+
+
 def lower_for_fingerprint(fun, args, kwargs, lower_sharding_computation) -> None:
     """Trace ``fun`` as `jax.jit` would and run ``lower_sharding_computation`` (the
     seam's wrapper, which raises with the key before lowering) on its jaxpr."""

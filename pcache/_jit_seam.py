@@ -296,16 +296,20 @@ def _call_with_digest(call, jaxpr, digest):
         _PRE_DIGEST.reset(token)
 
 
-def lsc_wrapper(closed_jaxpr, api_name, fun_name, *args, **kwargs):
-    ctx = LowerCtx(
+def _lower_ctx(closed_jaxpr, fun_name, kwargs, probe: bool) -> LowerCtx:
+    return LowerCtx(
         closed_jaxpr,
         kwargs.get("keep_unused"),
         fun_name,
         kwargs.get("compiler_options_kvs", ()),
         kwargs.get("lowering_platforms"),
         kwargs.get("pgle_profiler"),
-        _PROBE.get(),
+        probe,
     )
+
+
+def lsc_wrapper(closed_jaxpr, api_name, fun_name, *args, **kwargs):
+    ctx = _lower_ctx(closed_jaxpr, fun_name, kwargs, _PROBE.get())
     pre = _PRE_DIGEST.get()
     if pre is not None and pre[0] is closed_jaxpr:
         ctx.jaxpr_digest = pre[1]
@@ -328,9 +332,32 @@ def device_assignment_wrapper(*args, **kwargs):
     return out
 
 
+def _adopted_ctx(lowered_jaxpr) -> LowerCtx | None:
+    """The context of a lowering already running when pcache was installed: JAX
+    starts its backends, and with them pcache's plugin under ``JAX_PCACHE_DIR``
+    alone, inside the device assignment of a process's first lowering. Built from
+    that call's own arguments and device assignment, as `lsc_wrapper` and
+    `device_assignment_wrapper` would have, so the first program gets the key every
+    later process computes for it."""
+    found = _compat.inflight_lowering(_state.ORIG["lsc"], lowered_jaxpr)
+    if found is None:
+        return None
+    closed_jaxpr, _api_name, fun_name = found.args[:3]
+    ctx = _lower_ctx(closed_jaxpr, fun_name, found.kwargs, False)
+    ctx.backend = found.backend
+    devices = found.device_assignment
+    ctx.device_list = None if devices is None else _compat.create_device_list(devices)
+    return ctx
+
+
 def lowering_wrapper(*args, **kwargs):
     rt, ctx = _state.rt, _LSC_CTX.get()
     lower = _state.ORIG["lower"]
+    if ctx is None and rt is not None:
+        try:
+            ctx = _adopted_ctx(_compat.LoweringCall.of(args, kwargs).closed_jaxpr)
+        except Exception as exc:  # a speedup only: the HLO-level seam serves it
+            rt.error("adopt lowering", exc)
     if ctx is None or (rt is None and not ctx.probe):
         return lower(*args, **kwargs)
     t0 = time.perf_counter()

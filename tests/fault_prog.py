@@ -3,7 +3,7 @@
 It never imports pcache: ``JAX_PCACHE_DIR`` alone switches the cache on, as for a
 user who changed no code. Runs ``PROGRAMS`` (argv[1], default 3) jitted functions
 re-created per call, and prints one JSON line: the results' sha256, backend
-compiles, pcache's WARNING records and Python warnings, pcache's stats (when it
+compiles and lowerings, pcache's WARNING records and Python warnings, pcache's stats (when it
 was enabled) and the peak RSS (VmHWM, KiB).
 """
 
@@ -33,18 +33,19 @@ with warnings.catch_warnings(record=True) as caught:
     import jax.numpy as jnp
     import numpy as np
 
-    compiles = 0
+    compiles = lowerings = 0
 
     def _listener(name, secs, **kw):
-        global compiles
+        global compiles, lowerings
         if name == "/jax/core/compile/backend_compile_duration":
             compiles += 1
+        elif name == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            lowerings += 1
 
     jax.monitoring.register_event_duration_secs_listener(_listener)
-    # Start the backends (and with them pcache) before the first jit: with
-    # JAX_PCACHE_DIR alone, a first jit's program is only served by the HLO-level
-    # seam, whose hits JAX's own compile event counts too. FAULT_PROG_FIRST_JIT=1
-    # leaves it out (the first JAX call is then a jit on numpy arrays).
+    # Start the backends (and with them pcache) first, unless FAULT_PROG_FIRST_JIT=1:
+    # then the first JAX call is a jit on numpy arrays, and pcache switches on inside
+    # that jit's lowering.
     if not os.environ.get("FAULT_PROG_FIRST_JIT"):
         jax.devices()
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 3
@@ -68,6 +69,7 @@ print(
         {
             "digest": h,
             "compiles": compiles,
+            "lowerings": lowerings,
             "records": RECORDS,
             "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
             "stats": stats,

@@ -443,14 +443,30 @@ def test_directory_writable_by_others_is_warned_about_once(warm, stock):
     assert r.exit_code == 1 and "unsafe:" in r.output
 
 
-# -- single-flight on the HLO-level seam ---------------------------------------------
+# -- the zero-code path: JAX_PCACHE_DIR alone, the first JAX call a jit -------------
+
+
+def test_zero_code_first_jit_is_served_by_the_jit_seam(tmp_path, stock):
+    """pcache switches on inside the first jit's lowering (JAX starts its backends,
+    and the plugin, there). That lowering is still keyed, stored and, in a warm
+    process, skipped: nothing is lowered or compiled, not even the first program."""
+    cache = tmp_path / "cache"
+    cold = run(cache, FAULT_PROG_FIRST_JIT="1")
+    assert cold["digest"] == stock["digest"] and not cold["records"]
+    assert cold["stats"]["compiles"] == N and cold["stats"]["hlo_compiles"] == 0
+    hot = run(cache, FAULT_PROG_FIRST_JIT="1")
+    assert hot["digest"] == stock["digest"] and not hot["records"]
+    assert (hot["compiles"], hot["lowerings"]) == (0, 0)
+    assert hot["stats"]["disk_hits"] == N
+    # The same keys as a process that started its backends before the first jit.
+    warm_started = run(cache)
+    assert (warm_started["compiles"], warm_started["lowerings"]) == (0, 0)
+    assert len(_keys(cache)) == N
 
 
 def test_zero_code_processes_starting_together_compile_each_program_once(tmp_path, stock):
-    """With JAX_PCACHE_DIR alone and a jit as the first JAX call, that first program
-    is served by the HLO-level seam (pcache switches on inside its lowering). Four
-    processes starting together on an empty cache still compile each program once:
-    the HLO seam takes the same single-flight locks as the jit seam."""
+    """Four zero-code processes whose first JAX call is a jit, starting together on
+    an empty cache, compile each program once, the first one included."""
     cache = tmp_path / "cache"
     env = {
         k: v
@@ -475,6 +491,6 @@ def test_zero_code_processes_starting_together_compile_each_program_once(tmp_pat
         assert p.returncode == 0, err[-3000:]
         rows.append(json.loads(out.strip().splitlines()[-1]))
     assert all(r["digest"] == stock["digest"] and not r["records"] for r in rows)
-    compiled = [r["stats"]["compiles"] + r["stats"]["hlo_compiles"] for r in rows]
-    assert sum(compiled) == N, compiled
-    assert sum(r["stats"]["hlo_compiles"] for r in rows) == 1
+    assert sum(r["compiles"] for r in rows) == N, [r["compiles"] for r in rows]
+    assert sum(r["stats"]["compiles"] for r in rows) == N
+    assert sum(r["stats"]["hlo_compiles"] for r in rows) == 0
