@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 # Bumped whenever the canonical form changes meaning, so old keys can never match.
-CANON_VERSION = "pcache-canon-1"
+CANON_VERSION = "pcache-canon-2"
 
 _Jaxpr = _compat.Jaxpr
 _ClosedJaxpr = _compat.ClosedJaxpr
@@ -286,6 +286,7 @@ class _Ctx:
         "rules",
         "rule_keys",
         "volatile",
+        "traced_depth",
     )
 
     def __init__(self, *, text: bool = False) -> None:
@@ -302,6 +303,7 @@ class _Ctx:
         self.rules: dict[Any, tuple] = {}
         self.rule_keys: dict[Any, Any] = {}  # primitive -> RuleKey, per walk
         self.volatile = False
+        self.traced_depth = 0  # nesting of `_traced_rules`
 
 
 # ----------------------------------------------------------------------------
@@ -512,6 +514,8 @@ def _enc_aval(a: Any, ctx: _Ctx) -> str:
         return _enc_shaped_array(a, ctx)
     if t is _compat.AbstractToken:
         return "token"
+    if t is _compat.AbstractRef:  # a mutable ref (state primitives, Pallas kernels)
+        return _enc_slots(a, ctx)
     raise Uncacheable("unknown-aval", _qual(t))
 
 
@@ -620,6 +624,8 @@ def _enc(obj: Any, ctx: _Ctx) -> str:
             f"{fl.name}={_enc(getattr(obj, fl.name), ctx)}" for fl in dataclasses.fields(obj)
         )
         return f"D:{_qual(t)}({body})"
+    if isinstance(obj, _compat.Effect):  # debug_callback's effect param (a singleton)
+        return "eff:" + _enc_slots(obj, ctx)
     if isinstance(obj, (_Var, _Literal)):
         raise _Unknown("unbound-" + _qual(t))
     if callable(obj):
@@ -679,6 +685,7 @@ _EXACT: dict[type, Callable[[Any, _Ctx], str]] = {
     set: _enc_set,
     _compat.ShapedArray: _enc_aval,
     _compat.AbstractToken: _enc_aval,
+    _compat.AbstractRef: _enc_slots,  # inner aval, memory space, kind (Pallas refs)
     _compat.Mesh: _enc_mesh,
     _compat.AbstractMesh: _enc_abstract_mesh,
     _compat.UnspecifiedValue: lambda x, c: "UNSPECIFIED",
@@ -744,11 +751,23 @@ _SKIP_PARAMS: dict[str, frozenset[str]] = {
     # `computation` is the Python function it was traced from, used only by the
     # batching and JVP rules, which have run by the time a jaxpr is lowered.
     "reduce": frozenset({"computation"}),
+    # Lowered by `mlir.lower_fun(custom_vmap_impl)`, which runs `call` and drops the
+    # rest: the vmap rule only matters under vmap, which has run before lowering.
+    "custom_vmap_call": frozenset({"rule", "in_tree", "out_tree"}),
 }
 
-# Primitives whose params hold Python functions that are bound into the executable
-# (host callbacks) or called by XLA at compile time (custom_partitioning). They are
-# keyed by object identity and make the key memory-tier only.
+# Host-callback primitives: their ``callback`` param is a Python function that the
+# lowering only wraps and registers as a host callback (the module holds its index,
+# never its code; see `emit_python_callback`), so it is keyed as a slot. A hit on
+# such a program lowers it again, binds the callbacks that lowering registers (this
+# call's own functions) into the stored executable, and first checks that the new
+# module is the one compiled (`pcache._jit_seam`): the key never decides which
+# Python function runs.
+_HOST_CALLBACK_PRIMS = frozenset({"pure_callback", "io_callback", "debug_callback"})
+
+# Primitives whose params hold other Python functions: called at lowering or XLA
+# compile time (inspect_sharding, custom_partitioning), or formatting options of
+# debug_print (np_printoptions' formatter). Keyed by object identity: memory tier only.
 _LOCAL_CALLABLE_PRIMS = frozenset(
     {
         "pure_callback",
@@ -801,6 +820,9 @@ def _enc_params(prim: str, params: dict, ctx: _Ctx) -> str:
             if k in skip:
                 continue
             v = params[k]
+            if k == "callback" and prim in _HOST_CALLBACK_PRIMS:
+                out.append("callback=hostcb")
+                continue
             try:
                 if prim == "remat2" and k == "policy":
                     s = _enc_policy(v, ctx)
@@ -918,6 +940,7 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
             ctx.persistent = False
             ctx.local_why = ctx.local_why or f"user-lowering-rule:{p.name}"
         prim = p.name
+        token = rk.token if not rk.traced else rk.token + _traced_rules(rk, eqn, ctx)
         ins = " ".join([use(a) for a in eqn.invars])
         params = _enc_params(prim, eqn.params, ctx) if eqn.params else ""
         outs = " ".join([bind(v) for v in eqn.outvars])
@@ -926,7 +949,7 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
         cenc = e[1] if e is not None and e[0]() is ectx else _enc_eqn_ctx(ectx, ctx)
         # The primitive's name and its lowering rule: two rules for one name, or a rule
         # registered again, are other programs.
-        line = f"{outs} = {_enc_str(prim)}<{rk.token}>[{params}] {ins} @{cenc}"
+        line = f"{outs} = {_enc_str(prim)}<{token}>[{params}] {ins} @{cenc}"
         if eqn.effects:
             line += _enc_effects(eqn.effects, names, ctx)
         lines.append(line)
@@ -934,6 +957,32 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
     if jaxpr.effects:
         lines.append("effects " + _enc_effects(jaxpr.effects, names, ctx))
     return lines
+
+
+def _traced_rules(rk: RuleKey, eqn: Any, ctx: _Ctx) -> str:
+    """What the `mlir.lower_fun` rules of ``eqn``'s primitive lower: the jaxpr each
+    traces for this equation, keyed like any sub-jaxpr. Traced on every walk (the
+    functions are user code whose globals can change): a jaxpr holding such an
+    equation is never memoized. A function that cannot be traced here makes the
+    key process-local, naming it by identity."""
+    ctx.volatile = True
+    avals = tuple(v.aval for v in eqn.invars)
+    out = []
+    for fun, multiple in rk.traced:
+        if ctx.traced_depth >= 8:
+            raise Uncacheable("lower-fun-recursion", eqn.primitive.name)
+        ctx.traced_depth += 1
+        try:
+            closed = _compat.trace_lower_fun(fun, multiple, avals, eqn.params)
+        except Exception:  # noqa: BLE001 - lowering will say; the key stays local
+            ctx.persistent = False
+            ctx.local_why = ctx.local_why or f"user-lowering-rule:{eqn.primitive.name}"
+            out.append(local_token(fun))
+            continue
+        finally:
+            ctx.traced_depth -= 1
+        out.append(_sub_jaxpr(closed, ctx))
+    return "|" + "|".join(out)
 
 
 def _enc_const(c: Any, ctx: _Ctx) -> str:
@@ -1105,6 +1154,11 @@ class RuleKey(NamedTuple):
     entries: tuple
     persistent: bool
     token: str
+    #: ``((fun, multiple_results), ...)``: rules made by `mlir.lower_fun` over
+    #: functions outside JAX (equinox's unvmap_any, ...). Such a rule lowers what
+    #: tracing ``fun`` gives, so each equation's key holds that trace, taken anew
+    #: on every walk (see `_traced_rules`).
+    traced: tuple = ()
 
 
 _RULE_KEYS: dict = {}  # Primitive -> RuleKey, revalidated by entry identity on each use
@@ -1140,6 +1194,12 @@ def lowering_rule_key(prim) -> RuleKey:
     platforms = _compat.lowering_platform_names()
     present = [(p, e) for p, e in zip(platforms, entries, strict=True) if e is not None]
     described = [_describe_rule(e.rule, 0) for _, e in present]
+    traced = []
+    for i, (_, e) in enumerate(present):
+        parts = _compat.lower_fun_parts(e.rule) if described[i] is None else None
+        if parts is not None:
+            described[i] = f"lower_fun(multiple_results={parts[1]})#{len(traced)}"
+            traced.append(parts)
     if None in described:
         # Named by the rule functions' identity (a token never reused in this process).
         token = ";".join(
@@ -1151,7 +1211,9 @@ def lowering_rule_key(prim) -> RuleKey:
             f"{p}:{d}:{bool(getattr(e, 'inline', False))}"
             for (p, e), d in zip(present, described, strict=True)
         ]
-        key = RuleKey(entries, True, hashlib.sha256(";".join(parts).encode()).hexdigest()[:32])
+        key = RuleKey(
+            entries, True, hashlib.sha256(";".join(parts).encode()).hexdigest()[:32], tuple(traced)
+        )
     if memos_on():
         if len(_RULE_KEYS) > 4096:
             _RULE_KEYS.clear()

@@ -20,6 +20,7 @@ and abstract devices without a platform.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import os
 import sys
@@ -31,12 +32,14 @@ import numpy as np
 
 __all__ = [  # the types the canonical form names (re-exported from JAX's private modules)
     "AbstractMesh",
+    "AbstractRef",
     "AbstractToken",
     "AutoLayoutSingleton",
     "AxisEnv",
     "ClosedJaxpr",
     "Device",
     "DropVar",
+    "Effect",
     "FlatCallback",
     "Format",
     "GSPMDSharding",
@@ -90,6 +93,7 @@ class Absent:
 # ------------------------------------------------------------------ the one gate
 
 if JIT_SEAM:
+    from jax._src import api_util as _api_util
     from jax._src import cache_key as _cache_key
     from jax._src import compilation_cache as _cc
     from jax._src import compiler as _compiler
@@ -97,12 +101,15 @@ if JIT_SEAM:
     from jax._src import core as _core
     from jax._src import dispatch as _dispatch
     from jax._src import effects as _effects
+    from jax._src import linear_util as _lu
     from jax._src import pjit as _pjit
     from jax._src import source_info_util as _source_info_util
     from jax._src import traceback_util as _traceback_util
     from jax._src import util as _util
     from jax._src.callback import _FlatCallback as FlatCallback
+    from jax._src.effects import Effect
     from jax._src.interpreters import mlir as _mlir
+    from jax._src.interpreters import partial_eval as _pe
     from jax._src.interpreters import pxla as _pxla
     from jax._src.lax.lax import Tolerance
     from jax._src.layout import Format, Layout
@@ -112,6 +119,7 @@ if JIT_SEAM:
     from jax._src.mesh import AbstractMesh, Mesh
     from jax._src.named_sharding import UnspecifiedValue
     from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
+    from jax._src.state.types import AbstractRef
     from jaxlib._jax import Device, PyTreeDef
 
     if LINE_09:
@@ -382,6 +390,13 @@ def kernel_initializers() -> tuple[tuple[str, Any], ...]:
     return tuple(table)
 
 
+def module_digest(module) -> str:
+    """sha256 of a lowered module's text, without locations (which name source
+    lines) and with every constant printed in full."""
+    text = module.operation.get_asm(binary=True, enable_debug_info=False)
+    return hashlib.sha256(text).hexdigest()
+
+
 def custom_call_targets(module) -> tuple[str, ...]:
     """The custom-call targets a lowered module calls (sorted, unique)."""
     found: set[str] = set()
@@ -533,6 +548,43 @@ def lowering_platform_names() -> tuple[str, ...]:
 def lowering_registries() -> tuple[dict, ...]:
     """JAX's lowering-rule registries, in `lowering_platform_names` order."""
     return (_mlir._lowerings, *_mlir._platform_specific_lowerings.values())
+
+
+def _lower_fun_code():
+    return _mlir.lower_fun(lambda: None).__code__
+
+
+_LOWER_FUN_CODE = _lower_fun_code() if JIT_SEAM else None
+
+
+def lower_fun_parts(rule) -> tuple[Any, bool] | None:
+    """``(fun, multiple_results)`` if ``rule`` is a lowering rule made by
+    `mlir.lower_fun(fun, multiple_results)` (it lowers what tracing ``fun`` gives),
+    else None."""
+    if getattr(rule, "__code__", None) is not _LOWER_FUN_CODE or rule.__closure__ is None:
+        return None
+    cells = dict(zip(rule.__code__.co_freevars, rule.__closure__, strict=True))
+    try:
+        fun, multiple = cells["fun"].cell_contents, cells["multiple_results"].cell_contents
+    except (KeyError, ValueError):
+        return None
+    return (fun, multiple) if callable(fun) and type(multiple) is bool else None
+
+
+def trace_lower_fun(fun, multiple_results: bool, in_avals, params) -> Any:
+    """The ClosedJaxpr `mlir.lower_fun(fun, multiple_results)` traces, and then
+    lowers, for an equation with these input avals and params (as its `f_lowered`
+    traces it)."""
+
+    def single(*args, **kw):
+        return (fun(*args, **kw),)
+
+    f = fun if multiple_results else single
+    wrapped = _lu.wrap_init(
+        f, dict(params), debug_info=_api_util.debug_info("lower_fun", fun, in_avals, {})
+    )
+    jaxpr, _, consts = _pe.trace_to_jaxpr_dynamic(wrapped, list(in_avals), lower=True)
+    return _core.ClosedJaxpr(jaxpr, consts)
 
 
 def lowering_entries(prim) -> tuple:

@@ -401,6 +401,8 @@ def lowering_wrapper(*args, **kwargs):
     except Exception as exc:  # the cache must never break the program: compile instead
         rt.error("lookup", exc)
         loaded = None
+    if loaded is not None and loaded.replay.host_callbacks:
+        return _bound_hit(rt, loaded, key, predicted, call, lower, args, kwargs, ctx.fun_name)
     if loaded is not None:
         unordered = _compat.unordered_effects(call.closed_jaxpr.effects)
         poly = _compat.shape_poly_state(call.platforms)
@@ -425,17 +427,40 @@ def lowering_wrapper(*args, **kwargs):
         rt.error("lowering record", exc.__cause__)
         return exc.out
     module, keepalive, host_callbacks = out[0], out[1], out[2]
-    if (host_callbacks or keepalive) and key.persistent:
-        # Host callbacks come from Python callables in params, which the canonical
-        # form keys by identity (making the key memory-only). Reaching here means a
-        # primitive registered callbacks some other way: never store such a program.
-        rt.bypass("host-callback", f"{ctx.fun_name}: unexpected host callbacks in lowering")
+    if keepalive and key.persistent:
+        # Values the executable must keep alive, from a lowering rule: nothing a
+        # stored entry could hold. Never store such a program.
+        rt.bypass("keepalive", f"{ctx.fun_name}: the lowering registered keepalive values")
         return out
     with _PENDING_LOCK:
         _PENDING[module] = Pending(
             key, predicted, ctx.fun_name, tuple(keepalive), tuple(host_callbacks), replay
         )
     return out
+
+
+def _bound_hit(rt, found, key, predicted, call, lower, args, kwargs, fun_name):
+    """A hit on a program with host callbacks: lower it for real (its callbacks are
+    this call's Python functions, which only lowering registers) and hand JAX the
+    stored executable bound to them, if the module is the one it was compiled from.
+    Otherwise compile that lowering as JAX would, uncached."""
+    out = lower(*args, **kwargs)
+    try:
+        bound = _load.bind(found, out, call.backend, predicted)
+    except CheckError:
+        raise
+    except Exception as exc:  # the cache must never break the program: compile instead
+        rt.error("bind host callbacks", exc)
+        return out
+    if bound is None:
+        rt.bypass(
+            "host-callback-module",
+            f"{fun_name}: lowered again, its module or callbacks differ from the stored "
+            "executable's",
+        )
+        return out
+    module = Prefetched(bound, key, predicted, call, (args, kwargs))
+    return (module, *out[1:])
 
 
 def compilation_wrapper(computation, *rest):
@@ -524,13 +549,17 @@ def _compile(computation, call: _compat.CompileCall, call_orig):
             exe = call_orig(computation)
         secs = time.perf_counter() - t0
         raw = None
-        if key.persistent:
+        # A callback program's bytes are kept even for the memory tier: every hit
+        # binds them to its own lowering's callbacks.
+        if key.persistent or pending.host_callbacks:
             try:
                 raw = _compat.serialize(exe, backend)
             except Exception as exc:  # some backends cannot serialize: memory tier only
                 rt.error("serialize", exc)
-        module = None if key.persistent else computation
-        exe = _load.loaded(exe, pending.keepalive, pending.host_callbacks, module, pending.replay)
+        module = None if key.persistent and not pending.host_callbacks else computation
+        exe = _load.loaded(
+            exe, pending.keepalive, pending.host_callbacks, module, pending.replay, raw
+        )
         return Compiled(exe, raw, secs)
 
     meta = entry_meta(backend, call.device_list, pending.fun_name)
@@ -551,6 +580,23 @@ def _compile(computation, call: _compat.CompileCall, call_orig):
         lambda signature: signature == _load.load_signature(predicted),
         ws,
     )
+    if bool(loaded.replay.host_callbacks) != bool(pending.host_callbacks):
+        rt.bypass("host-callback-module", f"{call.name}: stored with other host callbacks")
+        return call_orig(computation)
+    if pending.host_callbacks and not _same_objects(loaded.host_callbacks, pending.host_callbacks):
+        # Compiled by another thread or process, bound to its callbacks (or to none
+        # yet): bind this lowering's.
+        try:
+            bound = _load.bind(
+                loaded, (computation, pending.keepalive, pending.host_callbacks), backend, predicted
+            )
+        except Exception as exc:
+            rt.error("bind host callbacks", exc)
+            bound = None
+        if bound is None:
+            rt.bypass("host-callback-module", f"{call.name}: stored from another module")
+            return call_orig(computation)
+        loaded = bound
     return loaded.executable
 
 

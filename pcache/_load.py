@@ -18,10 +18,11 @@ from pcache._replay import NO_REPLAY, Replay
 class Loaded(NamedTuple):
     """A memory-tier value: the executable and what must outlive it.
 
-    ``keepalive`` and ``host_callbacks`` are empty for anything from the store; a
-    program with host callbacks (memory tier only: its key identifies the Python
-    callback objects) keeps the ones its lowering registered, so a hit hands JAX
-    the same callbacks the executable was compiled against.
+    ``keepalive`` and ``host_callbacks`` are empty for anything from the store. A
+    program with host callbacks (``replay.host_callbacks``) is never handed to JAX as
+    found here: a hit lowers it again and `bind`s its bytes, ``raw``, to the
+    callbacks of that lowering (an entry from the store has no ``executable`` until
+    then). Bound, it keeps its callbacks and the module they belong to.
     """
 
     executable: Any
@@ -29,23 +30,58 @@ class Loaded(NamedTuple):
     host_callbacks: tuple = ()
     module: Any = None  # callback programs: the lowered module those callbacks belong to
     # MeshComputations built around this executable, by `_pjit_lower` memo key; kept
-    # here so the memory tier's eviction drops them with the executable.
+    # here so the memory tier's eviction drops them with the executable. None: not
+    # reusable that way (a callback program's computation holds its callbacks).
     computations: dict | None = None
     replay: Replay = NO_REPLAY  # what the lowering did besides the module (see `Replay`)
+    raw: bytes | None = None  # callback programs: the serialized executable, to bind
 
 
-def loaded(executable, keepalive=(), host_callbacks=(), module=None, replay=None) -> Loaded:
+def loaded(
+    executable, keepalive=(), host_callbacks=(), module=None, replay=None, raw=None
+) -> Loaded:
+    replay = replay or NO_REPLAY
+    computations = None if replay.host_callbacks else {}
     return Loaded(
-        executable, tuple(keepalive), tuple(host_callbacks), module, {}, replay or NO_REPLAY
+        executable,
+        tuple(keepalive),
+        tuple(host_callbacks),
+        module,
+        computations,
+        replay,
+        raw if replay.host_callbacks else None,
     )
 
 
 def load_entry(raw: bytes, replay_json, backend, predicted: Predicted) -> Loaded:
-    """An entry from the store, ready to run: its replay record is checked and its
-    custom-call kernels initialized before the executable is deserialized."""
+    """An entry from the store, ready to run (or, with host callbacks, to `bind`):
+    its replay record is checked and its custom-call kernels initialized before
+    the executable is deserialized."""
     replay = Replay.from_json(replay_json)
     replay.initialize_kernels()
+    if replay.host_callbacks:
+        return loaded(None, replay=replay, raw=raw)
     return loaded(deserialize(raw, backend, predicted), replay=replay)
+
+
+def bind(found: Loaded, out, backend, predicted: Predicted) -> Loaded | None:
+    """A callback program's executable bound to the host callbacks of ``out``, a
+    fresh lowering of the same program (`_cached_lowering_to_hlo`'s result); None
+    if that lowering is not the one the executable was compiled from (its module
+    or its number of callbacks differs) or nothing can be bound."""
+    module, keepalive, host_callbacks = out[0], out[1], out[2]
+    replay = found.replay
+    if (
+        found.raw is None
+        or keepalive
+        or len(host_callbacks) != replay.host_callbacks
+        or _compat.module_digest(module) != replay.module_digest
+    ):
+        return None
+    exe = deserialize(found.raw, backend, predicted, host_callbacks)
+    # No replay on this hit: the program was lowered for real.
+    bound = replay._replace(custom_calls=(), warnings=())
+    return loaded(exe, (), host_callbacks, module, bound, found.raw)
 
 
 # id(backend) -> (backend, working-set name); the backend is kept and compared, so
@@ -167,7 +203,7 @@ def preload_fns(backend, env: str):
     return usable, load
 
 
-def deserialize(raw: bytes, backend, predicted: Predicted):
+def deserialize(raw: bytes, backend, predicted: Predicted, host_callbacks=()):
     options = _compat.compile_options(
         backend,
         predicted.device_list,
@@ -176,6 +212,10 @@ def deserialize(raw: bytes, backend, predicted: Predicted):
         predicted.allow_in,
         predicted.allow_out,
     )
+    if host_callbacks:
+        return backend.deserialize_executable(
+            raw, predicted.device_list, options, host_callbacks=list(host_callbacks)
+        )
     return backend.deserialize_executable(raw, predicted.device_list, options)
 
 

@@ -14,7 +14,14 @@ do the rest, from what the entry records (never by a special case for one kernel
   location, re-issued on every hit through `warnings.warn_explicit` with the
   registry of the module that issued them, so the user's filters (`-W error`,
   `ignore`, "once per location") decide exactly as they would have;
-* the `jax_log_compiles` "Compiling ..." record, logged again on each hit.
+* the `jax_log_compiles` "Compiling ..." record, logged again on each hit;
+* host callbacks (`jax.pure_callback`, `io_callback`, `jax.debug.print`/`callback`,
+  equinox's runtime checks): the number the lowering registered and a digest of the
+  module. A hit on such an entry cannot skip lowering: the callbacks are this
+  call's Python functions, registered by its lowering. It lowers again (so this
+  lowering's side effects happen for real), checks that the module is the one the
+  executable was compiled from, and deserializes the executable bound to the new
+  callbacks (`pcache._jit_seam`).
 
 Monitoring events are not replayed: JAX's lowering and backend-compile events
 mean work that a hit does not do (pcache records its own `/pcache/*` events).
@@ -60,12 +67,18 @@ class Replay(NamedTuple):
 
     custom_calls: tuple[str, ...] = ()
     warnings: tuple[WarningRecord, ...] = ()
+    host_callbacks: int = 0  # how many the lowering registered (then a hit re-lowers)
+    module_digest: str = ""  # with host callbacks: `_compat.module_digest` of the module
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "custom_calls": list(self.custom_calls),
             "warnings": [list(w) for w in self.warnings],
         }
+        if self.host_callbacks:
+            out["host_callbacks"] = self.host_callbacks
+            out["module_digest"] = self.module_digest
+        return out
 
     @classmethod
     def from_json(cls, obj) -> Replay:
@@ -87,7 +100,10 @@ class Replay(NamedTuple):
             ):
                 raise ValueError("replay: malformed warning record")
             records.append(rec)
-        return cls(tuple(calls), tuple(records))
+        n, digest = obj.get("host_callbacks", 0), obj.get("module_digest", "")
+        if type(n) is not int or n < 0 or not isinstance(digest, str) or (n and not digest):
+            raise ValueError("replay: malformed host-callback record")
+        return cls(tuple(calls), tuple(records), n, digest)
 
     def initialize_kernels(self) -> None:
         if self.custom_calls:
@@ -185,7 +201,10 @@ def recorded_lowering(lower, args, kwargs):
     finally:
         _WARN_RECORD.reset(token)
     try:
-        return out, Replay(_compat.custom_call_targets(out[0]), tuple(record))
+        module, host_callbacks = out[0], out[2]
+        n = len(host_callbacks)
+        digest = _compat.module_digest(module) if n else ""
+        return out, Replay(_compat.custom_call_targets(module), tuple(record), n, digest)
     except Exception as exc:
         raise LoweringFailed(out) from exc
 

@@ -306,6 +306,20 @@ def _opaque_primitive():
 OPAQUE = _opaque_primitive()
 
 
+def _local_rule_primitive():
+    """A primitive whose lowering rule is user code: keyed in this process only."""
+    from jax.extend.core import Primitive
+    from jax.interpreters import mlir
+
+    def rule(ctx, x):  # user code around lower_fun: not keyed by what it traces
+        return mlir.lower_fun(lambda v: v * 2, multiple_results=False)(ctx, x)
+
+    prim = Primitive("pcache_test_local_rule")
+    prim.def_abstract_eval(lambda x: x)
+    mlir.register_lowering(prim, rule)
+    return prim
+
+
 def test_uncacheable_jaxpr_falls_back_to_the_hlo_level_seam(cache):
     x = jax.device_put(X)
     out = jax.jit(lambda v: OPAQUE.bind(v, tag=_Opaque()))(x)
@@ -324,7 +338,10 @@ def test_uncacheable_jaxpr_falls_back_to_the_hlo_level_seam(cache):
     assert np.asarray(again).tobytes() == (X * 2).tobytes()
 
 
-def test_callbacks_use_memory_tier_only(cache):
+def test_callbacks_hit_and_run_the_calling_program_s_own_function(cache):
+    """A callback program's executable is reused, bound on every hit to the
+    callbacks of the call's own (re-)lowering: a re-created jit around another
+    function hits too, and runs that function."""
     x = jax.device_put(X)
 
     def host(v):
@@ -343,12 +360,18 @@ def test_callbacks_use_memory_tier_only(cache):
     assert all(o.tobytes() == (X * 2).tobytes() for o in outs)
     with compiles() as c:
         assert np.asarray(step(other)(x)).tobytes() == (X * 3).tobytes()
-    assert c.n == 1  # another callback function is another program
+    assert c.n == 0  # the same program, bound to the other function
+    assert pcache.stats()["memory_hits"] == 4
     # AOT with extra compiler options re-uses the hit's own module and callbacks.
     aot = step(host).lower(x).compile({"xla_cpu_enable_fast_min_max": True})
     assert np.asarray(aot(x)).tobytes() == (X * 2).tobytes()
+    # From the store, in this process: bound to this call's callback as well.
+    pcache.clear_memory()
+    with compiles() as c:
+        assert np.asarray(step(other)(x)).tobytes() == (X * 3).tobytes()
+    assert c.n == 0 and pcache.stats()["disk_hits"] == 1
     with store.Store(cache / "store") as s:
-        assert not [e for e in s.entries() if not e.key.startswith("hlo-")]
+        assert len([e for e in s.entries() if not e.key.startswith("hlo-")]) == 2
 
 
 def test_ordered_io_callback_hits_in_memory(cache):
@@ -547,24 +570,24 @@ def test_why_a_program_is_not_cached_is_counted_and_explained(cache, capsys):
 
     x = jax.device_put(X)
 
-    def host(v):
-        return np.asarray(v) * 2
+    local = _local_rule_primitive()
 
-    def cb_prog(v):
-        return jax.pure_callback(host, jax.ShapeDtypeStruct(v.shape, v.dtype), v)
+    def local_prog(v):
+        return local.bind(v)
 
     for _ in range(2):
-        jax.jit(cb_prog)(x)
+        jax.jit(local_prog)(x)
         jax.jit(lambda v: OPAQUE.bind(v, tag=_Opaque()))(x)
     st = pcache.stats()
+    why = "user-lowering-rule:pcache_test_local_rule"
     assert st["nonpersistent"] == 1
-    assert st["nonpersistent_reasons"] == {"host-callback:pure_callback": 1}
+    assert st["nonpersistent_reasons"] == {why: 1}
     (reason,) = st["bypass_reasons"]
     assert reason.startswith("unknown-param:pcache_test_opaque_double.tag")
     assert st["bypass_reasons"][reason] == 2
 
-    text = pcache.explain(cb_prog, x)
-    assert "valid in this process only (host-callback:pure_callback)" in text
+    text = pcache.explain(local_prog, x)
+    assert f"valid in this process only ({why})" in text
     text = pcache.explain(lambda v: OPAQUE.bind(v, tag=_Opaque()), x)
     assert text.startswith(f"never cached: {reason}")
     capsys.readouterr()
@@ -573,7 +596,7 @@ def test_why_a_program_is_not_cached_is_counted_and_explained(cache, capsys):
     r = CliRunner().invoke(cli, ["--dir", str(cache), "stats", "--json"], catch_exceptions=False)
     data = json.loads(r.output)
     assert data["bypass_reasons"] == [{"reason": reason, "count": 2}]
-    assert data["nonpersistent_reasons"] == [{"reason": "host-callback:pure_callback", "count": 1}]
+    assert data["nonpersistent_reasons"] == [{"reason": why, "count": 1}]
     assert not [k for k in data["counters"] if ":" in k]
     schema = json.loads(
         importlib.resources.files("pcache.store.schemas")
@@ -584,4 +607,4 @@ def test_why_a_program_is_not_cached_is_counted_and_explained(cache, capsys):
     r = CliRunner().invoke(cli, ["--dir", str(cache), "stats"], catch_exceptions=False)
     assert "Never cached (compiled every call), by reason:" in r.output
     assert "Cached in memory only (never stored), by reason:" in r.output
-    assert "host-callback:pure_callback" in r.output
+    assert why in r.output

@@ -290,6 +290,21 @@ def _user_primitive(name, fn, platform=None):
     return p
 
 
+def _opaque_rule_primitive(name, fn):
+    """A primitive whose lowering rule is user code (not `mlir.lower_fun` itself,
+    which pcache keys by what it traces): keyed in this process only."""
+    from jax.extend.core import Primitive
+    from jax.interpreters import mlir
+
+    def rule(ctx, x):
+        return mlir.lower_fun(fn, multiple_results=False)(ctx, x)
+
+    p = Primitive(name)
+    p.def_abstract_eval(lambda x: x)
+    mlir.register_lowering(p, rule)
+    return p
+
+
 def test_same_named_primitives_with_other_rules_are_other_programs(cache):
     x = jnp.arange(3.0)
     p2 = _user_primitive("pcache_same_name", lambda v: v * 2)
@@ -337,8 +352,10 @@ def test_jax_rules_are_persistent_and_user_rules_are_not():
         if not p.name.startswith("pcache") and not _canon.lowering_rule_key(p).persistent
     ]
     assert local == []  # every rule JAX registers is keyed by its structure
-    user = _user_primitive("pcache_user_rule", lambda v: v + 1)
+    user = _opaque_rule_primitive("pcache_user_rule", lambda v: v + 1)
     assert not _canon.lowering_rule_key(user).persistent
+    traced = _canon.lowering_rule_key(_user_primitive("pcache_lower_fun", lambda v: v + 1))
+    assert traced.persistent and traced.traced  # keyed by what it traces, per equation
     sin, cos = _canon.lowering_rule_key(lax.sin_p), _canon.lowering_rule_key(lax.cos_p)
     assert sin.persistent and sin.token != cos.token
 
@@ -583,16 +600,13 @@ def test_shared_sub_jaxpr_carries_its_arrays_to_every_enclosing_memo(tmp_path):
         assert scenario() == stock
 
 
-def test_shared_sub_jaxpr_with_a_callback_makes_every_enclosing_memo_local():
-    """The same for process-locality: a scan body that reaches a callback program
-    only through a jaxpr object already walked elsewhere is still memory-only (its
-    key names a process-local callback token; on disk it could match another
-    process's token)."""
-    inner = jax.jit(
-        lambda x: jax.pure_callback(
-            lambda v: np.asarray(v) * 2, jax.ShapeDtypeStruct((4,), "float32"), x
-        )
-    )
+def test_shared_sub_jaxpr_with_a_local_rule_makes_every_enclosing_memo_local():
+    """The same for process-locality: a scan body that reaches a program with a
+    user lowering rule only through a jaxpr object already walked elsewhere is
+    still memory-only (its key names a process-local token for the rule; on disk it
+    could match another process's token)."""
+    prim = _opaque_rule_primitive("pcache_test_shared_local", lambda x: x * 2)
+    inner = jax.jit(prim.bind)
 
     def body(c, r):
         return c + inner(r), c
@@ -631,11 +645,40 @@ def _reduce_with(op):
     return lambda v: lax.reduce(v, -1.0, op, (0,))
 
 
+def _custom_vmap_with(k):
+    from jax import custom_batching
+
+    @custom_batching.custom_vmap
+    def f(v):
+        return jnp.sin(v) * k
+
+    @f.def_vmap
+    def _rule(axis_size, in_batched, v):  # never run: nothing here is vmapped
+        return v * 0, in_batched[0]
+
+    return f
+
+
+def _pallas_interpret_with(k):
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * k + 1.0
+
+    return lambda v: pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct(v.shape, v.dtype), interpret=True
+    )(v)
+
+
 KNOWN_PARAMS = {
     # name: (program factory, same-meaning argument, other-meaning argument)
     "scatter range": (_scatter, range(0), range(0, 1)),
     "exp accuracy": (_exp_with, 1e-3, 1e-4),
     "reduce computation": (_reduce_with, lambda a, b: a + b, lambda a, b: jnp.maximum(a, b)),
+    # custom_vmap's rule, in_tree and out_tree: its lowering runs `call` only.
+    "custom_vmap rule": (_custom_vmap_with, 2.0, 3.0),
+    # Pallas interpret mode: Ref avals in the kernel's jaxpr and grid mapping.
+    "pallas interpret": (_pallas_interpret_with, 2.0, 3.0),
 }
 
 
