@@ -624,6 +624,8 @@ def _enc(obj: Any, ctx: _Ctx) -> str:
             f"{fl.name}={_enc(getattr(obj, fl.name), ctx)}" for fl in dataclasses.fields(obj)
         )
         return f"D:{_qual(t)}({body})"
+    if obj is _compat.no_axis_name:  # vmap's sentinel for "no axis name"
+        return "no_axis_name"
     if isinstance(obj, _compat.Effect):  # debug_callback's effect param (a singleton)
         return "eff:" + _enc_slots(obj, ctx)
     if isinstance(obj, (_Var, _Literal)):

@@ -137,6 +137,8 @@ if JIT_SEAM:
         from jax._src.random.prng import prngs as registered_prng_impls
 
     DropVar = _core.DropVar
+    #: vmap's axis name when none is given (a sentinel object).
+    no_axis_name = _core.no_axis_name
     # The classes jax.extend.core re-exports; importing jax.extend costs ~20 ms (it
     # imports Pallas), which a warm process would pay on its first jit call.
     Jaxpr = _core.Jaxpr

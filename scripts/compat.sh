@@ -17,7 +17,7 @@ py="$env_dir/bin/python"
 ready() {
   [ -x "$py" ] && "$py" - "$ver" "$PWD" <<'PY' 2>/dev/null
 import os, sys
-import jax, jaxlib, pcache, pcache.store, pytest  # noqa: F401
+import equinox, jax, jaxlib, pcache, pcache.store, pytest  # noqa: F401
 ok = jax.__version__ == jaxlib.__version__ == sys.argv[1]
 ok = ok and os.path.dirname(os.path.dirname(os.path.abspath(pcache.__file__))) == sys.argv[2]
 sys.exit(0 if ok else 1)

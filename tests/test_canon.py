@@ -328,3 +328,16 @@ def test_cache_key():
     # Names are length-prefixed: ("ab", p) and ("a", "b" + p) never collide.
     h = part(0)
     assert CacheKey((("ab", h),)).digest != CacheKey((("a", "62" + h[2:]),)).digest
+
+
+def test_jax_sentinels_have_a_canonical_form():
+    """vmap's `no_axis_name` sentinel and debug_callback's effect singletons are
+    encoded by what they are, not by identity (issue 12, item 2)."""
+    from jax._src import core, debugging
+
+    from pcache import _compat
+
+    assert _canon.canonicalize(_compat.no_axis_name) == _canon.canonicalize(core.no_axis_name)
+    assert _canon.canonicalize(core.no_axis_name) != _canon.canonicalize(None)
+    plain, ordered = debugging.debug_effect, debugging.ordered_debug_effect
+    assert _canon.canonicalize(plain) != _canon.canonicalize(ordered)
