@@ -73,6 +73,10 @@ class Compiled:
     executable: Any
     serialized: bytes | None  # None: could not serialize (kept in memory only)
     compile_seconds: float
+    #: What the memory tier keeps, if not ``executable`` (a callback program keeps
+    #: its bytes, not an executable bound to this call's callbacks).
+    memory_value: Any = None
+    keep_in_memory: bool = True
 
 
 class Runtime:
@@ -186,6 +190,11 @@ class Runtime:
             pre.stop(wait=False)
         for pre in preloaders:
             pre.stop(timeout=join_timeout)
+        self._working_sets.save()
+
+    def save_working_sets(self) -> None:
+        """Write this run's working sets now (they are saved shortly after they grow,
+        and at exit)."""
         self._working_sets.save()
 
     def close(self) -> None:
@@ -618,7 +627,9 @@ class Runtime:
         compiled = compile_fn()
         self.stats.add("compiles")
         nbytes = len(compiled.serialized) if compiled.serialized is not None else 1 << 20
-        self._memory_put(digest, compiled.executable, nbytes)
+        if compiled.keep_in_memory:
+            kept = compiled.executable if compiled.memory_value is None else compiled.memory_value
+            self._memory_put(digest, kept, nbytes)
         if key.persistent and compiled.serialized is not None:
             meta = {**meta, "compile_seconds": compiled.compile_seconds}
             stored = self._write(

@@ -82,6 +82,12 @@ class JaxprDigest(NamedTuple):
     #: Why not persistent: the first process-local thing the walk met
     #: (``host-callback``, ``user-lowering-rule:<primitive>``, ``unserializable-pytree``).
     why: str = ""
+    #: The lowered module is not determined by this digest: the program has host
+    #: callbacks (only lowering registers this call's functions) or a primitive
+    #: lowered by `mlir.lower_fun` over code outside JAX (it lowers whatever that
+    #: code traces to now). Its key is completed by the module (`_key.with_module`),
+    #: and every hit lowers.
+    relower: bool = False
 
 
 # ----------------------------------------------------------------------------
@@ -204,16 +210,21 @@ class _JaxprMemo(NamedTuple):
     registries: tuple  # the lowering registries then (default, per platform)
     checks: tuple  # ((registry.get, primitive, entry), ...): `rules`, flattened
     why: str = ""  # why not persistent (JaxprDigest.why)
+    relower: bool = False  # JaxprDigest.relower
 
     @classmethod
-    def make(cls, hexd, persistent, arrays, rules: dict, why: str = "") -> _JaxprMemo:
+    def make(
+        cls, hexd, persistent, arrays, rules: dict, why: str = "", relower: bool = False
+    ) -> _JaxprMemo:
         registries = _compat.lowering_registries()
         checks = tuple(
             (registry.get, prim, entry)
             for prim, entries in rules.items()
             for registry, entry in zip(registries, entries, strict=True)
         )
-        return cls(hexd, persistent, tuple(arrays), tuple(rules.items()), registries, checks, why)
+        return cls(
+            hexd, persistent, tuple(arrays), tuple(rules.items()), registries, checks, why, relower
+        )
 
     def valid(self) -> bool:
         for a, snapshot in self.arrays:
@@ -286,7 +297,7 @@ class _Ctx:
         "rules",
         "rule_keys",
         "volatile",
-        "traced_depth",
+        "relower",
     )
 
     def __init__(self, *, text: bool = False) -> None:
@@ -303,7 +314,7 @@ class _Ctx:
         self.rules: dict[Any, tuple] = {}
         self.rule_keys: dict[Any, Any] = {}  # primitive -> RuleKey, per walk
         self.volatile = False
-        self.traced_depth = 0  # nesting of `_traced_rules`
+        self.relower = False  # see JaxprDigest.relower
 
 
 # ----------------------------------------------------------------------------
@@ -760,12 +771,14 @@ _SKIP_PARAMS: dict[str, frozenset[str]] = {
 
 # Host-callback primitives: their ``callback`` param is a Python function that the
 # lowering only wraps and registers as a host callback (the module holds its index,
-# never its code; see `emit_python_callback`), so it is keyed as a slot. A hit on
-# such a program lowers it again, binds the callbacks that lowering registers (this
-# call's own functions) into the stored executable, and first checks that the new
-# module is the one compiled (`pcache._jit_seam`): the key never decides which
-# Python function runs.
+# never its code; see `emit_python_callback`), so it is keyed as a slot, and the
+# program as `JaxprDigest.relower`: a hit lowers it again, its key is completed by
+# the lowered module, and the stored executable is bound to the callbacks that
+# lowering registered (this call's own functions; `pcache._jit_seam`). The key
+# never decides which Python function runs.
 _HOST_CALLBACK_PRIMS = frozenset({"pure_callback", "io_callback", "debug_callback"})
+# Primitives whose lowering makes a host callback from their (data) params: relower.
+_CALLBACK_LOWERING_PRIMS = frozenset({"debug_print", *_HOST_CALLBACK_PRIMS})
 
 # Primitives whose params hold other Python functions: called at lowering or XLA
 # compile time (inspect_sharding, custom_partitioning), or formatting options of
@@ -942,7 +955,10 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
             ctx.persistent = False
             ctx.local_why = ctx.local_why or f"user-lowering-rule:{p.name}"
         prim = p.name
-        token = rk.token if not rk.traced else rk.token + _traced_rules(rk, eqn, ctx)
+        if rk.traced or prim in _CALLBACK_LOWERING_PRIMS:
+            # Host callbacks (this call's functions), or a rule whose code traces to
+            # whatever it does now: the module completes the key (JaxprDigest.relower).
+            ctx.relower = True
         ins = " ".join([use(a) for a in eqn.invars])
         params = _enc_params(prim, eqn.params, ctx) if eqn.params else ""
         outs = " ".join([bind(v) for v in eqn.outvars])
@@ -951,7 +967,7 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
         cenc = e[1] if e is not None and e[0]() is ectx else _enc_eqn_ctx(ectx, ctx)
         # The primitive's name and its lowering rule: two rules for one name, or a rule
         # registered again, are other programs.
-        line = f"{outs} = {_enc_str(prim)}<{token}>[{params}] {ins} @{cenc}"
+        line = f"{outs} = {_enc_str(prim)}<{rk.token}>[{params}] {ins} @{cenc}"
         if eqn.effects:
             line += _enc_effects(eqn.effects, names, ctx)
         lines.append(line)
@@ -959,32 +975,6 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
     if jaxpr.effects:
         lines.append("effects " + _enc_effects(jaxpr.effects, names, ctx))
     return lines
-
-
-def _traced_rules(rk: RuleKey, eqn: Any, ctx: _Ctx) -> str:
-    """What the `mlir.lower_fun` rules of ``eqn``'s primitive lower: the jaxpr each
-    traces for this equation, keyed like any sub-jaxpr. Traced on every walk (the
-    functions are user code whose globals can change): a jaxpr holding such an
-    equation is never memoized. A function that cannot be traced here makes the
-    key process-local, naming it by identity."""
-    ctx.volatile = True
-    avals = tuple(v.aval for v in eqn.invars)
-    out = []
-    for fun, multiple in rk.traced:
-        if ctx.traced_depth >= 8:
-            raise Uncacheable("lower-fun-recursion", eqn.primitive.name)
-        ctx.traced_depth += 1
-        try:
-            closed = _compat.trace_lower_fun(fun, multiple, avals, eqn.params)
-        except Exception:  # noqa: BLE001 - lowering will say; the key stays local
-            ctx.persistent = False
-            ctx.local_why = ctx.local_why or f"user-lowering-rule:{eqn.primitive.name}"
-            out.append(local_token(fun))
-            continue
-        finally:
-            ctx.traced_depth -= 1
-        out.append(_sub_jaxpr(closed, ctx))
-    return "|" + "|".join(out)
 
 
 def _enc_const(c: Any, ctx: _Ctx) -> str:
@@ -1021,31 +1011,38 @@ def _digest_jaxpr(obj: Any, jaxpr: Any, consts: Any, ctx: _Ctx) -> str:
     """
     got = ctx.call_memo.get(id(obj))
     if got is not None and got[0] is obj:
-        _, hexd, persistent, why, volatile, arrays, rules = got
+        _, hexd, persistent, why, volatile, arrays, rules, relower = got
     else:
         memo = _JAXPR_MEMO.get(obj)
         if memo is not None and memo.valid():
             hexd, persistent, why, volatile = memo.hexd, memo.persistent, memo.why, False
+            relower = memo.relower
             arrays, rules = memo.arrays, memo.rules
         else:
-            saved = (ctx.persistent, ctx.local_why, ctx.volatile, ctx.arrays, ctx.rules)
-            ctx.persistent, ctx.local_why, ctx.volatile = True, "", False
+            saved = (
+                ctx.persistent, ctx.local_why, ctx.volatile, ctx.arrays, ctx.rules, ctx.relower
+            )  # fmt: skip
+            ctx.persistent, ctx.local_why, ctx.volatile, ctx.relower = True, "", False, False
             ctx.arrays, ctx.rules = [], {}
             try:
                 lines = _jaxpr_lines(jaxpr, consts, ctx)
                 hexd = hashlib.sha256("\n".join(lines).encode()).hexdigest()
                 persistent, why, volatile = ctx.persistent, ctx.local_why, ctx.volatile
+                relower = ctx.relower
                 arrays, rules = tuple(ctx.arrays), tuple(ctx.rules.items())
             finally:
-                (ctx.persistent, ctx.local_why, ctx.volatile, ctx.arrays, ctx.rules) = saved
+                (
+                    ctx.persistent, ctx.local_why, ctx.volatile, ctx.arrays, ctx.rules, ctx.relower
+                ) = saved  # fmt: skip
             # One over a mutable container cannot be revalidated cheaply: not kept.
             if not volatile:
-                memo = _JaxprMemo.make(hexd, persistent, arrays, dict(rules), why)
+                memo = _JaxprMemo.make(hexd, persistent, arrays, dict(rules), why, relower)
                 _JAXPR_MEMO.put(obj, memo)
-        ctx.call_memo[id(obj)] = (obj, hexd, persistent, why, volatile, arrays, rules)
+        ctx.call_memo[id(obj)] = (obj, hexd, persistent, why, volatile, arrays, rules, relower)
     ctx.persistent = ctx.persistent and persistent
     ctx.local_why = ctx.local_why or why
     ctx.volatile = ctx.volatile or volatile
+    ctx.relower = ctx.relower or relower
     ctx.arrays.extend(arrays)
     ctx.rules.update(rules)
     return hexd
@@ -1072,7 +1069,7 @@ def jaxpr_fingerprint(closed_jaxpr: Any) -> JaxprDigest:
     except _Unknown as e:  # e.g. an aval of an extended dtype the encoder does not know
         raise Uncacheable(f"unknown-value:{e.qualname}") from None
     d = hashlib.sha256(f"{CANON_VERSION}\n{hexd}".encode()).digest()
-    return JaxprDigest(d, ctx.persistent, "" if ctx.persistent else ctx.local_why)
+    return JaxprDigest(d, ctx.persistent, "" if ctx.persistent else ctx.local_why, ctx.relower)
 
 
 def jaxpr_digest(closed_jaxpr: Any) -> bytes:
@@ -1158,8 +1155,8 @@ class RuleKey(NamedTuple):
     token: str
     #: ``((fun, multiple_results), ...)``: rules made by `mlir.lower_fun` over
     #: functions outside JAX (equinox's unvmap_any, ...). Such a rule lowers what
-    #: tracing ``fun`` gives, so each equation's key holds that trace, taken anew
-    #: on every walk (see `_traced_rules`).
+    #: tracing ``fun`` gives at lowering time: a program using it is
+    #: `JaxprDigest.relower` (keyed by its lowered module too).
     traced: tuple = ()
 
 

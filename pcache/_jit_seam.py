@@ -382,27 +382,9 @@ def lowering_wrapper(*args, **kwargs):
     jax.monitoring.record_event_duration_secs(
         "/pcache/fingerprint_time_sec", time.perf_counter() - t0
     )
-    backend = call.backend
-    try:
-        ws = _load.working_set_name(backend) if key.persistent else None
-        if ws is not None and rt.preload_pending(ws):
-            try:
-                rt.start_preload(ws, key.digest, *_load.preload_fns(backend, predicted.env))
-            except Exception as exc:  # a speedup only: never let it cost the lookup
-                rt.background_error("preload", exc)
-        loaded = rt.lookup(
-            key,
-            lambda raw, replay: _load.load_entry(raw, replay, backend, predicted),
-            lambda signature: signature == _load.load_signature(predicted),
-            working_set=ws,
-        )
-    except CheckError:
-        raise
-    except Exception as exc:  # the cache must never break the program: compile instead
-        rt.error("lookup", exc)
-        loaded = None
-    if loaded is not None and loaded.replay.host_callbacks:
-        return _bound_hit(rt, loaded, key, predicted, call, lower, args, kwargs, ctx.fun_name)
+    if key.relower:
+        return _relowered(rt, key, predicted, call, lower, args, kwargs, ctx.fun_name)
+    loaded = _lookup(rt, key, predicted, call.backend)
     if loaded is not None:
         unordered = _compat.unordered_effects(call.closed_jaxpr.effects)
         poly = _compat.shape_poly_state(call.platforms)
@@ -432,6 +414,12 @@ def lowering_wrapper(*args, **kwargs):
         # stored entry could hold. Never store such a program.
         rt.bypass("keepalive", f"{ctx.fun_name}: the lowering registered keepalive values")
         return out
+    if host_callbacks and key.persistent:
+        # The canonical form marks every host-callback primitive it knows `relower`.
+        # Reaching here means a primitive registered callbacks some other way: a hit
+        # would skip the lowering that registers them. Never store such a program.
+        rt.bypass("host-callback", f"{ctx.fun_name}: unexpected host callbacks in lowering")
+        return out
     with _PENDING_LOCK:
         _PENDING[module] = Pending(
             key, predicted, ctx.fun_name, tuple(keepalive), tuple(host_callbacks), replay
@@ -439,28 +427,68 @@ def lowering_wrapper(*args, **kwargs):
     return out
 
 
-def _bound_hit(rt, found, key, predicted, call, lower, args, kwargs, fun_name):
-    """A hit on a program with host callbacks: lower it for real (its callbacks are
-    this call's Python functions, which only lowering registers) and hand JAX the
-    stored executable bound to them, if the module is the one it was compiled from.
-    Otherwise compile that lowering as JAX would, uncached."""
-    out = lower(*args, **kwargs)
+def _lookup(rt, key: CacheKey, predicted: Predicted, backend):
+    """The tiers' executable for ``key`` (starting this program's preload on its
+    first persistent lookup), or None; a failure of the cache is a miss."""
     try:
-        bound = _load.bind(found, out, call.backend, predicted)
+        ws = _load.working_set_name(backend) if key.persistent else None
+        if ws is not None and rt.preload_pending(ws):
+            try:
+                rt.start_preload(ws, key.digest, *_load.preload_fns(backend, predicted.env))
+            except Exception as exc:  # a speedup only: never let it cost the lookup
+                rt.background_error("preload", exc)
+        return rt.lookup(
+            key,
+            lambda raw, replay: _load.load_entry(raw, replay, backend, predicted),
+            lambda signature: signature == _load.load_signature(predicted),
+            working_set=ws,
+        )
     except CheckError:
         raise
     except Exception as exc:  # the cache must never break the program: compile instead
-        rt.error("bind host callbacks", exc)
+        rt.error("lookup", exc)
+        return None
+
+
+def _relowered(rt, key: CacheKey, predicted, call, lower, args, kwargs, fun_name):
+    """A `CacheKey.relower` program (host callbacks, or a `mlir.lower_fun` rule over
+    code outside JAX): lower it as JAX would, complete the key with the module, and
+    hand JAX the stored executable for that module bound to this lowering's
+    callbacks; on a miss, compile that module through the runtime as any miss."""
+    try:
+        out, replay = _replay.recorded_lowering(lower, args, kwargs)
+    except _replay.LoweringFailed as exc:  # lowering succeeded; reading its record failed
+        rt.error("lowering record", exc.__cause__)
+        return exc.out
+    module, keepalive, host_callbacks = out[0], out[1], out[2]
+    try:
+        key = _key.with_module(key, _compat.module_digest(module))
+    except Exception as exc:  # compiled as JAX would, uncached
+        rt.error("module digest", exc)
         return out
-    if bound is None:
-        rt.bypass(
-            "host-callback-module",
-            f"{fun_name}: lowered again, its module or callbacks differ from the stored "
-            "executable's",
+    loaded = _lookup(rt, key, predicted, call.backend)
+    if loaded is not None:
+        try:
+            bound = _load.bind(loaded, out, call.backend, predicted)
+        except CheckError:
+            raise
+        except Exception as exc:  # the cache must never break the program: compile instead
+            rt.error("bind host callbacks", exc)
+            return out
+        if bound is not None:
+            return (Prefetched(bound, key, predicted, call, (args, kwargs)), *out[1:])
+        rt.bypass("host-callback-count", f"{fun_name}: the stored executable has other callbacks")
+        return out
+    if logger.isEnabledFor(logging.DEBUG) or rt.explain:
+        _log_miss(rt, key, fun_name)
+    if keepalive and key.persistent:
+        rt.bypass("keepalive", f"{fun_name}: the lowering registered keepalive values")
+        return out
+    with _PENDING_LOCK:
+        _PENDING[module] = Pending(
+            key, predicted, fun_name, tuple(keepalive), tuple(host_callbacks), replay
         )
-        return out
-    module = Prefetched(bound, key, predicted, call, (args, kwargs))
-    return (module, *out[1:])
+    return out
 
 
 def compilation_wrapper(computation, *rest):
@@ -560,6 +588,12 @@ def _compile(computation, call: _compat.CompileCall, call_orig):
         exe = _load.loaded(
             exe, pending.keepalive, pending.host_callbacks, module, pending.replay, raw
         )
+        if pending.host_callbacks:
+            # The memory tier keeps the bytes only: every hit binds its own callbacks,
+            # and this call's (with what they close over) are not kept alive.
+            if raw is None:  # nothing to bind another call's callbacks to
+                return Compiled(exe, raw, secs, keep_in_memory=False)
+            return Compiled(exe, raw, secs, memory_value=_load.unbound(raw, pending.replay))
         return Compiled(exe, raw, secs)
 
     meta = entry_meta(backend, call.device_list, pending.fun_name)

@@ -43,6 +43,9 @@ class CacheKey:
     persistent: bool = True
     #: Why the key is valid in this process only (`JaxprDigest.why`); "" if persistent.
     local_why: str = field(default="", compare=False)
+    #: `JaxprDigest.relower`: this key is completed by the lowered module
+    #: (`with_module`) before any tier is asked; every hit lowers.
+    relower: bool = False
     _digest: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     @property
@@ -362,7 +365,7 @@ def lowering_key(
         ordered=tuple(ordered),
         env=env_digest,
     )
-    key = CacheKey(parts=tuple(parts), persistent=persistent, local_why=d.why)
+    key = CacheKey(parts=tuple(parts), persistent=persistent, local_why=d.why, relower=d.relower)
     return key, predicted
 
 
@@ -423,7 +426,13 @@ _CONTEXT_MEMO = _canon.BoundedMemo(1024)
 def with_compile_parts(key: CacheKey, parts: list[tuple[str, str]]) -> CacheKey:
     names = {n for n, _ in parts}
     new = [(n, dict(parts)[n]) if n in names else (n, h) for n, h in key.parts]
-    return CacheKey(parts=tuple(new), persistent=key.persistent, local_why=key.local_why)
+    return dataclasses.replace(key, parts=tuple(new))
+
+
+def with_module(key: CacheKey, module_digest: str) -> CacheKey:
+    """A `CacheKey.relower` key completed by the module lowered for it (the
+    executable is a function of the module and the compile inputs the key holds)."""
+    return dataclasses.replace(key, parts=(*key.parts, ("module", module_digest)), relower=False)
 
 
 def clear_memos() -> None:

@@ -53,6 +53,11 @@ def loaded(
     )
 
 
+def unbound(raw: bytes, replay: Replay) -> Loaded:
+    """A callback program's bytes, for `bind` (no executable yet)."""
+    return loaded(None, replay=replay, raw=raw)
+
+
 def load_entry(raw: bytes, replay_json, backend, predicted: Predicted) -> Loaded:
     """An entry from the store, ready to run (or, with host callbacks, to `bind`):
     its replay record is checked and its custom-call kernels initialized before
@@ -60,28 +65,30 @@ def load_entry(raw: bytes, replay_json, backend, predicted: Predicted) -> Loaded
     replay = Replay.from_json(replay_json)
     replay.initialize_kernels()
     if replay.host_callbacks:
-        return loaded(None, replay=replay, raw=raw)
+        return unbound(raw, replay)
     return loaded(deserialize(raw, backend, predicted), replay=replay)
 
 
 def bind(found: Loaded, out, backend, predicted: Predicted) -> Loaded | None:
-    """A callback program's executable bound to the host callbacks of ``out``, a
-    fresh lowering of the same program (`_cached_lowering_to_hlo`'s result); None
-    if that lowering is not the one the executable was compiled from (its module
-    or its number of callbacks differs) or nothing can be bound."""
+    """A stored executable for the program ``out`` lowered to (`_cached_lowering_to_hlo`'s
+    result: a `CacheKey.relower` key names that module), bound to the host callbacks
+    ``out`` registered; None if their number is not the one it was compiled with,
+    or nothing can be bound. One without callbacks is used as found."""
     module, keepalive, host_callbacks = out[0], out[1], out[2]
     replay = found.replay
-    if (
-        found.raw is None
-        or keepalive
-        or len(host_callbacks) != replay.host_callbacks
-        or _compat.module_digest(module) != replay.module_digest
-    ):
+    if keepalive or len(host_callbacks) != replay.host_callbacks:
+        return None
+    if not host_callbacks:
+        if found.executable is None:
+            return None
+        return Loaded(found.executable, (), (), module, None, NO_REPLAY)
+    if found.raw is None:
         return None
     exe = deserialize(found.raw, backend, predicted, host_callbacks)
-    # No replay on this hit: the program was lowered for real.
-    bound = replay._replace(custom_calls=(), warnings=())
-    return loaded(exe, (), host_callbacks, module, bound, found.raw)
+    # The program was lowered for real: nothing of its record is replayed.
+    return loaded(
+        exe, (), host_callbacks, module, Replay(host_callbacks=replay.host_callbacks), found.raw
+    )
 
 
 # id(backend) -> (backend, working-set name); the backend is kept and compared, so

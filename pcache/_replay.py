@@ -16,12 +16,11 @@ do the rest, from what the entry records (never by a special case for one kernel
   `ignore`, "once per location") decide exactly as they would have;
 * the `jax_log_compiles` "Compiling ..." record, logged again on each hit;
 * host callbacks (`jax.pure_callback`, `io_callback`, `jax.debug.print`/`callback`,
-  equinox's runtime checks): the number the lowering registered and a digest of the
-  module. A hit on such an entry cannot skip lowering: the callbacks are this
-  call's Python functions, registered by its lowering. It lowers again (so this
-  lowering's side effects happen for real), checks that the module is the one the
-  executable was compiled from, and deserializes the executable bound to the new
-  callbacks (`pcache._jit_seam`).
+  equinox's runtime checks): how many the lowering registered. Such a program is
+  never a hit without lowering (its key is completed by the lowered module, see
+  `_key.with_module`, and its callbacks are this call's Python functions, which
+  only lowering registers), so nothing of its lowering is replayed: the stored
+  executable is deserialized bound to the new callbacks (`_load.bind`).
 
 Monitoring events are not replayed: JAX's lowering and backend-compile events
 mean work that a hit does not do (pcache records its own `/pcache/*` events).
@@ -67,8 +66,7 @@ class Replay(NamedTuple):
 
     custom_calls: tuple[str, ...] = ()
     warnings: tuple[WarningRecord, ...] = ()
-    host_callbacks: int = 0  # how many the lowering registered (then a hit re-lowers)
-    module_digest: str = ""  # with host callbacks: `_compat.module_digest` of the module
+    host_callbacks: int = 0  # how many the lowering registered (bound again on a hit)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -77,7 +75,6 @@ class Replay(NamedTuple):
         }
         if self.host_callbacks:
             out["host_callbacks"] = self.host_callbacks
-            out["module_digest"] = self.module_digest
         return out
 
     @classmethod
@@ -100,10 +97,10 @@ class Replay(NamedTuple):
             ):
                 raise ValueError("replay: malformed warning record")
             records.append(rec)
-        n, digest = obj.get("host_callbacks", 0), obj.get("module_digest", "")
-        if type(n) is not int or n < 0 or not isinstance(digest, str) or (n and not digest):
+        n = obj.get("host_callbacks", 0)
+        if type(n) is not int or n < 0:
             raise ValueError("replay: malformed host-callback record")
-        return cls(tuple(calls), tuple(records), n, digest)
+        return cls(tuple(calls), tuple(records), n)
 
     def initialize_kernels(self) -> None:
         if self.custom_calls:
@@ -201,10 +198,8 @@ def recorded_lowering(lower, args, kwargs):
     finally:
         _WARN_RECORD.reset(token)
     try:
-        module, host_callbacks = out[0], out[2]
-        n = len(host_callbacks)
-        digest = _compat.module_digest(module) if n else ""
-        return out, Replay(_compat.custom_call_targets(module), tuple(record), n, digest)
+        module = out[0]
+        return out, Replay(_compat.custom_call_targets(module), tuple(record), len(out[2]))
     except Exception as exc:
         raise LoweringFailed(out) from exc
 

@@ -163,44 +163,80 @@ def test_debug_print_in_a_recreated_wrapper_hits_and_prints(cache, compiles, cap
     assert key.persistent
 
 
-def test_a_stored_callback_executable_is_never_run_for_another_module(cache, compiles):
-    """The check behind a hit: the module lowered again must be the one compiled.
-    An entry whose recorded module digest differs is not bound (compiled normally,
-    counted as a bypass), and the program still runs its own callback."""
-    import sqlite3
-
+def test_one_key_two_modules_are_two_programs(cache, compiles):
+    """The key of a callback program names slots, so two programs can share it and
+    still lower to different modules (one inner jit called twice, or two inner jits
+    with different callbacks): the module completes the key, so each is stored
+    under its own, and each hit binds its own callbacks."""
     x = np.arange(4.0, dtype=np.float32)
 
-    def prog(k):
-        host = lambda v: np.asarray(v) * k  # noqa: E731
+    def make(k):
+        def host(v):
+            return (np.asarray(v) * k).astype(np.float32)
+
         return jax.jit(lambda v: jax.pure_callback(host, jax.ShapeDtypeStruct((4,), v.dtype), v))
 
-    assert np.asarray(prog(2.0)(x)).tolist() == [0.0, 2.0, 4.0, 6.0]
-    pcache._api.runtime().store.flush()
-    db = sqlite3.connect(cache / "store" / "store.db")
-    ((key, extra),) = db.execute(
-        "SELECT key, extra FROM entries WHERE key NOT LIKE 'hlo-%' AND extra LIKE '%host_callbacks%'"
-    ).fetchall()
-    db.close()
-    replay = json.loads(extra)["replay"]
-    assert replay["host_callbacks"] == 1 and len(replay["module_digest"]) == 64
-    pcache.clear_memory()
-    # The entry is signed: forging its digest would fail the HMAC. Test the check
-    # itself by changing the module instead (another program under the same key is
-    # what a key bug would produce), through the memory tier's record.
-    rt = pcache._api.runtime()
-    got = rt.lookup(pcache.key(prog(2.0), x), lambda raw, rp: _unbound(raw, rp))
-    assert got is not None and got.executable is None and got.raw
-    forged = got._replace(replay=got.replay._replace(module_digest="0" * 64))
-    rt.memory.put(key, forged, len(got.raw))
-    before = compiles.n
-    assert np.asarray(prog(3.0)(x)).tolist() == [0.0, 3.0, 6.0, 9.0]
-    assert compiles.n == before + 1
-    assert pcache.stats()["bypass_reasons"] == {"host-callback-module": 1}
+    def shared(v):
+        g = make(2.0)
+        return g(g(v))
+
+    def separate(v):
+        return make(2.0)(make(3.0)(v))
+
+    assert pcache.key(shared, x).digest == pcache.key(separate, x).digest
+    for _ in range(3):  # re-created each time: memory hits after the first round
+        assert np.asarray(jax.jit(lambda v: shared(v))(x)).tolist() == [0.0, 4.0, 8.0, 12.0]
+        assert np.asarray(jax.jit(lambda v: separate(v))(x)).tolist() == [0.0, 6.0, 12.0, 18.0]
+    assert compiles.n == 2
+    st = pcache.stats()
+    assert st["memory_hits"] == 4 and not st["bypass_reasons"]
 
 
-def _unbound(raw, replay_json):
-    from pcache import _load
-    from pcache._replay import Replay
+STATEFUL_RULE = """
+import json, sys, numpy as np, jax, jax.numpy as jnp
+from jax.extend.core import Primitive
+from jax.interpreters import mlir
+n = {"c": 0}
+jax.monitoring.register_event_duration_secs_listener(
+    lambda name, s, **k: n.__setitem__("c", n["c"] + (name == "/jax/core/compile/backend_compile_duration")))
+p = Primitive("pcache_test_random_rule")
+p.def_abstract_eval(lambda x: x)
+def impl(x):  # what it lowers to is drawn from numpy's RNG when it is traced
+    return x + np.float32(np.random.randint(0, 1000))
+mlir.register_lowering(p, mlir.lower_fun(impl, multiple_results=False))
+np.random.seed(int(sys.argv[1]))
+x = np.zeros(2, np.float32)
+out = [np.asarray(jax.jit(lambda v: p.bind(v))(x)).tolist() for _ in range(2)]
+print(json.dumps({"out": out, "compiles": n["c"], "draw": int(np.random.randint(0, 1000))}))
+"""
 
-    return _load.loaded(None, replay=Replay.from_json(replay_json), raw=raw)
+
+@pytest.mark.parametrize("seed", ["0", "1"])
+def test_a_lower_fun_rule_is_keyed_by_what_it_lowers_to(tmp_path, seed):
+    """`mlir.lower_fun(f)` over user code lowers whatever tracing ``f`` gives at
+    that moment (here: a constant drawn from numpy's RNG). The program is keyed by
+    the module its own lowering produced, so cold and warm runs give exactly stock
+    JAX's results and leave the RNG where stock JAX leaves it."""
+
+    def py(cache, seed):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+        if cache is not None:
+            env["JAX_PCACHE_DIR"] = str(cache)
+        proc = subprocess.run(
+            [sys.executable, "-c", STATEFUL_RULE, seed], env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    cache = tmp_path / "cache"
+    stock = py(None, seed)
+    cold, warm = py(cache, seed), py(cache, seed)
+    other = py(cache, "1" if seed == "0" else "0")  # another draw: another module
+    assert cold["out"] == warm["out"] == stock["out"]
+    assert cold["draw"] == warm["draw"] == stock["draw"]
+    assert warm["compiles"] == 0 < cold["compiles"]
+    assert other["out"] != stock["out"] and other["out"] == py(None, other_seed(seed))["out"]
+
+
+def other_seed(seed: str) -> str:
+    return "1" if seed == "0" else "0"

@@ -355,7 +355,7 @@ def test_jax_rules_are_persistent_and_user_rules_are_not():
     user = _opaque_rule_primitive("pcache_user_rule", lambda v: v + 1)
     assert not _canon.lowering_rule_key(user).persistent
     traced = _canon.lowering_rule_key(_user_primitive("pcache_lower_fun", lambda v: v + 1))
-    assert traced.persistent and traced.traced  # keyed by what it traces, per equation
+    assert traced.persistent and traced.traced  # keyed by the module it lowers to
     sin, cos = _canon.lowering_rule_key(lax.sin_p), _canon.lowering_rule_key(lax.cos_p)
     assert sin.persistent and sin.token != cos.token
 
