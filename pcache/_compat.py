@@ -93,7 +93,6 @@ class Absent:
 # ------------------------------------------------------------------ the one gate
 
 if JIT_SEAM:
-    from jax._src import api_util as _api_util
     from jax._src import cache_key as _cache_key
     from jax._src import compilation_cache as _cc
     from jax._src import compiler as _compiler
@@ -101,7 +100,6 @@ if JIT_SEAM:
     from jax._src import core as _core
     from jax._src import dispatch as _dispatch
     from jax._src import effects as _effects
-    from jax._src import linear_util as _lu
     from jax._src import pjit as _pjit
     from jax._src import source_info_util as _source_info_util
     from jax._src import traceback_util as _traceback_util
@@ -109,7 +107,6 @@ if JIT_SEAM:
     from jax._src.callback import _FlatCallback as FlatCallback
     from jax._src.effects import Effect
     from jax._src.interpreters import mlir as _mlir
-    from jax._src.interpreters import partial_eval as _pe
     from jax._src.interpreters import pxla as _pxla
     from jax._src.lax.lax import Tolerance
     from jax._src.layout import Format, Layout
@@ -561,8 +558,8 @@ _LOWER_FUN_CODE = _lower_fun_code() if JIT_SEAM else None
 
 def lower_fun_parts(rule) -> tuple[Any, bool] | None:
     """``(fun, multiple_results)`` if ``rule`` is a lowering rule made by
-    `mlir.lower_fun(fun, multiple_results)` (it lowers what tracing ``fun`` gives),
-    else None."""
+    `mlir.lower_fun(fun, multiple_results)` (it lowers what tracing ``fun`` gives
+    at lowering time), else None."""
     if getattr(rule, "__code__", None) is not _LOWER_FUN_CODE or rule.__closure__ is None:
         return None
     cells = dict(zip(rule.__code__.co_freevars, rule.__closure__, strict=True))
@@ -571,22 +568,6 @@ def lower_fun_parts(rule) -> tuple[Any, bool] | None:
     except (KeyError, ValueError):
         return None
     return (fun, multiple) if callable(fun) and type(multiple) is bool else None
-
-
-def trace_lower_fun(fun, multiple_results: bool, in_avals, params) -> Any:
-    """The ClosedJaxpr `mlir.lower_fun(fun, multiple_results)` traces, and then
-    lowers, for an equation with these input avals and params (as its `f_lowered`
-    traces it)."""
-
-    def single(*args, **kw):
-        return (fun(*args, **kw),)
-
-    f = fun if multiple_results else single
-    wrapped = _lu.wrap_init(
-        f, dict(params), debug_info=_api_util.debug_info("lower_fun", fun, in_avals, {})
-    )
-    jaxpr, _, consts = _pe.trace_to_jaxpr_dynamic(wrapped, list(in_avals), lower=True)
-    return _core.ClosedJaxpr(jaxpr, consts)
 
 
 def lowering_entries(prim) -> tuple:
