@@ -22,6 +22,9 @@ _EXPORTS = {
     "fingerprint": "pcache._api",
     "key": "pcache._api",
     "explain": "pcache._api",
+    "export_bundle": "pcache._api",
+    "import_bundle": "pcache._api",
+    "BundleError": "pcache._bundle",
     "CacheKey": "pcache._key",
     "ConfigError": "pcache._config",
     "PcacheError": "pcache._errors",
@@ -41,11 +44,14 @@ if TYPE_CHECKING:  # pragma: no cover
         enable,
         enabled,
         explain,
+        export_bundle,
         fingerprint,
+        import_bundle,
         is_enabled,
         key,
         stats,
     )
+    from pcache._bundle import BundleError  # noqa: F401
     from pcache._config import ConfigError  # noqa: F401
     from pcache._errors import (  # noqa: F401
         CacheDirError,

@@ -200,3 +200,81 @@ def explain(fun, *args, **kwargs) -> str:
         text = _explain.explain_call(_RUNTIME, k, fun)
     print(text)
     return text
+
+
+# -- warm-cache bundles -----------------------------------------------------------------
+
+
+def _bundle_dir(directory: str | Path | None) -> Path:
+    if directory is not None:
+        return Path(directory).expanduser()
+    rt = _RUNTIME
+    return rt.path if rt is not None else _config.Settings.resolve().path
+
+
+def export_bundle(
+    path: str | Path,
+    *,
+    directory: str | Path | None = None,
+    working_sets: tuple[str, ...] | list[str] = (),
+    functions: tuple[str, ...] | list[str] = (),
+    backends: tuple[str, ...] | list[str] = (),
+    since: str | float | None = None,
+    sign_key: str | Path | None = None,
+) -> dict[str, Any]:
+    """Write entries of a cache directory (the enabled one, else the configured
+    one) into the bundle file ``path``, for `import_bundle` elsewhere; as
+    ``pcache export``. ``working_sets``: programs (substrings of their names) whose
+    entries go in with their order, so an importing run preloads them. Returns the
+    summary ``pcache export --json`` prints."""
+    from pcache import _bundle
+
+    d = _bundle_dir(directory)
+    rt = _RUNTIME
+    if rt is not None and rt.path == d:
+        rt.save_working_sets()  # this run's order, so far
+    return _bundle.export_dir(
+        d,
+        path,
+        working_sets=working_sets,
+        functions=functions,
+        backends=backends,
+        since=None if since is None else _config.parse_age(since),
+        sign_key=None if sign_key is None else _bundle.read_key(sign_key),
+    ).to_json()
+
+
+def import_bundle(
+    path: str | Path,
+    *,
+    directory: str | Path | None = None,
+    verify_key: str | Path | None = None,
+    device_check: bool = True,
+    max_bytes: int | None = None,
+) -> dict[str, Any]:
+    """Store the entries of bundle ``path`` in a cache directory (the enabled one,
+    else the configured one), signed with its secret; as ``pcache import``.
+
+    Importing is a trust decision: an entry is a compiled program, and loading one
+    can run anything. ``verify_key``: accept only a bundle signed with this key
+    file. Raises `pcache.BundleError` (nothing stored) for a bundle that is not
+    whole; entries for another JAX, backend or device kind are skipped and counted.
+    """
+    from pcache import _bundle
+
+    d = _bundle_dir(directory)
+    limit = max_bytes
+    if limit is None:
+        rt = _RUNTIME
+        limit = (
+            rt.settings.max_disk_bytes
+            if rt is not None
+            else _config.Settings.resolve().max_disk_bytes
+        )
+    return _bundle.import_dir(
+        d,
+        path,
+        _bundle.probe_machine(device_check),
+        verify_key=None if verify_key is None else _bundle.read_key(verify_key),
+        max_bytes=limit,
+    ).to_json()

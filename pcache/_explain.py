@@ -61,8 +61,17 @@ def explain_call(rt, key: CacheKey, fun) -> str:
     ]
     if not key.persistent:
         lines.append(f"{_memory_only(key)}: hits the memory tier, never stored")
+    if key.relower:
+        lines.append(
+            "keyed by its lowered module too (host callbacks, or a lowering rule "
+            "mlir.lower_fun makes from code outside JAX): every call lowers it, and a "
+            "hit is the stored executable of the same module (bound to this call's "
+            "callbacks); the entries of this key differ from it in 'module' alone"
+        )
     if rt is None:
         lines.append("pcache is not enabled: nothing to compare with")
+        return "\n".join(lines)
+    if key.relower:
         return "\n".join(lines)
     hit = key.digest in rt.store if key.persistent else False
     if hit:

@@ -9,12 +9,15 @@ Modelled on the maintenance commands of ccache and sccache (``ccache -s``, ``-c`
     pcache verify [--fix]            integrity and every checksum
     pcache clear [--yes]             remove every entry
     pcache explain KEY               metadata and key parts of one entry
+    pcache export BUNDLE [filters]   entries (and working sets) into one file
+    pcache import BUNDLE             a bundle's entries, re-signed for this directory
     pcache env                       the JAX_PCACHE_* environment variables
 
 Sizes and ages are parsed only by :mod:`pcache._config`; a malformed one is a
 usage error (exit 2) naming the accepted forms.  Errors of the store become a
 ``click.ClickException`` (exit 1) with a plain message.  JAX is imported only by
-``gc --stale``, which has to ask the installed JAX what it can load.
+``gc --stale`` and ``import`` (unless ``--no-device-check``), which have to ask the
+installed JAX what it can load.
 """
 
 from __future__ import annotations
@@ -1021,6 +1024,186 @@ def explain(ctx: click.Context, key: str, as_json: bool) -> None:
 
 
 # -- env ------------------------------------------------------------------------------------------
+
+
+# -- bundles: export / import ------------------------------------------------------------
+
+
+def _progress(enabled: bool) -> Callable | None:
+    """Progress on stderr, at most twice a second (entries and bytes)."""
+    if not enabled:
+        return None
+    last = [0.0]
+
+    def report(phase: str, done: int, total: int, nbytes: int, total_bytes: int) -> None:
+        now = time.monotonic()
+        if now - last[0] < 0.5 and done < total:
+            return
+        last[0] = now
+        click.echo(
+            f"\r{phase}: {done}/{total} entries, {_size(nbytes)} of {_size(total_bytes)}",
+            err=True,
+            nl=done >= total,
+        )
+
+    return report
+
+
+def _key_file(path: Path | None) -> bytes | None:
+    from pcache._bundle import BundleError, read_key
+
+    if path is None:
+        return None
+    try:
+        return read_key(path)
+    except BundleError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@cli.command(name="export")
+@click.argument("bundle", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--working-set",
+    "working_sets",
+    multiple=True,
+    metavar="PROGRAM",
+    help="Entries a program used (its working sets whose name contains PROGRAM), "
+    "with their order, so an importing run preloads them. Repeatable.",
+)
+@click.option(
+    "--function", "functions", multiple=True, help="Entries whose function name contains this."
+)
+@click.option(
+    "--backend", "backends", multiple=True, help="Entries for this backend (cpu, cuda, ...)."
+)
+@click.option("--since", type=AGE, help=f"Entries used within AGE ({AGE_FORMS}).")
+@click.option("--all", "everything", is_flag=True, help="Every entry (the default with no filter).")
+@click.option(
+    "--sign-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Sign the bundle with this key file (owner-only; 16 bytes or more), for "
+    "'pcache import --verify-key'.",
+)
+@click.option("--progress/--no-progress", default=None, help="Progress on stderr (default: a tty).")
+@json_option
+@click.pass_context
+def export_(
+    ctx: click.Context,
+    bundle: Path,
+    working_sets: tuple[str, ...],
+    functions: tuple[str, ...],
+    backends: tuple[str, ...],
+    since: float | None,
+    everything: bool,
+    sign_key: Path | None,
+    progress: bool | None,
+    as_json: bool,
+) -> None:
+    """Write entries of the cache into the file BUNDLE, for 'pcache import' elsewhere.
+
+    Filters combine: an entry is exported if it is in a selected working set, or
+    matches every other filter given. Each entry is checked with this directory's
+    secret first (one that fails is left out and counted).
+    """
+    from pcache import _bundle
+
+    key = _key_file(sign_key)
+    directory = ctx.find_object(_State).resolve()
+    with _open_store(ctx):  # the usual errors for a missing or damaged directory
+        pass
+    with _store_errors():
+        try:
+            result = _bundle.export_dir(
+                directory,
+                bundle,
+                working_sets=working_sets,
+                functions=functions,
+                backends=backends,
+                since=since,
+                everything=everything,
+                sign_key=key,
+                progress=_progress(sys.stderr.isatty() if progress is None else progress),
+            )
+        except _bundle.BundleError as exc:
+            raise click.ClickException(str(exc)) from None
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {bundle}: {exc}") from exc
+    if as_json:
+        _echo_json(result.to_json())
+        return
+    click.echo(
+        f"Exported {result.entries} entries ({_size(result.raw_bytes)}) and "
+        f"{result.working_sets} working sets to {bundle} ({_size(result.bundle_bytes)}"
+        + (", signed" if result.signed else "")
+        + ")"
+    )
+    if result.unreadable:
+        click.echo(f"Left out {result.unreadable} entries that failed their checks here.")
+
+
+@cli.command(name="import")
+@click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--verify-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Accept the bundle only if it was signed with this key file ('export --sign-key').",
+)
+@click.option(
+    "--device-check/--no-device-check",
+    default=True,
+    help="Skip entries for backends and device kinds this machine lacks (asks JAX; "
+    "default). Without it only the jax and jaxlib versions are checked.",
+)
+@max_size_option("Import no more than this much in all (default: the cache's limit).")
+@click.option("--progress/--no-progress", default=None, help="Progress on stderr (default: a tty).")
+@json_option
+@click.pass_context
+def import_(
+    ctx: click.Context,
+    bundle: Path,
+    verify_key: Path | None,
+    device_check: bool,
+    max_size: int | None,
+    progress: bool | None,
+    as_json: bool,
+) -> None:
+    """Store the entries of BUNDLE in this cache, signed with its secret.
+
+    Importing is a trust decision: an entry is a compiled program, and loading one
+    can run anything. Import only bundles you would run; --verify-key accepts only
+    those signed with a key you hold. The bundle is checked whole (every digest)
+    before anything is stored; entries for another JAX, backend or device kind are
+    skipped and counted. Importing again changes nothing.
+    """
+    from pcache import _bundle
+
+    key = _key_file(verify_key)
+    directory = ctx.find_object(_State).resolve()
+    with _store_errors():
+        try:
+            result = _bundle.import_dir(
+                directory,
+                bundle,
+                _bundle.probe_machine(device_check),
+                verify_key=key,
+                max_bytes=_limit(max_size),
+                progress=_progress(sys.stderr.isatty() if progress is None else progress),
+            )
+        except _bundle.BundleError as exc:
+            raise click.ClickException(f"{exc}; nothing was imported") from None
+        except OSError as exc:
+            raise click.ClickException(f"cannot import into {directory}: {exc}") from exc
+    if as_json:
+        _echo_json(result.to_json())
+        return
+    click.echo(
+        f"Imported {result.imported} of {result.entries} entries "
+        f"({_size(result.bytes_imported)}) into {directory}"
+        + (f"; {result.present} were here already" if result.present else "")
+        + (f"; {result.working_sets} working sets" if result.working_sets else "")
+    )
+    for reason, n in sorted(result.skipped.items()):
+        click.echo(f"Skipped {n}: {reason}")
 
 
 @cli.command()
