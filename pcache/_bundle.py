@@ -412,6 +412,8 @@ def read_bundle(
             if progress is not None:
                 progress("import", i + 1, len(entries), done, total)
             why = machine.why_not(e)
+            if manifest.get("entry_format") != ENTRY_FORMAT:
+                why = f"entry format {manifest.get('entry_format')!r} (here {ENTRY_FORMAT})"
             if why is not None:
                 result.skip(f"not for this machine: {why}")
                 continue

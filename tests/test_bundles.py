@@ -197,6 +197,17 @@ def test_entries_for_another_jax_or_device_are_skipped_and_counted(tmp_path, bun
     assert warm["digest"] == stock["digest"] and warm["compiles"] == 2
 
 
+def test_a_bundle_of_another_entry_format_stores_nothing(tmp_path, bundle):
+    def change(m):
+        m["entry_format"] = 99
+
+    r = pcache_cli(
+        "--dir", str(tmp_path / "dest"), "import", str(_rewritten(bundle, tmp_path, change))
+    )
+    assert r.exit_code == 0 and f"Imported 0 of {N}" in r.output
+    assert f"Skipped {N}: not for this machine: entry format 99" in r.output
+
+
 def test_signed_bundles(tmp_path, source):
     key, other = tmp_path / "fleet.key", tmp_path / "other.key"
     for k in (key, other):
