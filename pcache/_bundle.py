@@ -240,15 +240,15 @@ def _read_checked(store: Any, signer: Signer, e: Any) -> bytes | None:
     return raw
 
 
+#: The entry metadata a bundle carries and an import stores (`Store.put`'s meta).
+_META = ("function_name", "backend", "device_kind", "jax_version", "jaxlib_version",
+         "compile_seconds")  # fmt: skip
+
+
 def _manifest_row(e: Any, raw: bytes, packed: bytes, offset: int) -> dict[str, Any]:
     return {
         "key": e.key,
-        "function_name": e.function_name,
-        "backend": e.backend,
-        "device_kind": e.device_kind,
-        "jax_version": e.jax_version,
-        "jaxlib_version": e.jaxlib_version,
-        "compile_seconds": e.compile_seconds,
+        **{name: getattr(e, name) for name in _META},
         "raw_size": len(raw),
         "size": len(packed),
         "offset": offset,
@@ -429,18 +429,7 @@ def read_bundle(
             if raw is None or hashlib.sha256(raw).hexdigest() != e["sha256"]:
                 raise BundleError(f"{path}: entry {e['key'][:12]} does not inflate to its digest")
             extra = signer.seal(e["key"], raw, dict(e.get("extra") or {}))
-            meta = {
-                name: e[name]
-                for name in (
-                    "backend",
-                    "device_kind",
-                    "jax_version",
-                    "jaxlib_version",
-                    "function_name",
-                    "compile_seconds",
-                )
-                if name in e
-            }
+            meta = {name: e[name] for name in _META if name in e}
             store.put(e["key"], raw, meta={**meta, "extra": extra})
             used += len(raw)
             done += e["size"]

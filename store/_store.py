@@ -842,7 +842,7 @@ class Store:
                     entry.checksum if verify else None,
                 )  # fmt: skip
             if isinstance(problem, str):
-                self._corrupt(key, rowid, file, problem)
+                self._corrupt(key, rowid, file, problem, entry)
                 self._miss(touch)
                 return None
             if touch:
@@ -878,7 +878,7 @@ class Store:
             try:
                 return self._files.read(file, entry.stored_size), None
             except FileNotFoundError:
-                if self._row_unchanged(rowid):
+                if self._row_unchanged(rowid, entry):
                     return None, "its side file is missing"
                 return None, None
             except SizeMismatch as exc:
@@ -886,14 +886,18 @@ class Store:
             except OSError as exc:
                 raise translate(exc, f"reading side file of {entry.key!r}") from exc
         if blob_len is None:
-            if self._row_unchanged(rowid):
+            if self._row_unchanged(rowid, entry):
                 return None, "its inline value is missing"
             return None, None
         if blob_len != entry.stored_size:
             return None, f"inline value of {blob_len} bytes, recorded {entry.stored_size}"
         row = self._read(
             "reading value",
-            lambda con: con.execute("SELECT data FROM blobs WHERE id = ?", (rowid,)).fetchone(),
+            lambda con: con.execute(
+                "SELECT b.data FROM blobs b JOIN entries e ON e.id = b.id WHERE b.id = ? AND "
+                + self._SAME_ROW,
+                (rowid, *self._row_identity(entry)),
+            ).fetchone(),
         )
         return (None, None) if row is None else (row[0], None)
 
@@ -902,16 +906,30 @@ class Store:
             self._note_counters({"misses": 1})
             self._maybe_flush()
 
-    def _row_unchanged(self, rowid: int) -> bool:
+    # The row a reader read, and not another that took its rowid since: SQLite gives
+    # a new row the highest rowid + 1, so a put that replaces the newest entry reuses
+    # its id. Key, creation time and checksum tell them apart.
+    _SAME_ROW = "e.key = ? AND e.created = ? AND e.checksum = ?"
+
+    @staticmethod
+    def _row_identity(entry: Entry) -> tuple:
+        return (entry.key, entry.created, entry.checksum)
+
+    def _row_unchanged(self, rowid: int, entry: Entry) -> bool:
         return (
             self._read(
                 "checking entry",
-                lambda con: con.execute("SELECT 1 FROM entries WHERE id = ?", (rowid,)).fetchone(),
+                lambda con: con.execute(
+                    "SELECT 1 FROM entries e WHERE e.id = ? AND " + self._SAME_ROW,
+                    (rowid, *self._row_identity(entry)),
+                ).fetchone(),
             )
             is not None
         )
 
-    def _corrupt(self, key: str, rowid: int, file: str | None, problem: str) -> None:
+    def _corrupt(
+        self, key: str, rowid: int, file: str | None, problem: str, entry: Entry | None = None
+    ) -> None:
         self._report(
             f"pcache store {self.directory}: entry {key!r} is corrupt ({problem}); "
             + ("left in place (read-only)" if self.read_only else "removed"),
@@ -920,19 +938,30 @@ class Store:
         )
         if self.read_only:
             return
+        stored_file = file  # as the row has it, to match the row by
         if not (isinstance(file, str) and SideFiles.valid_name(file)):
-            file = None
+            file = None  # never unlinked: not a name of ours
+
+        deleted: list[int] = []
 
         def txn(con: sqlite3.Connection) -> None:
-            # Only the row we read: a concurrent put may have replaced it already.
-            if con.execute("DELETE FROM entries WHERE id = ?", (rowid,)).rowcount:
+            # Only the row we read: a concurrent put may have replaced it already, and
+            # its row may have the same id (see _SAME_ROW). Side-file names are unique.
+            sql, args = "DELETE FROM entries AS e WHERE e.id = ? AND e.key = ? AND e.file IS ?", [
+                rowid, key, stored_file,
+            ]  # fmt: skip
+            if entry is not None:
+                sql += " AND " + self._SAME_ROW
+                args += self._row_identity(entry)
+            deleted[:] = [con.execute(sql, args).rowcount]
+            if deleted[0]:
                 _add_counters(con, {"corrupt": 1})
 
         try:
             self._write(f"removing corrupt entry {key!r}", txn)
         except (StoreLockedError, StoreReadOnlyError):
             return  # still detected (and removed) on the next read
-        if file is not None:
+        if file is not None and deleted and deleted[0]:
             self._unlink_file(file)
 
     def _unlink_file(self, name: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
 import random
@@ -130,3 +131,32 @@ def test_open_sweeps_orphans_when_no_gc_ran_for_a_day(tmp_path):
     con.close()
     Store(tmp_path, orphan_grace=3600).close()
     assert not path.exists()
+
+
+@pytest.mark.parametrize("size", [100, 50_000], ids=["inline", "side file"])
+def test_a_value_replaced_while_it_is_read_is_never_taken_for_corrupt(tmp_path, size):
+    """A reader has the row of key k; before it reads the value, another process
+    replaces k. SQLite gives the new row the same rowid (the old one was the
+    highest): the reader must tell the new row from the one it read, neither
+    deleting it as "corrupt" nor orphaning its side file, nor returning its bytes
+    as the old row's. (Found by test_eight_processes_mixed_ops, once in CI.)"""
+    old, new = os.urandom(size), os.urandom(size)
+    with Store(tmp_path, inline_threshold=16 * 1024) as reader, Store(tmp_path) as writer:
+        reader.put("other", b"x")
+        reader.put("k", old)
+        replaced = []
+
+        def replace_meanwhile(entry) -> None:
+            if not replaced:
+                writer.put("k", new)
+                replaced.append(entry)
+
+        got = reader.get_entry("k", verify=False, admit=replace_meanwhile)
+        if got is not None:  # the bytes returned are those the returned entry describes
+            assert got[0] in (old, new)
+            assert hashlib.sha256(got[0]).hexdigest() == got[1].checksum.removeprefix("sha256:")
+        assert reader.get("k") == new  # the replacement is still there
+        with Store(tmp_path, orphan_grace=0) as s:
+            result = s.verify()
+            assert result.ok, result
+            assert s.stats()["corrupt"] == 0
