@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pcache import _config
+from pcache import _config, _trace
 from pcache._cache import Runtime
 from pcache._errors import Uncacheable
 from pcache._key import CacheKey
@@ -32,6 +32,7 @@ def enable(
     preload: int | None = None,
     check: bool | None = None,
     lock_stale: float | str | None = None,
+    trace_reuse: bool | None = None,
 ) -> Path:
     """Switch the cache on for this process; returns the cache directory.
 
@@ -58,7 +59,13 @@ def enable(
       check: recompute every memoized digest, verdict and key from scratch and
         raise `pcache.CheckError` on any difference, and compare a loaded entry's
         recorded key parts with the fresh ones (default ``$JAX_PCACHE_CHECK``); for
-        tests, like JAX's ``jax_compilation_cache_check_contents``.
+        tests, like JAX's ``jax_compilation_cache_check_contents``. Under it, a
+        call trace reuse would serve is traced too, and the two traces compared.
+      trace_reuse: serve a re-created callable (``jax.jit(jax.grad(f))``, a lambda,
+        a partial or a nested def built anew each step) the trace of an equal
+        callable traced before, so it is not traced again (default
+        ``$JAX_PCACHE_TRACE_REUSE``, else on). Callables are equal when built
+        from the same code with equal captured values; see the README.
 
     Calling it again replaces the previous configuration.
     """
@@ -72,6 +79,7 @@ def enable(
         explain=explain,
         preload=preload,
         check=check,
+        trace_reuse=trace_reuse,
     )
     return _enable(settings)
 
@@ -144,7 +152,9 @@ def runtime() -> Runtime | None:
 def stats() -> dict[str, Any]:
     """Counters of this process: memory_hits, disk_hits, misses, compiles, bypasses
     (and ``bypass_reasons``), evictions, errors (and ``error_causes``), bytes_read,
-    bytes_written, seconds_saved, plus the memory tier's size."""
+    bytes_written, seconds_saved, trace_hits and trace_misses (and
+    ``trace_miss_reasons``: why a jit call was traced), plus the memory tier's size
+    and the trace memo's."""
     rt = _RUNTIME
     if rt is None:
         return {"enabled": False}
@@ -155,6 +165,8 @@ def stats() -> dict[str, Any]:
         memory_entries=len(rt.memory),
         memory_bytes=rt.memory.bytes,
         memory_max_bytes=rt.memory.max_bytes,
+        trace_entries=len(_trace.MEMO),
+        trace_bytes=_trace.MEMO.bytes,
     )
     return out
 

@@ -91,6 +91,7 @@ class Runtime:
         self.lock_stale = settings.lock_stale
         self.explain = settings.explain
         self.check_mode = settings.check
+        self.trace_reuse = settings.trace_reuse
         self.stats = Stats()
         self.memory = MemoryTier(settings.max_memory_bytes)
         self._warned: set[str] = set()

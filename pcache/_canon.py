@@ -256,7 +256,7 @@ _LOCAL_STRONG: dict[int, tuple[Any, int]] = {}  # for objects without weakref su
 
 def clear_caches() -> None:
     """Forget all memoized digests (tests, or after monkeypatching JAX)."""
-    for m in (_JAXPR_MEMO, _AVAL_MEMO, _CTX_MEMO, _ARRAY_MEMO):
+    for m in (_JAXPR_MEMO, _AVAL_MEMO, _CTX_MEMO, _ARRAY_MEMO, _CALLBACK_MEMO):
         m.clear()
     _RULE_KEYS.clear()
 
@@ -1070,6 +1070,53 @@ def jaxpr_fingerprint(closed_jaxpr: Any) -> JaxprDigest:
         raise Uncacheable(f"unknown-value:{e.qualname}") from None
     d = hashlib.sha256(f"{CANON_VERSION}\n{hexd}".encode()).digest()
     return JaxprDigest(d, ctx.persistent, "" if ctx.persistent else ctx.local_why, ctx.relower)
+
+
+def jaxpr_arrays(closed_jaxpr: Any) -> tuple | None:
+    """The user numpy buffers ``closed_jaxpr`` holds (its constants and literals, in
+    every sub-jaxpr), each with a snapshot of its content now: ((array, snapshot),
+    ...), checked by `same_contents`. None where the walk met a mutable container,
+    whose content cannot be snapshotted this way. Raises `Uncacheable` like
+    `jaxpr_fingerprint` (whose memo it shares)."""
+    jaxpr, consts = _as_jaxpr(closed_jaxpr)
+    ctx = _Ctx()
+    try:
+        _digest_jaxpr(closed_jaxpr, jaxpr, consts, ctx)
+    except _Unknown as e:
+        raise Uncacheable(f"unknown-value:{e.qualname}") from None
+    return None if ctx.volatile else tuple(ctx.arrays)
+
+
+_CALLBACK_MEMO = _IdMemo()
+
+
+def has_host_callbacks(closed_jaxpr: Any) -> bool:
+    """Whether ``closed_jaxpr`` (any sub-jaxpr included) calls Python at run time
+    (`pure_callback`, `io_callback`, `jax.debug.callback`/`print`): the functions it
+    holds are the ones that run. Jaxprs are immutable: memoized by identity."""
+    got = _CALLBACK_MEMO.get(closed_jaxpr)
+    if got is not None:
+        return got
+    jaxpr = closed_jaxpr.jaxpr if isinstance(closed_jaxpr, _ClosedJaxpr) else closed_jaxpr
+    found = False
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in _CALLBACK_LOWERING_PRIMS:
+            found = True
+            break
+        for v in eqn.params.values():
+            subs = v if isinstance(v, (tuple, list)) else (v,)
+            if any(isinstance(j, (_ClosedJaxpr, _Jaxpr)) and has_host_callbacks(j) for j in subs):
+                found = True
+                break
+        if found:
+            break
+    _CALLBACK_MEMO.put(closed_jaxpr, found)
+    return found
+
+
+def same_contents(arrays: tuple) -> bool:
+    """Whether every array of `jaxpr_arrays` still holds its snapshot's content."""
+    return all(_same_content(a, snapshot) for a, snapshot in arrays)
 
 
 def jaxpr_digest(closed_jaxpr: Any) -> bytes:

@@ -34,6 +34,7 @@ __all__ = [  # the types the canonical form names (re-exported from JAX's privat
     "AbstractMesh",
     "AbstractRef",
     "AbstractToken",
+    "ArrayImpl",
     "AutoLayoutSingleton",
     "AxisEnv",
     "ClosedJaxpr",
@@ -52,11 +53,13 @@ __all__ = [  # the types the canonical form names (re-exported from JAX's privat
     "Mesh",
     "MeshComputation",
     "PRNGImpl",
+    "PjitFunction",
     "Primitive",
     "PyTreeDef",
     "ShapedArray",
     "SingleDeviceSharding",
     "Tolerance",
+    "Tracer",
     "TypedNdArray",
     "UnspecifiedValue",
     "Var",
@@ -105,6 +108,8 @@ if JIT_SEAM:
     from jax._src import traceback_util as _traceback_util
     from jax._src import util as _util
     from jax._src.callback import _FlatCallback as FlatCallback
+    from jax._src.custom_derivatives import custom_jvp as _custom_jvp
+    from jax._src.custom_derivatives import custom_vjp as _custom_vjp
     from jax._src.effects import Effect
     from jax._src.interpreters import mlir as _mlir
     from jax._src.interpreters import pxla as _pxla
@@ -117,7 +122,7 @@ if JIT_SEAM:
     from jax._src.named_sharding import UnspecifiedValue
     from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
     from jax._src.state.types import AbstractRef
-    from jaxlib._jax import Device, PyTreeDef
+    from jaxlib._jax import ArrayImpl, Device, PjitFunction, PyTreeDef
 
     if LINE_09:
         # 0.9: the auto-layout type is `AutoLayout` (Layout.AUTO is an instance of
@@ -148,10 +153,16 @@ if JIT_SEAM:
     Primitive = _core.Primitive
     ManualAxisType = getattr(_core, "ManualAxisType", Absent)  # added in 0.10
     AxisEnv = _core.AxisEnv
+    Tracer = _core.Tracer
+    #: JAX's callable wrappers whose instance attributes (the wrapped functions and
+    #: their options) are all they are: compared by value, attribute by attribute.
+    CUSTOM_DERIVATIVE_TYPES: tuple = (_custom_jvp, _custom_vjp)
     MeshComputation = _pxla.MeshComputation
     HLO_SEAM = True
 else:  # pragma: no cover - exercised by scripts/compat.sh on other JAX lines
     _pxla = _mlir = _pjit = _dispatch = _effects = _core = _cache_key = None
+    ArrayImpl = PjitFunction = Tracer = Primitive = Absent
+    CUSTOM_DERIVATIVE_TYPES = ()
     try:
         from jax._src import compilation_cache as _cc
         from jax._src import compiler as _compiler
@@ -172,6 +183,7 @@ dispatch_logger = logging.getLogger("jax._src.dispatch")
 #: and returns the original.
 PATCH_POINTS = {
     "jit_evict": ("pjit", "jit_evict_fn"),
+    "infer_params": ("pjit", "_infer_params_cached"),
     "pjit_lower": ("pjit", "_pjit_lower"),
     "lsc": ("pxla", "lower_sharding_computation"),
     "devices": ("pxla", "_get_and_check_device_assignment"),
@@ -601,6 +613,54 @@ def gspmd_sharding_devices(s) -> tuple:
 def gspmd_sharding_proto(s) -> bytes:
     """Serialized OpSharding proto of a GSPMDSharding."""
     return s._hlo_sharding.to_proto().SerializeToString()
+
+
+# ------------------------------------------------------------------ trace reuse
+#
+# `pjit._infer_params_cached(fun, jit_info, signature, in_avals, ctx_mesh)` is where a
+# jit object's call that missed JAX's C++ fast path looks up its trace: a
+# `weakref_lru_cache` (keyed on `fun` by identity, `jit_info` by identity, the rest by
+# value, plus JAX's trace context) returning an `InferParamsCacheEntry` whose
+# `pjit_params` `_infer_params` fills after tracing (`_trace_for_jit`). Same on 0.9.2.
+
+
+def jit_parts(f) -> tuple[Any, Any] | None:
+    """(the function, its PjitInfo) of a `jax.jit` object, else None."""
+    if type(f) is not PjitFunction:
+        return None
+    return f._fun, f._jit_info
+
+
+def jit_info_key(ji) -> tuple:
+    """A `PjitInfo` by value (JAX compares it by identity). Its signature is left out:
+    `inspect.signature` of the function, which the caller keys itself."""
+    return (ji.fun_sourceinfo, *ji[2:])
+
+
+def trace_reuse_blocked() -> str | None:
+    """A setting under which JAX's tracing also checks something a reused trace
+    would skip (None: none is on)."""
+    if _config.debug_key_reuse.value:
+        return "debug-key-reuse"
+    return None
+
+
+def unreusable_params(p) -> str | None:
+    """Why the result of a trace (a `PjitParams`) must not serve another callable,
+    else None."""
+    if p.consts:  # tracers of an enclosing trace, or refs, lifted out of the jaxpr
+        return "separated-consts"
+    closed = p.params["jaxpr"]
+    if closed.jaxpr.is_high:
+        return "high-level-jaxpr"
+    if any(getattr(a, "has_qdd", False) or isinstance(a, AbstractRef) for a in p.in_avals):
+        return "mutable-refs"
+    return None
+
+
+def const_bytes(closed_jaxpr) -> int:
+    """Bytes of the arrays a ClosedJaxpr holds as constants."""
+    return sum(int(getattr(c, "nbytes", 0) or 0) for c in closed_jaxpr.consts)
 
 
 PCACHE_DIR = os.path.dirname(os.path.abspath(__file__))

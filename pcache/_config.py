@@ -179,6 +179,7 @@ class Settings:
     explain: bool
     preload: int
     check: bool
+    trace_reuse: bool = True
 
     @property
     def layout(self) -> Layout:
@@ -197,6 +198,7 @@ class Settings:
         explain: bool | None = None,
         preload: int | str | None = None,
         check: bool | None = None,
+        trace_reuse: bool | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> Settings:
         env = read_env(environ)
@@ -223,6 +225,7 @@ class Settings:
             explain=bool(pick(explain, env.explain, False)),
             preload=parse_count(pick(preload, env.preload, DEFAULT_PRELOAD)),
             check=bool(pick(check, env.check, False)),
+            trace_reuse=bool(pick(trace_reuse, env.trace_reuse, True)),
         )
 
 
@@ -240,6 +243,7 @@ class EnvSettings:
     preload: int | None
     check: bool = False
     lock_stale: float | None = None
+    trace_reuse: bool | None = None
 
 
 ENV_VARS = {
@@ -257,6 +261,10 @@ ENV_VARS = {
     "JAX_PCACHE_LOCK_STALE": (
         "how long a process holding a compile lock may go without a heartbeat (stopped, "
         f"hung) before waiters stop waiting for it ({AGE_FORMS}); default 30s"
+    ),
+    "JAX_PCACHE_TRACE_REUSE": (
+        "serve a re-created jit(grad(f)), lambda, partial or nested def the trace of an equal "
+        f"callable traced before ({BOOL_FORMS}); default on"
     ),
     "JAX_PCACHE_PRELOAD": (
         "how many executables of this program's previous run to load on a background thread "
@@ -297,6 +305,9 @@ def read_env(environ: Mapping[str, str] | None = None) -> EnvSettings:
         preload=get("JAX_PCACHE_PRELOAD", parse_count),
         check=bool(get("JAX_PCACHE_CHECK", lambda v: parse_bool(v, "JAX_PCACHE_CHECK"))),
         lock_stale=get("JAX_PCACHE_LOCK_STALE", parse_age),
+        trace_reuse=get(
+            "JAX_PCACHE_TRACE_REUSE", lambda v: parse_bool(v, "JAX_PCACHE_TRACE_REUSE")
+        ),
     )
 
 

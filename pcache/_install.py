@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from pcache import _canon, _compat, _hlo_seam, _jit_seam, _key, _load, _replay, _state
+from pcache import _canon, _compat, _hlo_seam, _jit_seam, _key, _load, _replay, _state, _trace
 from pcache._errors import Uncacheable
 from pcache._key import CacheKey
 
@@ -44,6 +44,7 @@ class _ClearHook:
 
     def cache_clear(self) -> None:
         clear_in_memory()
+        _trace.forget_states()
 
     def cache_info(self):
         return None
@@ -64,6 +65,7 @@ def clear_in_memory() -> None:
     _jit_seam.COMPUTATIONS.clear()
     _load.clear_memos()
     _canon.clear_rule_keys()
+    _trace.clear()
     if "lower" in _state.ORIG:
         _canon.clear_caches()
 
@@ -76,6 +78,8 @@ def _jit_evict_wrapper(self):
 def install(rt) -> None:
     """Point the seams at runtime `rt` (idempotent)."""
     with _INSTALL_LOCK:
+        _trace.clear()  # a new runtime starts with its own traces, like its memory tier
+        _trace.MEMO.configure(rt.settings.max_memory_bytes)
         _state.rt = rt
         if _compat.JIT_SEAM:
             _install_jit_seam()
@@ -94,6 +98,7 @@ def install(rt) -> None:
 def uninstall() -> None:
     with _INSTALL_LOCK:
         _state.rt = None
+        _trace.clear()
         # The wrappers stay in place and pass straight through with no runtime:
         # executables already handed to JAX's own caches keep working.
 
@@ -116,6 +121,10 @@ def _install_jit_seam() -> None:
     _compat.register_clear_hook(_CLEAR_HOOK, "pcache (memory tier and memos)")
     orig = _state.ORIG
     orig["jit_evict"] = _compat.patch("jit_evict", _jit_evict_wrapper)
+    infer = _compat.current("infer_params")
+    orig["infer_params"] = _compat.patch(
+        "infer_params", _CacheClearProxy(_trace.infer_params_cached_wrapper, infer)
+    )
     pjit_lower = _compat.current("pjit_lower")
     orig["pjit_lower"] = _compat.patch(
         "pjit_lower", _CacheClearProxy(_jit_seam.pjit_lower_wrapper, pjit_lower)

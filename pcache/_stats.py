@@ -25,6 +25,8 @@ _COUNTERS = (
     "preload_hits",
     "writes_skipped",
     "nonpersistent",
+    "trace_hits",
+    "trace_misses",
 )
 
 
@@ -37,6 +39,7 @@ class Stats:
         self._bypass: collections.Counter[str] = collections.Counter()
         self._local: collections.Counter[str] = collections.Counter()
         self._errors: collections.Counter[str] = collections.Counter()
+        self._trace: collections.Counter[str] = collections.Counter()
 
     def add(self, name: str, n: float = 1) -> None:
         with self._lock:
@@ -53,6 +56,18 @@ class Stats:
             self._c["nonpersistent"] += 1
             self._local[reason] += 1
 
+    def trace_hit(self) -> None:
+        with self._lock:
+            self._c["trace_hits"] += 1
+
+    def trace_miss(self, reason: str, max_reasons: int) -> None:
+        """A jit call traced (trace reuse did not serve it), by reason."""
+        with self._lock:
+            self._c["trace_misses"] += 1
+            if reason not in self._trace and len(self._trace) >= max_reasons:
+                reason = "other"
+            self._trace[reason] += 1
+
     def error(self, cause: str) -> None:
         with self._lock:
             self._c["errors"] += 1
@@ -64,6 +79,7 @@ class Stats:
             out["bypass_reasons"] = dict(self._bypass)
             out["nonpersistent_reasons"] = dict(self._local)
             out["error_causes"] = dict(self._errors)
+            out["trace_miss_reasons"] = dict(self._trace)
         return out
 
     def reset(self) -> None:
@@ -72,3 +88,4 @@ class Stats:
             self._bypass.clear()
             self._local.clear()
             self._errors.clear()
+            self._trace.clear()

@@ -11,8 +11,9 @@ Modes:
   jaxcache     JAX's built-in persistent cache, warm (a previous process filled it)
   pcache-cold  pcache with an empty directory (first call = miss, then steady state)
   pcache-warm  pcache with a directory filled by a previous process
+  pcache-warm-notrace  the same with trace reuse off (JAX_PCACHE_TRACE_REUSE=0)
 
-Cases 1-4 report per-call ms (median of N calls, block_until_ready each call) of a
+Cases 1-4, 7 and 8 report per-call ms (median of N calls, block_until_ready each call) of a
 step that *re-creates* the jitted function every call, plus a "built-once" baseline
 (the same jitted function built once and called N times) in each process.
 Case 5 is a new process running six jitted functions (a train step and 5 others).
@@ -50,7 +51,10 @@ CASES = {
     4: "remat MLP jit(grad(checkpoint))",
     5: "new process: trace+lower+compile 6 fns (ms)",
     6: "new process: total after imports (ms)",
+    7: "new nested def under jit",
+    8: "tiny re-created jit(grad(f)), 8x8",
 }
+PER_CALL = (1, 2, 3, 4, 7, 8)
 
 
 # --------------------------------------------------------------------------- worker
@@ -66,7 +70,11 @@ def _configure(mode: str, cache_dir: str | None) -> None:
     elif mode.startswith("pcache"):
         import pcache
 
-        pcache.enable(cache_dir, preload=0 if mode.endswith("-nopreload") else None)
+        pcache.enable(
+            cache_dir,
+            preload=0 if mode.endswith("-nopreload") else None,
+            trace_reuse=not mode.endswith("-notrace"),
+        )
 
 
 def _mlp_setup(layers: int = 16, width: int = 256, batch: int = 64):
@@ -101,9 +109,11 @@ def _make_case(case: int):
     import jax
     import jax.numpy as jnp
 
-    if case in (1, 2, 3):
+    if case in (1, 2, 3, 7):
         x = jnp.ones((500, 500), jnp.float32)
-    if case == 1:
+    if case == 8:
+        x = jnp.ones((8, 8), jnp.float32)
+    if case in (1, 8):
         f = lambda x: jnp.mean(x @ x.T)  # noqa: E731
         g = jax.jit(jax.grad(f))
 
@@ -137,6 +147,20 @@ def _make_case(case: int):
             return jax.jit(jax.grad(jax.checkpoint(mlp_loss)))(params, xb)
 
         return step, lambda: g(params, xb)
+    if case == 7:
+
+        def make():
+            def body(a):
+                return jnp.sum(jnp.exp(-a) @ a)
+
+            return body
+
+        g = jax.jit(make())
+
+        def step():
+            return jax.jit(make())(x)
+
+        return step, lambda: g(x)
     raise ValueError(case)
 
 
@@ -194,6 +218,28 @@ def _case5() -> dict:
     }
 
 
+def _time_trace_bookkeeping() -> list[float]:
+    """Time spent in trace reuse's own work on a miss (keying the callable, its
+    guards, recording the trace), summed into the returned cell."""
+    from pcache import _trace
+
+    spent = [0.0]
+
+    def timed(fn):
+        def wrapper(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[0] += time.perf_counter() - t0
+
+        return wrapper
+
+    _trace._reuse = timed(_trace._reuse)
+    _trace._record = timed(_trace._record)
+    return spent
+
+
 def worker(args) -> dict:
     t_start = (
         time.perf_counter()
@@ -215,7 +261,9 @@ def worker(args) -> dict:
         if args.mode.endswith("-fill"):
             res["first_ms"] = _timed(step)
         elif args.mode == "pcache-cold":
+            spent = _time_trace_bookkeeping()
             res["first_ms"] = _timed(step)  # the miss: trace+lower+compile+store
+            res["bookkeeping_ms"] = spent[0] * 1e3
             res["step_ms"] = _median_ms(
                 step, args.reps, warmup=0
             )  # steady state after the first call
@@ -309,7 +357,7 @@ def main(argv=None) -> int:
     ap.add_argument("--case", type=int)
     ap.add_argument("--reps", type=int)
     ap.add_argument("--dir")
-    ap.add_argument("--cases", default="1,2,3,4,5", help="comma-separated subset of cases")
+    ap.add_argument("--cases", default="1,2,3,4,7,8,5", help="comma-separated subset of cases")
     ap.add_argument("--png", default=str(PNG))
     args = ap.parse_args(argv)
 
@@ -363,24 +411,32 @@ def main(argv=None) -> int:
                 # The two modes a target compares run in alternating processes; each
                 # is the median over processes (per-process medians move by up to
                 # ±30% on this box, from one process to the next).
-                jcs, warms = [], []
+                jcs, warms, notrace = [], [], []
                 for _ in range(procs5):
                     jcs.append(run_worker("jaxcache", case, reps, jdir))
                     warms.append(run_worker("pcache-warm", case, reps, pdir))
+                    notrace.append(run_worker("pcache-warm-notrace", case, reps, pdir))
                 raw[case] = {
                     "stock": stock,
                     "jaxcache": jcs,
                     "pcache-cold": cold,
                     "pcache-warm": warms,
                 }
-                everyone = [stock, cold, *jcs, *warms]
+                everyone = [stock, cold, *jcs, *warms, *notrace]
                 r = {
                     "stock": stock["step_ms"],
                     "jaxcache": statistics.median(w["step_ms"] for w in jcs),
                     "pcache-cold": cold["step_ms"],
                     "pcache-cold-first": cold["first_ms"],
                     "pcache-warm": statistics.median(w["step_ms"] for w in warms),
+                    "notrace": statistics.median(w["step_ms"] for w in notrace),
                     "once": statistics.median(w["once_ms"] for w in everyone),
+                    # the one-process ratio: built once and re-created in the same process
+                    "warm-ratio": statistics.median(w["step_ms"] / w["once_ms"] for w in warms),
+                    "warm-extra-us": statistics.median(
+                        (w["step_ms"] - w["once_ms"]) * 1e3 for w in warms
+                    ),
+                    "bookkeeping": cold["bookkeeping_ms"],
                 }
             rows[case] = r
             print(
@@ -398,14 +454,15 @@ def main(argv=None) -> int:
         "process(es)); pcache = pcache-warm\n"
     )
     print(
-        "| case | built-once jit | stock | jaxcache (warm) | pcache-cold (steady) | pcache-warm "
-        "| pcache ÷ built-once | pcache ÷ jaxcache |"
+        "| case | built-once jit | stock | jaxcache (warm) | pcache-cold (steady) "
+        "| pcache-warm, no trace reuse | pcache-warm | pcache ÷ built-once | pcache ÷ jaxcache |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for case, r in rows.items():
         print(
             f"| {case}. {CASES[case]} | {_fmt(r['once'])} | {_fmt(r['stock'])} | {_fmt(r['jaxcache'])} "
-            f"| {_fmt(r['pcache-cold'])} | {_fmt(r['pcache-warm'])} | {_ratio(r['pcache-warm'], r['once'])} "
+            f"| {_fmt(r['pcache-cold'])} | {_fmt(r.get('notrace'))} | {_fmt(r['pcache-warm'])} "
+            f"| {_ratio(r['pcache-warm'], r['once'])} "
             f"| {_ratio(r['pcache-warm'], r['jaxcache'])} |"
         )
     firsts = {c: r["pcache-cold-first"] for c, r in rows.items() if "pcache-cold-first" in r}
@@ -414,6 +471,21 @@ def main(argv=None) -> int:
             "\npcache-cold first call (miss) ms: "
             + ", ".join(f"case {c}: {_fmt(v)}" for c, v in firsts.items())
         )
+        print(
+            "of which trace reuse's bookkeeping (keying, guards, recording): "
+            + ", ".join(
+                f"case {c}: {rows[c]['bookkeeping']:.3g} ms "
+                f"({100 * rows[c]['bookkeeping'] / v:.2g}%)"
+                for c, v in firsts.items()
+            )
+        )
+    for c in PER_CALL:
+        if c in rows:
+            r = rows[c]
+            print(
+                f"case {c}: re-created ÷ built-once in the same pcache-warm process "
+                f"{r['warm-ratio']:.2f}×, {r['warm-extra-us']:.0f} µs more per call"
+            )
     if 5 in rows:
         print("cases 5-6: the pcache-cold column is the one process that filled the cache")
         for c in (5, 6):
@@ -447,24 +519,30 @@ def main(argv=None) -> int:
             f"(= {factor * ref:.3g}) → ratio {val / ref:.2f}{extra}"
         )
 
-    if 1 in rows:
-        r = rows[1]
-        check(
-            "1. re-created jit(grad(f)) ≤ 2× built-once",
-            r["pcache-warm"],
-            r["once"],
-            2,
-            f"; cold-steady ratio {r['pcache-cold'] / r['once']:.2f}",
-        )
-    for c in (2, 3, 4):
+    for c, factor in ((1, 1.15), (2, 1.3), (3, 1.3), (7, 1.3), (4, 1.2)):
         if c in rows:
             r = rows[c]
             check(
-                f"{c}. {CASES[c]} ≤ 0.25× JAX cache",
+                f"{c}. {CASES[c]} ≤ {factor}× built-once",
                 r["pcache-warm"],
-                r["jaxcache"],
-                0.25,
-                f"; cold-steady ratio {r['pcache-cold'] / r['jaxcache']:.2f}",
+                r["once"],
+                factor,
+                f"; in one process {r['warm-ratio']:.2f}×; without trace reuse "
+                f"{r['notrace'] / r['once']:.2f}×",
+            )
+    if 8 in rows:
+        r = rows[8]
+        print(
+            f"INFO  8. {CASES[8]}: {r['warm-extra-us']:.0f} µs per re-created call above a "
+            f"built-once call ({r['pcache-warm'] * 1e3:.0f} vs {r['once'] * 1e3:.0f} µs)"
+        )
+    for c in PER_CALL:
+        if c in rows and "pcache-cold-first" in rows[c]:
+            r = rows[c]
+            ok = r["bookkeeping"] <= 0.05 * r["pcache-cold-first"]
+            print(
+                f"{'PASS' if ok else 'FAIL'}  {c}. first-call trace-reuse bookkeeping ≤ 5% of the "
+                f"cold first call: {r['bookkeeping']:.3g} of {r['pcache-cold-first']:.3g} ms"
             )
     if 5 in rows:
         r = rows[5]
@@ -489,6 +567,7 @@ def main(argv=None) -> int:
             ("stock", "stock"),
             ("jaxcache (warm)", "jaxcache"),
             ("pcache-cold (steady)", "pcache-cold"),
+            ("pcache-warm, no trace reuse", "notrace"),
             ("pcache-warm", "pcache-warm"),
         ]
         fig, ax = plt.subplots(figsize=(11, 5.5))

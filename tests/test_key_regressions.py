@@ -12,7 +12,9 @@ import pcache
 
 @pytest.fixture
 def cache(tmp_path):
-    path = pcache.enable(tmp_path / "cache", raise_errors=True)
+    # These tests re-create wrappers to exercise the lowering key and its memos;
+    # trace reuse would serve them before the key is taken (tests/test_trace_reuse.py).
+    path = pcache.enable(tmp_path / "cache", raise_errors=True, trace_reuse=False)
     yield path
     pcache.disable()
 

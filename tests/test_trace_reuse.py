@@ -1,0 +1,519 @@
+"""Trace reuse: a re-created callable is served the trace of the callable it equals.
+
+Every scenario runs twice in this process, first with pcache off (stock JAX), then
+on; the results must be bitwise equal. A counter inside the traced Python function
+counts the traces: stock traces a re-created callable on every call, pcache only
+when the callable differs from every one traced before (the contract in
+`pcache._trace`), and the counts and `pcache.stats()` say so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import gc
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import types
+import weakref
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pcache
+from pcache import _trace
+
+X = jnp.linspace(-1.0, 1.0, 16, dtype=jnp.float32).reshape(4, 4)
+# The trace counter: a module, so the traced functions read it through an
+# attribute (a mutable global container would itself stop reuse: it is guarded).
+TRACES = types.ModuleType("traces")
+TRACES.n = 0
+
+
+def _traced() -> None:
+    TRACES.n += 1
+
+
+def _bits(out) -> list[bytes]:
+    return [
+        np.asarray(leaf).tobytes() + str(np.asarray(leaf).dtype).encode()
+        for leaf in jax.tree_util.tree_leaves(out)
+    ]
+
+
+def _compare(tmp_path, scenario, **options):
+    """(stock results, pcache results, stock traces, pcache traces, stats)."""
+    TRACES.n = 0
+    stock = scenario()
+    stock_traces = TRACES.n
+    TRACES.n = 0
+    with pcache.enabled(tmp_path / "cache", raise_errors=True, **options):
+        cached = scenario()
+        st = pcache.stats()
+    assert cached == stock
+    return stock, cached, stock_traces, TRACES.n, st
+
+
+# ------------------------------------------------------------ the seed patterns
+
+
+def f_loss(x):
+    _traced()
+    return jnp.mean(x @ x.T)
+
+
+def h_scaled(x, k):
+    _traced()
+    return jnp.sum(jnp.sin(x * k) @ x)
+
+
+def h_first(k, x):
+    _traced()
+    return jnp.sum(jnp.sin(x * k) @ x)
+
+
+def mlp_loss(params, x):
+    _traced()
+    for w, b in params:
+        x = jnp.tanh(x @ w + b)
+    return jnp.mean(x**2)
+
+
+PARAMS = [(X, X[0]), (X.T, X[1])]
+
+
+def _step_grad():
+    return jax.jit(jax.grad(f_loss))(X)
+
+
+def _step_lambda():
+    return jax.jit(lambda x: (_traced(), jnp.tanh(x @ x.T).sum())[1])(X)
+
+
+def _step_partial():
+    return jax.jit(functools.partial(h_scaled, k=2.0))(X)
+
+
+def _step_nested():
+    def body(a):
+        _traced()
+        return jnp.exp(-a) * 2.0
+
+    return jax.jit(body)(X)
+
+
+def _step_remat():
+    return jax.jit(jax.grad(jax.checkpoint(mlp_loss)))(PARAMS, X)
+
+
+def _step_value_and_grad_vmap():
+    return jax.jit(jax.vmap(jax.value_and_grad(f_loss)))(jnp.stack([X, X + 1]))
+
+
+@pytest.mark.parametrize(
+    "step",
+    [_step_grad, _step_lambda, _step_partial, _step_nested, _step_remat, _step_value_and_grad_vmap],
+    ids=lambda s: s.__name__.removeprefix("_step_"),
+)
+def test_a_recreated_callable_is_traced_once(tmp_path, step):
+    _, _, stock_traces, traces, st = _compare(tmp_path, lambda: [_bits(step()) for _ in range(5)])
+    # (checkpoint caches its own trace of mlp_loss by identity: the stock run's)
+    assert stock_traces == (1 if step is _step_remat else 5)
+    assert traces == (0 if step is _step_remat else 1)
+    assert st["trace_hits"] == 4
+    assert st["compiles"] == 1
+
+
+def test_new_argument_shapes_trace_the_new_callable(tmp_path):
+    def scenario():
+        out = []
+        for n in (4, 4, 8, 4, 8):
+            out.append(_bits(jax.jit(jax.grad(f_loss))(jnp.ones((n, n)))))
+        return out
+
+    _, _, _, traces, st = _compare(tmp_path, scenario)
+    assert traces == 2 and st["trace_hits"] == 3
+    assert st["trace_miss_reasons"].get("avals-changed") == 1
+
+
+# ------------------------------------------------------------ what changes a callable
+
+
+def test_changed_closure_value(tmp_path):
+    def make(k):
+        return lambda x: (_traced(), x * k)[1]
+
+    def scenario():
+        return [_bits(jax.jit(make(k))(X)) for k in (1.5, 1.5, 2.5, 2.5, 1.5, -0.0, 0.0)]
+
+    _, _, _, traces, st = _compare(tmp_path, scenario)
+    assert traces == 4  # 1.5, 2.5, -0.0 and 0.0 (a float by its bits)
+    assert st["trace_hits"] == 3
+    assert any(r.startswith("closure-changed:") for r in st["trace_miss_reasons"]), st
+
+
+def test_closure_values_are_compared_with_their_type(tmp_path):
+    def make(k):
+        return lambda x: (_traced(), x * k)[1]
+
+    def scenario():
+        return [_bits(jax.jit(make(k))(X)) for k in (1, 1.0, True, 1, np.float32(1.0))]
+
+    _, _, _, traces, st = _compare(tmp_path, scenario)
+    assert traces == 4 and st["trace_hits"] == 1
+
+
+def test_changed_partial_argument_and_keyword(tmp_path):
+    def scenario():
+        out = []
+        for k in (2.0, 2.0, 3.0):
+            out.append(_bits(jax.jit(functools.partial(h_first, k))(X)))
+        for k in (2.0, 2.0, 3.0):
+            out.append(_bits(jax.jit(functools.partial(h_scaled, k=k))(X)))
+        return out
+
+    _, _, _, traces, st = _compare(tmp_path, scenario)
+    assert traces == 4 and st["trace_hits"] == 2
+    reasons = st["trace_miss_reasons"]
+    assert reasons["partial-arg-changed"] == 1 and reasons["partial-keyword-changed"] == 1
+
+
+def test_changed_default(tmp_path):
+    def scenario():
+        out = []
+        for k in (2.0, 2.0, 3.0):
+
+            def f(x, k=k):
+                _traced()
+                return x * k
+
+            out.append(_bits(jax.jit(f)(X)))
+        f.__defaults__ = (4.0,)  # the same function object, mutated
+        out.append(_bits(jax.jit(f)(X)))
+        out.append(_bits(jax.jit(jax.grad(lambda x: f(x).sum()))(X)))
+        return out
+
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    assert st["trace_hits"] == 1
+    assert any(r.startswith("default-changed:") for r in st["trace_miss_reasons"]), st
+
+
+SCALE = 2.0
+OFFSET = 1.0
+
+
+def helper(x):
+    return x + OFFSET
+
+
+def test_changed_direct_global_and_global_of_a_called_function(tmp_path):
+    global SCALE, OFFSET
+
+    def scenario():
+        global SCALE, OFFSET
+        SCALE, OFFSET = 2.0, 1.0
+        out = []
+        for i in range(4):
+            if i == 2:
+                SCALE, OFFSET = 3.0, -1.0
+            out.append(_bits(jax.jit(lambda x: (_traced(), x * SCALE)[1])(X)))  # noqa: B023
+            out.append(_bits(jax.jit(lambda x: (_traced(), helper(x))[1])(X)))
+        return out
+
+    try:
+        _, _, _, traces, st = _compare(tmp_path, scenario)
+    finally:
+        SCALE, OFFSET = 2.0, 1.0
+    reasons = st["trace_miss_reasons"]
+    # A changed global stops reuse of what read it (JAX's own caches may hold
+    # traces of functions that read the old value): every later call traces.
+    assert reasons["global-changed:SCALE"] == 2 and reasons["global-changed:OFFSET"] == 2, st
+    assert st["trace_hits"] == 2 and traces == 6
+
+
+def test_nonlocal_rebinding_and_a_new_equal_function(tmp_path):
+    """JAX's checkpoint caches its trace on the function object: after ``bump()``
+    stock serves the old trace to the same ``f``, and a fresh one to a new ``f2``
+    equal to ``f``'s new state. pcache must give both the same, so a trace of the
+    mutated ``f`` may never serve ``f2``."""
+
+    def outer():
+        k = 1.0
+
+        def f(x):
+            _traced()
+            return jnp.sum(jnp.sin(x) * k)
+
+        def bump():
+            nonlocal k
+            k += 1.0
+
+        return f, bump
+
+    def scenario():
+        f, bump = outer()
+        out = [_bits(jax.jit(jax.grad(jax.checkpoint(f)))(X)) for _ in range(2)]
+        bump()
+        out += [_bits(jax.jit(jax.grad(jax.checkpoint(f)))(X)) for _ in range(2)]
+        f2, bump2 = outer()
+        bump2()
+        out += [_bits(jax.jit(jax.grad(jax.checkpoint(f2)))(X)) for _ in range(2)]
+        out += [_bits(jax.jit(jax.grad(lambda x: f(x)))(X))]  # f without checkpoint: fresh
+        return out
+
+    stock, *_ = _compare(tmp_path, scenario)
+    assert stock[2] == stock[0] and stock[4] != stock[0]  # what stock does, shown
+
+
+def test_numpy_array_captured_and_mutated_in_place(tmp_path):
+    def scenario():
+        a = np.arange(4, dtype=np.float32)
+        big = np.arange(200_000, dtype=np.float32)  # above NUMPY_MAX_BYTES: not reused
+        out = []
+        for i in range(6):
+            if i in (2, 4):
+                a[0] += 1.0
+            if i == 5:
+                a[0] -= 2.0  # back to the first content
+            out.append(_bits(jax.jit(lambda x: (_traced(), x + a)[1])(X)))
+        out.append(_bits(jax.jit(lambda x: x.sum() + big[-1])(X)))
+        out.append(_bits(jax.jit(lambda x: x.sum() + big[-1])(X)))
+        return out
+
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    assert st["trace_hits"] == 3, st  # i = 1, 3 and 5 (the first content again)
+    assert st["trace_miss_reasons"].get("numpy-too-large") == 2
+
+
+def test_list_and_dict_captured_and_changed(tmp_path):
+    def scenario():
+        xs = [1.0]
+        d = {"k": 2.0}
+        out = []
+        for i in range(6):
+            if i == 2:
+                xs.append(3.0)
+            if i == 4:
+                d["k"] = 5.0
+            out.append(_bits(jax.jit(lambda x: (_traced(), x * sum(xs) * d["k"])[1])(X)))
+        return out
+
+    _, _, _, traces, st = _compare(tmp_path, scenario)
+    assert traces == 3 and st["trace_hits"] == 3
+
+
+def test_method_of_an_object_whose_attribute_changed(tmp_path):
+    class Model:
+        def __init__(self):
+            self.scale = 2.0
+
+        def apply(self, x):
+            _traced()
+            return x * self.scale
+
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        scale: float
+
+        def apply(self, x):
+            _traced()
+            return x * self.scale
+
+    def scenario():
+        m = Model()
+        out = [_bits(jax.jit(m.apply)(X)) for _ in range(2)]
+        m.scale = 3.0
+        out += [_bits(jax.jit(m.apply)(X)) for _ in range(2)]
+        out += [_bits(jax.jit(Frozen(s).apply)(X)) for s in (2.0, 2.0, 3.0)]
+        return out
+
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    reasons = st["trace_miss_reasons"]
+    assert [n for r, n in reasons.items() if r.endswith(".Model")] == [4]  # never reused
+    assert st["trace_hits"] == 1  # Frozen(2.0) twice
+
+
+def test_redefined_function_with_the_same_body(tmp_path):
+    src = "def f(x):\n    _traced()\n    return x * 2.0\n"
+
+    def scenario():
+        out = []
+        for _ in range(3):
+            ns = {"_traced": _traced}
+            exec(compile(src, "<user>", "exec"), ns)  # a new code object each time
+            out.append(_bits(jax.jit(ns["f"])(X)))
+        return out
+
+    _, _, _, traces, st = _compare(tmp_path, scenario)
+    assert traces == 3 and st["trace_hits"] == 0
+
+
+def test_static_args_and_donation(tmp_path):
+    def scenario():
+        out = []
+        for n in (2, 2, 3):
+            g = jax.jit(lambda x, n: (_traced(), x * n)[1], static_argnums=1)
+            out.append(_bits(g(X, n)))
+        for _ in range(3):
+            y = jnp.ones(4) * 3.0
+            out.append(_bits(jax.jit(lambda y: (_traced(), y + 1.0)[1], donate_argnums=0)(y)))
+        out.append(_bits(jax.jit(lambda y: (_traced(), y + 1.0)[1])(jnp.ones(4))))
+        return out
+
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    assert st["trace_hits"] == 3  # n = 2 again, and the two donating repeats
+    assert st["trace_miss_reasons"]["signature-changed"] == 1  # the static argument
+
+
+def test_captured_jax_arrays_by_identity_and_tracers_never(tmp_path):
+    def scenario():
+        a = jnp.ones(4)
+        b = jnp.ones(4)  # equal content, another array
+        out = [_bits(jax.jit(lambda x: (_traced(), x.sum() + w)[1])(X)) for w in (a, a, b)]  # noqa: B023
+
+        for i in range(2):
+
+            def outer(x):  # re-created; its inner callable captures the outer tracer
+                return jax.jit(lambda y: y * x)(x)
+
+            out.append(_bits(jax.jit(outer)(X + i)))
+        return out
+
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    assert st["trace_hits"] >= 2  # a's repeat, and outer's repeat
+    assert st["trace_miss_reasons"].get("captured-tracer", 0) >= 1
+
+
+def test_python_side_effects_are_skipped_on_reuse_as_on_a_jax_trace_hit(tmp_path):
+    printed = []
+    f = lambda x: (printed.append(1), x + 1)[1]  # noqa: E731
+    with pcache.enabled(tmp_path / "c"):
+        g = jax.jit(f)
+        for _ in range(3):
+            g(X)
+        built_once = len(printed)
+        for _ in range(3):
+            jax.jit(f)(X)
+    assert built_once == 1 and len(printed) == 1
+
+
+# ------------------------------------------------------------ control and soundness tools
+
+
+def test_switched_off_traces_every_call(tmp_path):
+    _, _, _, traces, st = _compare(
+        tmp_path, lambda: [_bits(_step_grad()) for _ in range(3)], trace_reuse=False
+    )
+    assert traces == 3 and st["trace_hits"] == 0 and st["trace_misses"] == 0
+    assert st["memory_hits"] == 2  # the lowering key still serves the repeats
+
+
+def test_check_mode_traces_a_reuse_and_compares(tmp_path):
+    def scenario():
+        return [_bits(s()) for s in (_step_grad, _step_grad, _step_partial, _step_partial)]
+
+    _, _, _, traces, st = _compare(tmp_path, scenario, check=True)
+    assert traces == 4 and st["trace_hits"] == 2
+
+
+def test_check_mode_raises_on_a_false_hit(tmp_path, monkeypatch):
+    """A key that missed what changed (simulated: every closure keyed as equal)."""
+
+    def make(k):
+        return lambda x: x * k
+
+    monkeypatch.setattr(_trace.Walker, "_cell", lambda self, c: ("cell",))
+    with pcache.enabled(tmp_path / "c", check=True, raise_errors=True):
+        jax.jit(make(2.0))(X)
+        with pytest.raises(pcache.CheckError, match="false hit"):
+            jax.jit(make(3.0))(X)
+
+
+def test_explain_logs_why_a_callable_was_not_reused(tmp_path, caplog):
+    def make(k):
+        return lambda x: x * k
+
+    with caplog.at_level(logging.WARNING, logger="pcache"):
+        with pcache.enabled(tmp_path / "c", explain=True):
+            for k in (1.0, 2.0, 2.0):
+                jax.jit(make(k))(X)
+    lines = [r.getMessage() for r in caplog.records if "not reused" in r.getMessage()]
+    assert any("closure-changed:" in m and "make.<locals>.<lambda>" in m for m in lines), lines
+
+
+def test_memo_is_bounded_and_keeps_no_callable_alive(tmp_path):
+    memo = _trace.TraceMemo(max_entries=3)
+    with pcache.enabled(tmp_path / "c"):
+        old, _trace.MEMO = _trace.MEMO, memo
+        try:
+            refs = []
+            for k in range(6):
+                fn = lambda x, k=k: x * k  # noqa: E731
+                refs.append(weakref.ref(fn))
+                jax.jit(fn)(X)
+                del fn
+            gc.collect()
+            assert len(memo) == 3
+            assert all(r() is None for r in refs)
+        finally:
+            _trace.MEMO = old
+
+
+def test_an_unclassifiable_callable_traces_normally(tmp_path):
+    class Callable:
+        def __call__(self, x):
+            _traced()
+            return x * 2
+
+    def scenario():
+        return [_bits(jax.jit(Callable())(X)) for _ in range(2)]
+
+    _, _, _, traces, st = _compare(tmp_path, scenario)
+    assert traces == 2 and st["trace_miss_reasons"] == {
+        "mutable:test_an_unclassifiable_callable_traces_normally.<locals>.Callable": 2
+    }
+
+
+# ------------------------------------------------------------ a real process, env var only
+
+_PROG = textwrap.dedent(
+    """
+    import json, jax, jax.numpy as jnp
+    import types
+    n = types.ModuleType("n")
+    n.traces = 0
+    def f(x):
+        n.traces += 1
+        return jnp.mean(x @ x.T)
+    x = jnp.ones((8, 8))
+    outs = [jax.jit(jax.grad(f))(x) for _ in range(5)]
+    import pcache
+    st = pcache.stats()
+    print(json.dumps({"traces": n.traces, "hits": st.get("trace_hits"),
+                      "bits": [o.tobytes().hex() for o in map(jax.numpy.asarray, outs)][:1]}))
+    """
+)
+
+
+@pytest.mark.parametrize("reuse", ["", "0"])
+def test_zero_code_process(tmp_path, reuse):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    env["JAX_PCACHE_DIR"] = str(tmp_path / "c")
+    env["JAX_PCACHE_RAISE_ERRORS"] = "1"
+    if reuse:
+        env["JAX_PCACHE_TRACE_REUSE"] = reuse
+    out = subprocess.run(
+        [sys.executable, "-c", _PROG], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    if reuse == "0":
+        assert got["traces"] == 5 and got["hits"] == 0
+    else:
+        assert got["traces"] == 1 and got["hits"] == 4
