@@ -256,7 +256,7 @@ _LOCAL_STRONG: dict[int, tuple[Any, int]] = {}  # for objects without weakref su
 
 def clear_caches() -> None:
     """Forget all memoized digests (tests, or after monkeypatching JAX)."""
-    for m in (_JAXPR_MEMO, _AVAL_MEMO, _CTX_MEMO, _ARRAY_MEMO, _CALLBACK_MEMO):
+    for m in (_JAXPR_MEMO, _AVAL_MEMO, _CTX_MEMO, _ARRAY_MEMO, _LATE_MEMO):
         m.clear()
     _RULE_KEYS.clear()
 
@@ -1087,31 +1087,37 @@ def jaxpr_arrays(closed_jaxpr: Any) -> tuple | None:
     return None if ctx.volatile else tuple(ctx.arrays)
 
 
-_CALLBACK_MEMO = _IdMemo()
+_LATE_MEMO = _IdMemo()
 
 
-def has_host_callbacks(closed_jaxpr: Any) -> bool:
-    """Whether ``closed_jaxpr`` (any sub-jaxpr included) calls Python at run time
-    (`pure_callback`, `io_callback`, `jax.debug.callback`/`print`): the functions it
-    holds are the ones that run. Jaxprs are immutable: memoized by identity."""
-    got = _CALLBACK_MEMO.get(closed_jaxpr)
+def late_code(closed_jaxpr: Any) -> tuple[bool, tuple]:
+    """What in ``closed_jaxpr`` (any sub-jaxpr included) runs Python after tracing:
+    (whether it calls Python at run time: `pure_callback`, `io_callback`,
+    `jax.debug.callback`/`print`; the Python callables its params hold, which JAX
+    calls when the program is transformed later: a `custom_vjp`'s bwd, a
+    `custom_jvp`'s jvp thunk, a remat policy). Jaxprs are immutable: memoized."""
+    got = _LATE_MEMO.get(closed_jaxpr)
     if got is not None:
         return got
     jaxpr = closed_jaxpr.jaxpr if isinstance(closed_jaxpr, _ClosedJaxpr) else closed_jaxpr
-    found = False
+    callbacks = False
+    found: list = []
     for eqn in jaxpr.eqns:
         if eqn.primitive.name in _CALLBACK_LOWERING_PRIMS:
-            found = True
-            break
+            callbacks = True
         for v in eqn.params.values():
-            subs = v if isinstance(v, (tuple, list)) else (v,)
-            if any(isinstance(j, (_ClosedJaxpr, _Jaxpr)) and has_host_callbacks(j) for j in subs):
-                found = True
-                break
-        if found:
-            break
-    _CALLBACK_MEMO.put(closed_jaxpr, found)
-    return found
+            for j in v if isinstance(v, (tuple, list)) else (v,):
+                if isinstance(j, (_ClosedJaxpr, _Jaxpr)):
+                    sub_cb, sub_found = late_code(j)
+                    callbacks = callbacks or sub_cb
+                    found.extend(sub_found)
+                elif hasattr(j, "f_transformed") or (  # JAX's WrappedFun is not callable
+                    callable(j) and not isinstance(j, (type, _compat.Primitive))
+                ):
+                    found.append(j)
+    out = (callbacks, tuple(found))
+    _LATE_MEMO.put(closed_jaxpr, out)
+    return out
 
 
 def same_contents(arrays: tuple) -> bool:

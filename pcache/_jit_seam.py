@@ -37,7 +37,7 @@ import weakref
 
 import jax
 
-from pcache import _canon, _compat, _key, _load, _replay, _state
+from pcache import _canon, _compat, _key, _load, _replay, _state, _trace
 from pcache._errors import CheckError, Uncacheable
 from pcache._hlo_seam import entry_meta, hlo_seam_off
 from pcache._key import CacheKey, Predicted
@@ -223,6 +223,10 @@ def pjit_lower_wrapper(
 
     rt = _state.rt
     if rt is None or pgle_profiler is not None or _PROBE.get():
+        return call()
+    if jaxpr in _trace.RECORDED and not rt.check_mode:
+        # A reused trace: this very jaxpr object, whose computation JAX's own cache
+        # (the call below) holds, as for any JAX trace-cache hit.
         return call()
     try:
         d = _canon.jaxpr_fingerprint(jaxpr)

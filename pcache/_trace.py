@@ -57,6 +57,7 @@ import functools
 import hashlib
 import logging
 import os
+import sys
 import sysconfig
 import threading
 import types
@@ -111,6 +112,22 @@ _LIBRARY_PACKAGES = frozenset({"jax", "jaxlib", "numpy", "pcache", "builtins"})
 _LIBRARY: dict[int, tuple[dict, bool]] = {}  # id(globals) -> (globals, is library)
 
 
+_LIBRARY_TYPES: dict[type, bool] = {}
+
+
+def _is_library_type(t: type) -> bool:
+    """Whether class ``t`` is defined by installed library code."""
+    got = _LIBRARY_TYPES.get(t)
+    if got is None:
+        mod = sys.modules.get(getattr(t, "__module__", None) or "")
+        # A class of a module not imported (made by exec) or of __main__: user code.
+        got = mod is not None and t.__module__ != "__main__" and _is_library(mod.__dict__)
+        if len(_LIBRARY_TYPES) > 4096:
+            _LIBRARY_TYPES.clear()
+        _LIBRARY_TYPES[t] = got  # classes are kept alive: a recycled id cannot match
+    return got
+
+
 def _is_library(g: dict) -> bool:
     """Whether a function with globals ``g`` is installed library code (JAX, numpy,
     the standard library, anything in site-packages): its globals are not guarded."""
@@ -140,10 +157,14 @@ _IDENTITY_TYPES = (
     types.ModuleType,
     type,
     enum.Enum,
-    types.BuiltinFunctionType,
     np.ufunc,
     _compat.Primitive,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
 )
+# Builtin functions, and builtin methods bound to an object (``d.get``): by
+# identity when bound to a module or nothing, else by what they are bound to.
+_BUILTIN = (types.BuiltinFunctionType, types.MethodWrapperType)
 _FUNCTION = types.FunctionType
 _METHOD = types.MethodType
 _PARTIAL = functools.partial
@@ -216,24 +237,86 @@ class Walker:
             if v.dtype.hasobject:
                 raise NoReuse("numpy-object")
             return ("g", v.dtype.str, v.tobytes())
+        if isinstance(v, type) and not _is_library_type(v):
+            return self._user_class(v)
         if isinstance(v, _IDENTITY_TYPES) or t is object:
             return self._ident(v)
+        if isinstance(v, _BUILTIN):
+            bound = getattr(v, "__self__", None)
+            if bound is None or type(bound) is types.ModuleType:
+                return self._ident(v)
+            return ("B", v.__name__, self._ident(type(bound)), self.value(bound))
         if t is _compat.PjitFunction or isinstance(v, _compat.CUSTOM_DERIVATIVE_TYPES):
             return self.callable(v)
         if isinstance(v, _PARTIAL):  # subclasses (jax.tree_util.Partial)
             return self.callable(v)
+        if t is staticmethod or t is classmethod:
+            return ("SM" if t is staticmethod else "CM", self.value(v.__func__))
+        if t is property:
+            return ("PR", self.value(v.fget), self.value(v.fset), self.value(v.fdel))
+        user = not _is_library_type(t)
         if isinstance(v, tuple):  # NamedTuples and other tuple subclasses
-            return ("T", self._ident(t), *[self.value(x) for x in v])
+            back = ("T", self._ident(t), *[self.value(x) for x in v])
+            return (*back, self._class_code(t)) if user else back
+        params = getattr(t, "__dataclass_params__", None)
+        if params is not None:
+            if not params.frozen:
+                raise NoReuse(f"mutable-dataclass:{_qualname(t)}")
+            return self._frozen_dataclass(v, t, user)
+        if user:
+            # A user class's __eq__ may ignore what the trace reads (a name
+            # compared, a payload not): never trusted.
+            raise NoReuse(f"mutable:{_qualname(t)}")
         return self._by_eq(v, t)
 
+    def _frozen_dataclass(self, v: Any, t: type, user: bool) -> tuple:
+        """Field by field, by these rules (not by its ``__eq__``, which says ``1 ==
+        1.0`` and ``0.0 == -0.0``), and, for a user class, with its code."""
+        back = self._enter(v)
+        if back is not None:
+            return back
+        fields = getattr(t, "__dataclass_fields__", {})
+        items = []
+        for name in fields:
+            try:
+                items.append(self.value(object.__getattribute__(v, name)))
+            except AttributeError:
+                items.append(("unset",))
+        extra = getattr(v, "__dict__", None)
+        if extra and set(extra) - set(fields):
+            raise NoReuse(f"mutable:{_qualname(t)}")  # attributes set outside its fields
+        node = ("D", self._ident(t), *items)
+        return (*node, self._class_code(t)) if user else node
+
+    def _user_class(self, cls: type) -> tuple:
+        """A user class: itself (by identity), and what it holds now (its methods
+        and class attributes, which a trace may read through it)."""
+        back = self._enter(cls)
+        if back is not None:
+            return back
+        return ("K", self._ident(cls), self._class_code(cls))
+
+    def _class_code(self, t: type) -> tuple:
+        """What a user class's instances run: the functions and values its own
+        classes (the user-defined ones of its MRO) define, by these rules."""
+        out = []
+        for klass in t.__mro__:
+            if klass is object or _is_library_type(klass):
+                continue
+            for name, attr in vars(klass).items():
+                if name.startswith("__") and name.endswith("__"):
+                    if not isinstance(attr, (_FUNCTION, staticmethod, classmethod, property)):
+                        continue  # __module__, __dict__, __dataclass_fields__, ...
+                out.append((name, self.value(attr)))
+        return ("code", *out)
+
     def _by_eq(self, v: Any, t: type) -> tuple:
+        """A library type's value (shardings, dtypes, tree definitions): by its
+        ``__eq__`` and ``__hash__``, as JAX compares static arguments."""
         if t.__hash__ is None:
             raise NoReuse(f"unhashable:{_qualname(t)}")
         if t.__eq__ is object.__eq__:
             raise NoReuse(f"mutable:{_qualname(t)}")
-        params = getattr(t, "__dataclass_params__", None)
-        if params is not None and not params.frozen:
-            raise NoReuse(f"mutable-dataclass:{_qualname(t)}")
         try:
             hash(v)
         except Exception:
@@ -307,30 +390,47 @@ class Walker:
 
 _CODE_GLOBALS: dict[int, tuple[types.CodeType, tuple[str, ...]]] = {}
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+_ATTR_OPS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 
 
-def global_names(code: types.CodeType) -> tuple[str, ...]:
-    """The names ``code`` (and the code nested in it) reads from its globals."""
+def global_names(code: types.CodeType) -> tuple[tuple[str, ...], ...]:
+    """What ``code`` (and the code nested in it) reads from its globals: each name
+    read with ``LOAD_GLOBAL``, as ``(name,)``, or with the attributes read from it
+    right after, as ``(name, attr, ...)`` (``config.lr``; `guards_for` follows them
+    through modules)."""
     e = _CODE_GLOBALS.get(id(code))
     if e is not None and e[0] is code:
         return e[1]
-    names: dict[str, None] = {}
+    reads: dict[tuple[str, ...], None] = {}
     stack = [code]
     while stack:
         c = stack.pop()
+        chain: list[str] | None = None
         for ins in dis.get_instructions(c):
             if ins.opname in _GLOBAL_OPS:
-                names[ins.argval] = None
+                if chain:
+                    reads[tuple(chain)] = None
+                chain = [ins.argval]
+            elif chain is not None and ins.opname in _ATTR_OPS and len(chain) < 4:
+                chain.append(ins.argval)
+            else:
+                if chain:
+                    reads[tuple(chain)] = None
+                chain = None
+        if chain:
+            reads[tuple(chain)] = None
         stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-    out = tuple(names)
+    out = tuple(reads)
     if len(_CODE_GLOBALS) > 8192:
         _CODE_GLOBALS.clear()
     _CODE_GLOBALS[id(code)] = (code, out)  # code objects are immutable; kept alive
     return out
 
 
-# Guard kinds: (kind, namespace, name, expected[, code]).
-_IS, _FN, _VAL, _ABSENT = 0, 1, 2, 3
+# Guard kinds: (kind, namespace, name, expected[, code or key]).
+_IS, _FN, _VAL, _ABSENT, _FNV = 0, 1, 2, 3, 4
+# Builtins through which code reads or runs what no guard can see.
+_UNGUARDABLE = frozenset({"globals", "vars", "locals", "eval", "exec", "__import__"})
 # Globals compared by identity: JAX arrays are immutable, the rest are taken as JAX
 # takes them (a jit object's trace is cached on its function anyway).
 _GLOBAL_IDENTITY = _IDENTITY_TYPES
@@ -341,48 +441,78 @@ def _builtins_of(g: dict) -> dict:
     return b if isinstance(b, dict) else b.__dict__
 
 
-def guards_for(funcs: list[tuple]) -> tuple[list[tuple], list]:
+def guards_for(funcs: list[tuple]) -> tuple[list[tuple], list, list[tuple]]:
     """The global guards of a walk's functions: every name their code reads from
     its globals with its value now, transitively through the user functions found
-    there. Returns (guards, objects they pin). Raises `NoReuse` for a global that
-    cannot be compared."""
+    there, and the attributes read from a user module found there (``config.lr``).
+    Returns (guards, objects they pin, the functions walked for them). Raises
+    `NoReuse` for a value that cannot be compared."""
     guards: list[tuple] = []
     w = Walker()
     done: set[tuple[int, str]] = set()
     work = [(g, c) for g, c, *_ in funcs if not _is_library(g)]
+
+    def guard(ns: dict, name: str, builtin: bool) -> Any:
+        """Guard ``ns[name]``; return its value (`_MISSING` if absent)."""
+        v = ns.get(name, _MISSING)
+        k = (id(ns), name)
+        if k in done:
+            return v
+        done.add(k)
+        if v is _MISSING:
+            if not builtin:
+                if "__getattr__" in ns and "__name__" in ns:  # a module's computed ones
+                    raise NoReuse(f"module-getattr:{name}")
+                guards.append((_ABSENT, ns, name, None))
+                return v
+            b = _builtins_of(ns)
+            guards.append((_ABSENT, ns, name, None))
+            guards.append((_IS, b, name, b.get(name, _MISSING)))
+            return b.get(name, _MISSING)
+        t = type(v)
+        if t is _FUNCTION and _is_library(v.__globals__):
+            guards.append((_FN, ns, name, v, v.__code__))
+        elif t is _FUNCTION:
+            # A user function: the same object, in the same state (code, closure,
+            # defaults, attributes) as when the trace was made, and its globals.
+            before = len(w.funcs)
+            guards.append((_FNV, ns, name, v, w.value(v)))
+            work.extend((fg, fc) for fg, fc, *_ in w.funcs[before:] if not _is_library(fg))
+        elif (
+            (isinstance(v, _GLOBAL_IDENTITY) and not _user_type(v))
+            or t is _compat.ArrayImpl
+            or t is _compat.PjitFunction
+            or t is object
+        ):
+            guards.append((_IS, ns, name, v))
+        else:
+            before = len(w.funcs)
+            try:
+                guards.append((_VAL, ns, name, w.value(v)))
+            except NoReuse as e:
+                raise NoReuse(f"global-{e.reason}:{name}") from None
+            work.extend((fg, fc) for fg, fc, *_ in w.funcs[before:] if not _is_library(fg))
+        return v
+
     while work:
         g, code = work.pop()
-        for name in global_names(code):
-            k = (id(g), name)
-            if k in done:
-                continue
-            done.add(k)
-            v = g.get(name, _MISSING)
-            if v is _MISSING:
-                b = _builtins_of(g)
-                guards.append((_ABSENT, g, name, None))
-                guards.append((_IS, b, name, b.get(name, _MISSING)))
-                continue
-            t = type(v)
-            if t is _FUNCTION:
-                guards.append((_FN, g, name, v, v.__code__))
-                if not _is_library(v.__globals__):
-                    work.append((v.__globals__, v.__code__))
-            elif (
-                isinstance(v, _GLOBAL_IDENTITY)
-                or t is _compat.ArrayImpl
-                or t is _compat.PjitFunction
-                or t is object
-            ):
-                guards.append((_IS, g, name, v))
-            else:
-                before = len(w.funcs)
-                try:
-                    guards.append((_VAL, g, name, w.value(v)))
-                except NoReuse as e:
-                    raise NoReuse(f"global-{e.reason}:{name}") from None
-                work.extend((fg, fc) for fg, fc, *_ in w.funcs[before:] if not _is_library(fg))
-    return guards, w.pins
+        for chain in global_names(code):
+            if chain[0] in _UNGUARDABLE and chain[0] not in g:
+                raise NoReuse(f"reads-{chain[0]}()")
+            v = guard(g, chain[0], builtin=True)
+            for attr in chain[1:]:
+                # Attributes of a user module are its globals, and those of a user
+                # class its own (or a base's): guarded the same way. (Of anything
+                # else, and of installed libraries: taken as JAX takes them.)
+                if type(v) is types.ModuleType and not _is_library(v.__dict__):
+                    v = guard(v.__dict__, attr, builtin=False)
+                else:  # (a user class is guarded whole: its methods and attributes)
+                    break
+    return guards, w.pins, w.funcs
+
+
+def _user_type(v: Any) -> bool:
+    return isinstance(v, type) and not _is_library_type(v)
 
 
 def failed_guard(guards: list[tuple]) -> str | None:
@@ -399,6 +529,13 @@ def failed_guard(guards: list[tuple]) -> str | None:
         elif kind == _ABSENT:
             if name in g:
                 return name
+        elif kind == _FNV:
+            v = g.get(name, _MISSING)
+            try:
+                if v is not expected or Walker().value(v) != guard[4]:
+                    return name
+            except NoReuse:
+                return name
         else:
             try:
                 if Walker().value(g.get(name, _MISSING)) != expected:
@@ -410,7 +547,7 @@ def failed_guard(guards: list[tuple]) -> str | None:
 
 # ------------------------------------------------------------ mutation
 
-# Function object -> its key when a miss last walked it. JAX's identity-keyed trace
+# Function object -> (its key, what the key's ids name) when a miss last walked it. JAX's identity-keyed trace
 # caches (jit's, checkpoint's, the control-flow bodies', custom_jvp's) keep a trace
 # of a function object for as long as it lives, whatever happens to its closure
 # cells, defaults or attributes since: stock JAX serves that trace to every
@@ -423,18 +560,29 @@ _STATE_LOCK = threading.Lock()
 
 def note_states(funcs: list[tuple]) -> str | None:
     """Remember each walked function's state; return the name of one whose state
-    changed since it was last walked (now or before), else None."""
+    changed since it was last walked (now or before), else None. (Each is keyed on
+    its own: a node taken inside a larger walk numbers its back-references by that
+    walk.)"""
     found = None
+    done: set[int] = set()
     with _STATE_LOCK:
-        for _, _, f, node in funcs:
+        for _, _, f, _ in funcs:
+            if id(f) in done:
+                continue
+            done.add(id(f))
             if f in _MUTATED:
                 found = found or f.__qualname__
                 continue
+            w = Walker()
+            try:
+                node = w.callable(f)
+            except (NoReuse, RecursionError):
+                continue
             seen = _FN_STATE.get(f)
-            if seen is not None and seen != node:
+            if seen is not None and seen[0] != node:
                 _MUTATED.add(f)
                 found = found or f.__qualname__
-            _FN_STATE[f] = node
+            _FN_STATE[f] = (node, w.pins)  # the pins keep the node's ids unique
     return found
 
 
@@ -536,6 +684,9 @@ class TraceMemo:
 
 
 MEMO = TraceMemo()
+#: The jaxprs of recorded traces (weakly): a reuse hands JAX this very object, whose
+#: lowering JAX's own `_pjit_lower` cache holds (`_jit_seam.pjit_lower_wrapper`).
+RECORDED: weakref.WeakSet = weakref.WeakSet()
 
 
 # ------------------------------------------------------------ why a miss
@@ -662,32 +813,35 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         return _missed(rt, entry, fun, "unhashable-key")
     except RecursionError:
         return _missed(rt, entry, fun, "too-deep")
-    rec = MEMO.get(key)
+    try:
+        rec = MEMO.get(key)  # (compares library values with their __eq__)
+    except Exception:
+        return _missed(rt, entry, fun, "uncomparable-key")
     why = None
     if rec is not None:
         why = rec.stale()
         if why is None:
             if rt.check_mode:  # trace anyway, and compare
-                return _Recorder(entry, lambda p: _check(rt, rec, p))
+                return _Recorder(entry, lambda p: _checked(rt, rec, p))
             entry.pjit_params = rec.params
             rt.stats.trace_hit()
             return entry
     skeleton = (tuple(id(c) for _, c, *_ in w.funcs), rest[0])
     why = why or miss_reason(MEMO.last(skeleton), ck, rest)
-    _count_miss(rt, fun, why)
     # May this call's trace serve equal callables later? Not where JAX's own
     # identity-keyed trace caches might hand this trace an older state of one of
     # the functions (one whose state changed since pcache last saw it, or one
     # whose globals changed): that trace must not reach a new, equal callable.
-    mutated = note_states(w.funcs)
     if why.startswith("global-changed:"):
         MEMO.never_record(skeleton)
-    if mutated is not None or MEMO.recording_refused(skeleton):
-        return entry
     try:
-        guards, guard_pins = guards_for(w.funcs)
+        guards, guard_pins, guard_funcs = guards_for(w.funcs)
     except NoReuse as e:
-        _count_miss(rt, fun, e.reason, counted=False)
+        note_states(w.funcs)
+        return _missed(rt, entry, fun, e.reason)  # why it can never be reused
+    _count_miss(rt, fun, why)
+    mutated = note_states(w.funcs + guard_funcs)
+    if mutated is not None or MEMO.recording_refused(skeleton):
         return entry
     codes = {id(c): c for _, c, *_ in w.funcs}
     pins = w.pins + guard_pins
@@ -705,9 +859,11 @@ def _record(rt, key, skeleton, p, guards, pins, ck, rest, codes) -> None:
     if _compat.unreusable_params(p) is not None:
         return
     jaxpr = p.params["jaxpr"]
-    if _canon.has_host_callbacks(jaxpr):
-        # The functions it calls at run time are this callable's own (its side
-        # effects go to its objects): another callable must trace its own.
+    callbacks, late = _canon.late_code(jaxpr)
+    if callbacks or any(_user_code(c) for c in late):
+        # Python this callable's objects run after the trace (host callbacks at
+        # run time, a custom_vjp's bwd when differentiated): its side effects and
+        # reads are this callable's own, so another callable must trace its own.
         return
     try:
         arrays = _canon.jaxpr_arrays(jaxpr)
@@ -716,7 +872,61 @@ def _record(rt, key, skeleton, p, guards, pins, ck, rest, codes) -> None:
     if arrays is None:
         return
     nbytes = ENTRY_COST + _compat.const_bytes(jaxpr)
-    MEMO.put(key, skeleton, Recorded(p, guards, arrays, pins, ck, rest, codes, nbytes))
+    if MEMO.put(key, skeleton, Recorded(p, guards, arrays, pins, ck, rest, codes, nbytes)):
+        RECORDED.add(jaxpr)
+
+
+def _user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
+    """Whether calling ``obj`` may run user code (anything but installed library
+    code), looking through closures, partials and JAX's wrapped functions."""
+    if depth > 8:
+        return True
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return False
+    seen.add(id(obj))
+    t = type(obj)
+    if t is _FUNCTION:
+        if not _is_library(obj.__globals__):
+            return True
+        inner = [c.cell_contents for c in obj.__closure__ or () if _bound(c)]
+        inner += list(obj.__defaults__ or ())
+    elif isinstance(obj, _PARTIAL):
+        inner = [obj.func, *obj.args, *obj.keywords.values()]
+    elif t is _METHOD:
+        inner = [obj.__func__, obj.__self__]
+    elif t is tuple or t is list:
+        inner = list(obj)
+    elif t is dict:
+        inner = list(obj.values())
+    elif hasattr(obj, "f_transformed") and hasattr(obj, "f"):  # JAX's WrappedFun
+        inner = [obj.f, obj.f_transformed]
+    elif t is _compat.PjitFunction:
+        inner = [obj._fun]
+    elif isinstance(obj, _compat.CUSTOM_DERIVATIVE_TYPES):
+        inner = list(vars(obj).values())
+    elif callable(obj) and not isinstance(obj, (type, *_IDENTITY_TYPES, *_BUILTIN)):
+        return not _is_library_type(t)
+    else:
+        return False  # data
+    return any(_user_code(x, depth + 1, seen) for x in inner)
+
+
+def _bound(cell: types.CellType) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+def _checked(rt, rec: Recorded, p) -> None:
+    try:
+        _check(rt, rec, p)
+    except CheckError:
+        raise
+    except Exception as exc:
+        rt.error("trace reuse", exc)
 
 
 def _check(rt, rec: Recorded, p) -> None:
@@ -743,10 +953,9 @@ def _missed(rt, entry, fun, reason: str):
     return entry
 
 
-def _count_miss(rt, fun, reason: str, *, counted: bool = True) -> None:
-    """A traced call (``counted=False``: already counted, another reason to explain)."""
-    if counted:
-        rt.stats.trace_miss(reason, MAX_REASONS)
+def _count_miss(rt, fun, reason: str) -> None:
+    """A traced call, by why it was not served a recorded trace."""
+    rt.stats.trace_miss(reason, MAX_REASONS)
     if rt.explain:
         name = getattr(fun, "__qualname__", None) or type(fun).__name__
         if rt._first(f"explain-trace:{name}:{reason}"):

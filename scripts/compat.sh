@@ -32,4 +32,4 @@ fi
 exec "$py" -m pytest -q -p no:cacheprovider \
   tests/test_jit_cache.py tests/test_runtime.py tests/test_preload.py tests/test_fingerprint_api.py \
   tests/test_canon.py tests/test_soundness.py tests/test_lowering_effects.py \
-  tests/test_callbacks.py tests/test_bundles.py "${@:2}"
+  tests/test_callbacks.py tests/test_bundles.py tests/test_trace_reuse.py "${@:2}"

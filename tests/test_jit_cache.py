@@ -55,12 +55,13 @@ def test_each_pattern_compiles_once_per_process(pattern_runs):
     assert len(cold) == 3 * len({r["pattern"] for r in cold}) == 21
     for r in cold:
         assert r["compiles"] == 1, r
-        # After the first call, a re-created callable either reuses the first call's
-        # trace (then JAX's own caches, keyed on that jaxpr, serve it) or, traced
-        # again, hits the memory tier.
+        # After the first call, a re-created callable reuses the first call's trace
+        # (then JAX's own caches, keyed on that jaxpr, serve it; under
+        # JAX_PCACHE_CHECK it is traced too, and that trace hits the memory tier).
         st = r["stats"]
-        assert st["misses"] == 1 and st["memory_hits"] + st["trace_hits"] == r["n"] - 1, r
-        assert st["trace_hits"] == r["n"] - 1, r
+        assert st["misses"] == 1 and st["trace_hits"] == r["n"] - 1, r
+        check = os.environ.get("JAX_PCACHE_CHECK") == "1"
+        assert st["memory_hits"] == (r["n"] - 1 if check else 0), r
 
 
 def test_warm_process_compiles_and_lowers_nothing(pattern_runs):

@@ -40,7 +40,9 @@ class compiles:
 
 @pytest.fixture
 def cache(tmp_path):
-    path = pcache.enable(tmp_path / "cache", raise_errors=True)
+    # The memory tier and the store are tested with re-created wrappers: trace
+    # reuse would serve those before they reach either (tests/test_trace_reuse.py).
+    path = pcache.enable(tmp_path / "cache", raise_errors=True, trace_reuse=False)
     yield path
     pcache.disable()
 
