@@ -684,6 +684,17 @@ class TraceMemo:
 
 
 MEMO = TraceMemo()
+
+
+def _after_fork_in_child() -> None:
+    # A fork while another thread held one of these would leave the child waiting
+    # forever on a lock nobody will release.
+    global _STATE_LOCK
+    MEMO._lock = threading.Lock()
+    _STATE_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 #: The jaxprs of recorded traces (weakly): a reuse hands JAX this very object, whose
 #: lowering JAX's own `_pjit_lower` cache holds (`_jit_seam.pjit_lower_wrapper`).
 RECORDED: weakref.WeakSet = weakref.WeakSet()
