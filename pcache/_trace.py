@@ -66,7 +66,7 @@ from typing import Any
 
 import numpy as np
 
-from pcache import _canon, _compat, _state
+from pcache import _canon, _compat, _key, _state
 from pcache._errors import CheckError, Uncacheable
 
 logger = logging.getLogger("pcache")
@@ -112,7 +112,7 @@ _LIBRARY_PACKAGES = frozenset({"jax", "jaxlib", "numpy", "pcache", "builtins"})
 _LIBRARY: dict[int, tuple[dict, bool]] = {}  # id(globals) -> (globals, is library)
 
 
-_LIBRARY_TYPES: dict[type, bool] = {}
+_LIBRARY_TYPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _is_library_type(t: type) -> bool:
@@ -122,9 +122,10 @@ def _is_library_type(t: type) -> bool:
         mod = sys.modules.get(getattr(t, "__module__", None) or "")
         # A class of a module not imported (made by exec) or of __main__: user code.
         got = mod is not None and t.__module__ != "__main__" and _is_library(mod.__dict__)
-        if len(_LIBRARY_TYPES) > 4096:
-            _LIBRARY_TYPES.clear()
-        _LIBRARY_TYPES[t] = got  # classes are kept alive: a recycled id cannot match
+        try:
+            _LIBRARY_TYPES[t] = got
+        except TypeError:  # not weak-referenceable: not memoized
+            pass
     return got
 
 
@@ -170,6 +171,27 @@ _METHOD = types.MethodType
 _PARTIAL = functools.partial
 # Attributes of JAX's wrapper objects that describe them but never reach the trace.
 _DOC_ATTRS = frozenset({"__doc__", "__annotations__"})
+# What every class dict holds besides its own code and values.
+_CLASS_BOOKKEEPING = frozenset(
+    {
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__dict__",
+        "__weakref__",
+        "__annotations__",
+        "__slots__",
+        "__dataclass_fields__",
+        "__dataclass_params__",
+        "__match_args__",
+        "__orig_bases__",
+        "__parameters__",
+        "__firstlineno__",
+        "__static_attributes__",
+        "__abstractmethods__",
+        "_abc_impl",  # ABCMeta's subclass cache
+    }
+)
 
 
 class Walker:
@@ -226,19 +248,28 @@ class Walker:
                 return ("d", *[(self.value(k), self.value(x)) for k, x in v.items()])
             if t is list:
                 return ("l", *[self.value(x) for x in v])
-            return ("s" if t is set else "fs", frozenset(self.value(x) for x in v))
+            # in iteration order: a trace that loops over a set follows it
+            return ("s" if t is set else "fs", *[self.value(x) for x in v])
         if t is _compat.ArrayImpl:
             return self._ident(v)
         if isinstance(v, _compat.Tracer):
             raise NoReuse("captured-tracer")
-        if isinstance(v, np.ndarray):
+        if t is np.ndarray:
             return self._numpy(v)
+        if isinstance(v, np.ndarray):  # a masked array, a matrix: more than its data
+            raise NoReuse(f"numpy-subclass:{_qualname(t)}")
+        if t is weakref.ref:
+            target = v()
+            return ("W", None if target is None else self.value(target))
         if isinstance(v, np.generic):
             if v.dtype.hasobject:
                 raise NoReuse("numpy-object")
             return ("g", v.dtype.str, v.tobytes())
         if isinstance(v, type) and not _is_library_type(v):
             return self._user_class(v)
+        if t is types.ModuleType and not _is_library(v.__dict__):
+            # (a global one is guarded with the attributes read from it)
+            raise NoReuse(f"captured-user-module:{v.__name__}")
         if isinstance(v, _IDENTITY_TYPES) or t is object:
             return self._ident(v)
         if isinstance(v, _BUILTIN):
@@ -294,6 +325,9 @@ class Walker:
         back = self._enter(cls)
         if back is not None:
             return back
+        meta = type(cls)
+        if meta is not type and not _is_library_type(meta):  # attributes it provides
+            return ("K", self._ident(cls), self._class_code(cls), self._class_code(meta))
         return ("K", self._ident(cls), self._class_code(cls))
 
     def _class_code(self, t: type) -> tuple:
@@ -304,9 +338,8 @@ class Walker:
             if klass is object or _is_library_type(klass):
                 continue
             for name, attr in vars(klass).items():
-                if name.startswith("__") and name.endswith("__"):
-                    if not isinstance(attr, (_FUNCTION, staticmethod, classmethod, property)):
-                        continue  # __module__, __dict__, __dataclass_fields__, ...
+                if name in _CLASS_BOOKKEEPING:
+                    continue
                 out.append((name, self.value(attr)))
         return ("code", *out)
 
@@ -391,6 +424,9 @@ class Walker:
 _CODE_GLOBALS: dict[int, tuple[types.CodeType, tuple[str, ...]]] = {}
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 _ATTR_OPS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
+# What may follow a global's load without the object going anywhere: an attribute
+# written (``m.n += 1`` copies it first).
+_NO_ESCAPE = frozenset({"COPY", "DUP_TOP", "STORE_ATTR", "DELETE_ATTR"})
 
 
 def global_names(code: types.CodeType) -> tuple[tuple[str, ...], ...]:
@@ -407,15 +443,21 @@ def global_names(code: types.CodeType) -> tuple[tuple[str, ...], ...]:
         c = stack.pop()
         chain: list[str] | None = None
         for ins in dis.get_instructions(c):
-            if ins.opname in _GLOBAL_OPS:
+            op = ins.opname
+            if op == "IMPORT_NAME":
+                reads[("<import>", ins.argval)] = None
+            if op in _GLOBAL_OPS:
                 if chain:
                     reads[tuple(chain)] = None
                 chain = [ins.argval]
-            elif chain is not None and ins.opname in _ATTR_OPS and len(chain) < 4:
+            elif chain is not None and op in _ATTR_OPS and len(chain) < 4:
                 chain.append(ins.argval)
             else:
                 if chain:
                     reads[tuple(chain)] = None
+                    if len(chain) == 1 and op not in _NO_ESCAPE:
+                        # the object itself handed on (to a call, getattr, a store)
+                        reads[("<escape>", chain[0])] = None
                 chain = None
         if chain:
             reads[tuple(chain)] = None
@@ -497,9 +539,25 @@ def guards_for(funcs: list[tuple]) -> tuple[list[tuple], list, list[tuple]]:
     while work:
         g, code = work.pop()
         for chain in global_names(code):
+            if chain[0] == "<import>":
+                mod = sys.modules.get(chain[1])
+                if mod is None or not _is_library(mod.__dict__):
+                    # what it reads from the module it imports is not guarded
+                    raise NoReuse(f"imports-user-module:{chain[1]}")
+                continue
+            if chain[0] == "<escape>":
+                v = g.get(chain[1], _MISSING)
+                if type(v) is types.ModuleType and not _is_library(v.__dict__):
+                    # a user module handed on (to getattr, a call): what is read
+                    # from it cannot be guarded
+                    raise NoReuse(f"user-module-escapes:{chain[1]}")
+                continue
             if chain[0] in _UNGUARDABLE and chain[0] not in g:
                 raise NoReuse(f"reads-{chain[0]}()")
             v = guard(g, chain[0], builtin=True)
+            if len(chain) > 1 and chain[1] == "__dict__" and type(v) is types.ModuleType:
+                if not _is_library(v.__dict__):
+                    raise NoReuse(f"user-module-escapes:{chain[0]}")
             for attr in chain[1:]:
                 # Attributes of a user module are its globals, and those of a user
                 # class its own (or a base's): guarded the same way. (Of anything
@@ -547,7 +605,8 @@ def failed_guard(guards: list[tuple]) -> str | None:
 
 # ------------------------------------------------------------ mutation
 
-# Function object -> (its key, what the key's ids name) when a miss last walked it. JAX's identity-keyed trace
+# Function object -> (its key, weak references to what its ids name) when a miss
+# last walked it. JAX's identity-keyed trace
 # caches (jit's, checkpoint's, the control-flow bodies', custom_jvp's) keep a trace
 # of a function object for as long as it lives, whatever happens to its closure
 # cells, defaults or attributes since: stock JAX serves that trace to every
@@ -562,7 +621,9 @@ def note_states(funcs: list[tuple]) -> str | None:
     """Remember each walked function's state; return the name of one whose state
     changed since it was last walked (now or before), else None. (Each is keyed on
     its own: a node taken inside a larger walk numbers its back-references by that
-    walk.)"""
+    walk.) The objects a state names by id are held weakly (a strong hold could
+    keep the function itself alive: a method's class holds the method); one that
+    died is one the function no longer holds, so its state changed."""
     found = None
     done: set[int] = set()
     with _STATE_LOCK:
@@ -579,11 +640,21 @@ def note_states(funcs: list[tuple]) -> str | None:
             except (NoReuse, RecursionError):
                 continue
             seen = _FN_STATE.get(f)
-            if seen is not None and seen[0] != node:
+            if seen is not None and (seen[0] != node or any(r() is None for r in seen[1])):
                 _MUTATED.add(f)
                 found = found or f.__qualname__
-            _FN_STATE[f] = (node, w.pins)  # the pins keep the node's ids unique
+            _FN_STATE[f] = (node, _weak_refs(w.pins))
     return found
+
+
+def _weak_refs(objs: list) -> tuple:
+    out = []
+    for o in objs:
+        try:
+            out.append(weakref.ref(o))
+        except TypeError:  # dicts (a function's globals, held by the function itself)
+            pass
+    return tuple(out)
 
 
 # ------------------------------------------------------------ the memo
@@ -814,13 +885,19 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
             signature,
             in_avals,
             ctx_mesh,
-            _compat.trace_context(),
+            # JAX's trace context, and the settings tracing reads that it leaves out
+            # (jax_default_prng_impl, jax_enable_checks, debug_nans, ...)
+            (_compat.trace_context(), _key.extra_config_values()),
         )
         key = (ck, rest)
         hash(key)
     except NoReuse as e:
+        # Its functions may be traced by JAX's identity caches now: their state
+        # from here on is what a later recording is compared with.
+        note_states(w.funcs)
         return _missed(rt, entry, fun, e.reason)
     except TypeError:
+        note_states(w.funcs)
         return _missed(rt, entry, fun, "unhashable-key")
     except RecursionError:
         return _missed(rt, entry, fun, "too-deep")

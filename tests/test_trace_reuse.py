@@ -28,6 +28,7 @@ import pytest
 
 import pcache
 from pcache import _trace
+from tests.trace_mods import usercfg
 
 X = jnp.linspace(-1.0, 1.0, 16, dtype=jnp.float32).reshape(4, 4)
 # The trace counter: a module, so the traced functions read it through an
@@ -583,6 +584,144 @@ def test_reading_globals_through_globals_is_never_reused(tmp_path):
 
     _, _, _, _, st = _compare(tmp_path, scenario)
     assert st["trace_miss_reasons"]["reads-globals()"] == 2
+
+
+# ------------------------------------------------------------ found by a second review
+
+
+def test_sets_in_their_iteration_order(tmp_path):
+    def scenario():
+        out = []
+        for s in ({1.0, 9.0}, {9.0, 1.0}, frozenset({1.0, 9.0}), frozenset({9.0, 1.0})):
+            out.append(_bits(jax.jit(lambda x: jnp.stack([x[0] * k for k in s]))(X)))
+        return out
+
+    _compare(tmp_path, scenario)
+
+
+class Meta(type):
+    scale = 1.0
+
+
+class WithMeta(metaclass=Meta):
+    pass
+
+
+class CallDescriptor:
+    def g(self, x):
+        return x * 1.0
+
+    def h(self, x):
+        return x * 2.0
+
+    __call__ = functools.partialmethod(g)
+
+
+def test_metaclass_attributes_and_dunder_descriptors(tmp_path):
+    def scenario():
+        out = []
+        for v in (1.0, 1.0, 2.0):
+            Meta.scale = v
+            out.append(_bits(jax.jit(lambda x: x * WithMeta.scale)(X)))
+        Meta.scale = 1.0
+        for fn in (CallDescriptor.g, CallDescriptor.h):
+            CallDescriptor.__call__ = functools.partialmethod(fn)
+            c = CallDescriptor()
+            out.append(_bits(jax.jit(lambda x: c(x))(X)))
+        CallDescriptor.__call__ = functools.partialmethod(CallDescriptor.g)
+        return out
+
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    assert st["trace_hits"] == 1  # Meta.scale = 1.0 again
+
+
+def test_user_module_read_other_than_by_attribute_is_never_reused(tmp_path):
+    def local_import(x):
+        from tests.trace_mods import usercfg as m
+
+        return x * m.lr
+
+    def mk_closure():
+        m = usercfg
+        return lambda x: x * m.lr
+
+    def scenario():
+        out = []
+        for v in (1.0, 2.0):
+            usercfg.lr = v
+            for f in (
+                local_import,
+                mk_closure(),
+                lambda x: x * getattr(usercfg, "lr"),  # noqa: B009
+                lambda x: x * usercfg.__dict__["lr"],
+                lambda x: x * usercfg.lr,  # guarded: reused until it changes
+            ):
+                out.append(_bits(jax.jit(lambda x, f=f: f(x))(X)))
+        usercfg.lr = 1.0
+        return out
+
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    reasons = st["trace_miss_reasons"]
+    assert reasons["imports-user-module:tests.trace_mods"] == 2, reasons
+    assert reasons["captured-user-module:tests.trace_mods.usercfg"] == 2, reasons
+    assert reasons["user-module-escapes:usercfg"] == 4, reasons
+
+
+def test_settings_tracing_reads_outside_the_trace_context(tmp_path):
+    def scenario():
+        out = []
+        for impl in ("threefry2x32", "rbg", "threefry2x32"):
+            jax.config.update("jax_default_prng_impl", impl)
+            out.append(_bits(jax.jit(lambda x: jax.random.key_data(jax.random.PRNGKey(0)))(X)))
+        return out
+
+    try:
+        _, _, _, _, st = _compare(tmp_path, scenario)
+    finally:
+        jax.config.update("jax_default_prng_impl", "threefry2x32")
+    assert st["trace_hits"] == 1 and "trace-context-changed" in st["trace_miss_reasons"]
+
+
+def test_weakrefs_and_numpy_subclasses(tmp_path):
+    def scenario():
+        out = []
+
+        def make(k):
+            return lambda x: x * k
+
+        for k in (1.0, 2.0):
+            g = make(k)
+            r = weakref.ref(g)
+            out.append(_bits(jax.jit(lambda x: r()(x))(X)))
+        for mask in ([[0, 1], [1, 0]], [[1, 0], [0, 1]]):
+            m = np.ma.MaskedArray(np.ones((2, 2), np.float32), mask=mask)
+            out.append(_bits(jax.jit(lambda x: x[:2, :2] * m.filled(0.0))(X)))
+        return out
+
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    assert st["trace_miss_reasons"]["numpy-subclass:MaskedArray"] == 2
+
+
+def test_recorded_classes_are_bounded_by_the_memo(tmp_path):
+    """Methods hold their class and the class holds its methods: pcache's record of
+    a function's state must not keep either alive."""
+    refs = []
+    with pcache.enabled(tmp_path / "c", check=False):
+        for i in range(40):
+
+            @dataclasses.dataclass(frozen=True)
+            class Local:
+                n: float
+
+                def __call__(self, x):
+                    return x * self.n
+
+            refs.append(weakref.ref(Local))
+            jax.jit(Local(float(i)))(X)
+            del Local
+        _trace.MEMO.clear()
+        gc.collect()
+        assert sum(r() is not None for r in refs) == 0
 
 
 # ------------------------------------------------------------ control and soundness tools
