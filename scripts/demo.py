@@ -112,7 +112,8 @@ def main() -> None:
     for phase, r in runs.items():
         s = r["stats"]
         print(
-            f"{phase}: memory hits {s['memory_hits']}, disk hits {s['disk_hits']} "
+            f"{phase}: trace hits {s.get('trace_hits', 0)}, memory hits {s['memory_hits']}, "
+            f"disk hits {s['disk_hits']} "
             f"(preloaded {s.get('preload_hits', 0)}), misses {s['misses']}, "
             f"compiles {s['compiles']}, bytes written {s['bytes_written']}, "
             f"compile seconds saved {s['seconds_saved']:.2f}"
