@@ -33,6 +33,13 @@ def enable(
     check: bool | None = None,
     lock_stale: float | str | None = None,
     trace_reuse: bool | None = None,
+    remote: str | bool | None = None,
+    remote_secret_file: str | Path | None = None,
+    remote_namespace: str | None = None,
+    remote_read_only: bool | None = None,
+    remote_ttl: float | str | None = None,
+    remote_timeout: float | str | None = None,
+    remote_lease: float | str | None = None,
 ) -> Path:
     """Switch the cache on for this process; returns the cache directory.
 
@@ -66,6 +73,14 @@ def enable(
         callable traced before, so it is not traced again (default
         ``$JAX_PCACHE_TRACE_REUSE``, else on). Callables are equal when built
         from the same code with equal captured values; see the README.
+      remote: a Redis (or Valkey) URL, ``redis://host:port/db``, ``rediss://...``
+        or ``unix:///path/to/socket?db=0``: a remote tier shared by a fleet, behind
+        the local store (default ``$JAX_PCACHE_REMOTE``; ``False``: none). Needs a
+        fleet key: ``remote_secret_file`` (default ``$JAX_PCACHE_REMOTE_SECRET_FILE``),
+        a file only its owner may read. ``remote_namespace``, ``remote_read_only``,
+        ``remote_ttl``, ``remote_timeout`` and ``remote_lease`` default to the
+        ``JAX_PCACHE_REMOTE_*`` variables of the same names; see the README's
+        "Fleet" section.
 
     Calling it again replaces the previous configuration.
     """
@@ -80,6 +95,13 @@ def enable(
         preload=preload,
         check=check,
         trace_reuse=trace_reuse,
+        remote=remote,
+        remote_secret_file=remote_secret_file,
+        remote_namespace=remote_namespace,
+        remote_read_only=remote_read_only,
+        remote_ttl=remote_ttl,
+        remote_timeout=remote_timeout,
+        remote_lease=remote_lease,
     )
     return _enable(settings)
 
@@ -153,8 +175,10 @@ def stats() -> dict[str, Any]:
     """Counters of this process: memory_hits, disk_hits, misses, compiles, bypasses
     (and ``bypass_reasons``), evictions, errors (and ``error_causes``), bytes_read,
     bytes_written, seconds_saved, trace_hits and trace_misses (and
-    ``trace_miss_reasons``: why a jit call was traced), plus the memory tier's size
-    and the trace memo's."""
+    ``trace_miss_reasons``: why a jit call was traced), the remote tier's
+    (``remote_hits``, ``remote_misses``, ...; ``remote``: its URL, namespace and
+    state), ``tiers`` (hits, misses, bytes and errors of each tier), plus the
+    memory tier's size and the trace memo's."""
     rt = _RUNTIME
     if rt is None:
         return {"enabled": False}
@@ -167,6 +191,7 @@ def stats() -> dict[str, Any]:
         memory_max_bytes=rt.memory.max_bytes,
         trace_entries=len(_trace.MEMO),
         trace_bytes=_trace.MEMO.bytes,
+        remote=rt.remote_info(),
     )
     return out
 

@@ -41,7 +41,7 @@ import zstandard
 
 from pcache._config import Layout
 from pcache._errors import PcacheError
-from pcache._signing import ENTRY_FORMAT, Signer
+from pcache._signing import ENTRY_FORMAT, Signer, read_key_file
 
 MAGIC = b"PCACHE-BUNDLE\r\n\x1a"  # 16 bytes; \r\n and ^Z catch text-mode copies
 BUNDLE_FORMAT = 1
@@ -52,7 +52,6 @@ _SOURCE_ONLY = ("hmac", "head_hmac", "format")
 #: A manifest larger than this is refused before it is read (a bundle of 100,000
 #: entries has a manifest of about 100 MB).
 MAX_MANIFEST_BYTES = 256 << 20
-MIN_KEY_BYTES = 16
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -136,20 +135,10 @@ Progress = Callable[[str, int, int, int, int], None]  # (phase, done, total, byt
 
 def read_key(path: str | os.PathLike) -> bytes:
     """A signing key file: at least 16 bytes, readable by its owner only."""
-    p = Path(path)
     try:
-        st = p.stat()
-        data = p.read_bytes()
-    except OSError as exc:
-        raise BundleError(f"signing key {p}: {exc.strerror or exc}") from exc
-    if st.st_mode & 0o077:
-        raise BundleError(
-            f"signing key {p} is readable by others (mode {st.st_mode & 0o777:o}); "
-            f"chmod 600 it first"
-        )
-    if len(data.strip()) < MIN_KEY_BYTES:
-        raise BundleError(f"signing key {p} is shorter than {MIN_KEY_BYTES} bytes")
-    return data.strip()
+        return read_key_file(path)
+    except PcacheError as exc:
+        raise BundleError(str(exc).replace("key file", "signing key", 1)) from exc.__cause__
 
 
 # ------------------------------------------------------------------------ export

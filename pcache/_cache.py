@@ -19,6 +19,7 @@ JAX-free. A store that cannot be written is used read-only (hits only,
 from __future__ import annotations
 
 import atexit
+import contextlib
 import errno
 import hashlib
 import logging
@@ -60,6 +61,9 @@ __all__ = ["ENTRY_FORMAT", "SIGNED_EXTRA", "Compiled", "NoStore", "Runtime"]
 
 #: Store counters that name why programs are not cached (`pcache stats` lists them).
 BYPASS_PREFIX = "bypass:"
+#: What a remote entry's metadata may give the local store (`pcache.store.META_KEYS`).
+_META_KEYS = ("backend", "device_kind", "jax_version", "jaxlib_version", "function_name")
+_META_KEYS += ("compile_seconds",)
 NONPERSISTENT_PREFIX = "nonpersistent:"
 
 
@@ -114,6 +118,8 @@ class Runtime:
         self.store = self._open_store(layout.store, settings.max_disk_bytes)
         self.read_only = self.store.read_only
         self.flight = self._open_flight(layout.locks)
+        self.remote_off_reason = ""
+        self.remote = self._open_remote(settings.remote)
         self.preload_limit = preload = settings.preload
         self._preloaders: dict[str, Preloader] = {}  # working-set name -> its preloader
         self._preload_started: set[str] = set()
@@ -166,6 +172,85 @@ class Runtime:
             return None  # read-only: nothing is compiled into the store anyway
         return Flight(locks_dir, timeout=self.lock_timeout, stale=self.lock_stale)
 
+    def _open_remote(self, config: Any) -> Any | None:
+        """The remote tier (`pcache._remote.Remote`), or None: not configured, or
+        configured without a usable fleet key (logged once, naming the variable)."""
+        if config is None:
+            return None
+        from pcache import _remote
+
+        try:
+            key = _remote.read_fleet_key(config.secret_file)
+            return _remote.Remote(config, key, report=self._remote_report)
+        except Exception as exc:  # a bad fleet key or URL: local caching goes on
+            self.remote_off_reason = str(exc)
+            self.stats.error("remote settings")
+            self.stats.add("remote_errors")
+            logger.warning(
+                "pcache: the remote tier %s is off (%s); caching locally only",
+                _remote.redact(config.url),
+                exc,
+            )
+            return None
+
+    def remote_info(self) -> dict[str, Any] | None:
+        """The remote tier's URL (no password), namespace and state, for stats."""
+        rem = self.remote
+        if rem is None:
+            cfg = self.settings.remote
+            if cfg is None:
+                return None
+            from pcache._remote import redact
+
+            return {"url": redact(cfg.url), "state": "off", "reason": self.remote_off_reason}
+        return {
+            "url": rem.url,
+            "namespace": rem.config.namespace,
+            "prefix": rem.prefix,
+            "key_id": rem.key_id,
+            "state": rem.state,
+            "reason": rem.state_reason,
+        }
+
+    def _remote_report(self, what: str, cause: str, exc: BaseException | None) -> None:
+        """What the remote tier reports: a failed command (it is off, or read-only
+        when full, from now on) or a failed writer job. Counted and logged once per
+        cause; never raised (it may come from the writer thread)."""
+        self.stats.add("remote_errors")
+        self.stats.error(cause)
+        self._bump({"remote_errors": 1})
+        rem = self.remote
+        if cause == "remote full":
+            message = (
+                "pcache: the remote tier %s is full (%s: %s); reading from it only for the "
+                "rest of this process"
+            )
+        elif cause == "remote unavailable":
+            message = (
+                "pcache: the remote tier %s failed (%s: %s); it is off for the rest of this "
+                "process, the local cache keeps working"
+            )
+        else:
+            self._log_once(
+                cause,
+                exc or RuntimeError(what),
+                "pcache: %s failed (%s: %s); the cache itself is unaffected",
+            )
+            return
+        tag = f"{cause}:"
+        with self._warn_lock:
+            first = tag not in self._warned
+            self._warned.add(tag)
+        (logger.warning if first else logger.debug)(
+            message, rem.url if rem else "?", type(exc).__name__, exc
+        )
+
+    def _remote_error(self, cause: str, exc: BaseException) -> None:
+        """A failure of pcache's own around the remote tier (not the server's)."""
+        self.stats.add("remote_errors")
+        self._bump({"remote_errors": 1})
+        self.error(cause, exc)
+
     def _reset_locks_after_fork(self) -> None:
         # The preload threads and the save timer do not exist in the child. A child
         # neither preloads nor saves working sets: it would start the parent's
@@ -192,6 +277,14 @@ class Runtime:
         for pre in preloaders:
             pre.stop(timeout=join_timeout)
         self._working_sets.save()
+        rem = getattr(self, "remote", None)
+        if rem is not None and not self._forked:
+            bound = max(30.0, 10 * rem.config.timeout)
+            if not rem.flush(bound):
+                self.background_error(
+                    "remote write at exit",
+                    TimeoutError(f"writes to {rem.url} still pending after {bound:.0f} s"),
+                )
 
     def save_working_sets(self) -> None:
         """Write this run's working sets now (they are saved shortly after they grow,
@@ -202,6 +295,9 @@ class Runtime:
         self._at_exit(join_timeout=10.0)
         self.release_preloaded()
         self.memory.clear()
+        if self.remote is not None:
+            with contextlib.suppress(Exception):
+                self.remote.client.close()
         try:
             self.store.close()
         except Exception as exc:  # closing must not break interpreter shutdown
@@ -326,6 +422,10 @@ class Runtime:
         exe = self._take_preloaded(key, accept)
         if exe is None:
             exe = self._load_from_store(key, load)
+        if exe is None:
+            self.stats.add("local_misses")
+            if self.remote is not None:
+                exe, _ = self._load_from_remote(key.digest, load, key)
         if exe is not None and working_set is not None:
             self._working_sets.add(working_set, digest)
         return exe
@@ -508,6 +608,135 @@ class Runtime:
         self._memory_put(digest, exe, len(raw))
         return exe
 
+    # -- the remote tier ------------------------------------------------------
+
+    def _load_from_remote(
+        self, digest: str, load: LoadFn, key: CacheKey | None = None, recheck: bool = False
+    ) -> tuple[Any | None, str]:
+        """The remote tier's entry ``digest``, verified, loaded and copied into the
+        local store; or ``(None, why)`` (missing, tampered, foreign-key, ...).
+        ``recheck``: the lookup before already counted it missing."""
+        rem = self.remote
+        if rem is None or not rem.readable:
+            return None, "off"
+        t0 = time.perf_counter()
+        try:
+            got = rem.get(digest)
+        except Exception as exc:
+            self._remote_error("remote read", exc)
+            return None, "error"
+        if got.raw is None:
+            if not recheck:  # the second look of one miss is not counted again
+                self.stats.remote_miss(got.miss)
+                self._bump({"remote_misses": 1})
+            if got.miss == "foreign-key":
+                self._remote_report_entry("remote fleet key", got.detail, count=not recheck)
+            elif got.miss == "tampered":
+                self._remote_report_entry("remote entry signature", got.detail, count=not recheck)
+            return None, got.miss
+        head = got.head
+        try:
+            if key is not None:
+                self._check_key_parts(key, head)
+            exe = load(got.raw, head.extra.get("replay"))
+        except CheckError:
+            raise
+        except Exception as exc:
+            self._remote_error("remote load", exc)
+            return None, "unloadable"
+        load_s = time.perf_counter() - t0
+        n = len(got.raw)
+        saved = max(0.0, float(head.meta.get("compile_seconds") or 0.0) - load_s)
+        self.stats.add("remote_hits")
+        self.stats.add("remote_bytes_read", n)
+        self.stats.add("seconds_saved", saved)
+        _record_event("/pcache/remote_hits")
+        self._bump({"remote_hits": 1, "remote_bytes_read": n, "seconds_saved": saved})
+        if key is not None:
+            self._memory_put(digest, exe, n)
+        meta = {k: v for k, v in head.meta.items() if k in _META_KEYS}
+        self._write(digest, got.raw, {**meta, "extra": dict(head.extra)})
+        return exe, ""
+
+    def _remote_report_entry(self, cause: str, detail: str, count: bool = True) -> None:
+        """A remote entry this host will not load: counted, logged once per cause."""
+        if count:
+            self.stats.add("remote_errors")
+            self.stats.error(cause)
+            self._bump({"remote_errors": 1})
+        if cause == "remote fleet key":
+            text = (
+                "pcache: remote entries are signed with another fleet key (%s): check "
+                "JAX_PCACHE_REMOTE_SECRET_FILE; compiling here, and not overwriting them"
+            )
+        else:
+            text = (
+                "pcache: a remote entry failed verification (%s): it was written without "
+                "the fleet key or altered; not loaded, compiling here and replacing it"
+            )
+        (logger.warning if self._first(f"{cause}:") else logger.debug)(text, detail)
+
+    def _remote_claim(self, digest: str) -> Any | None:
+        """The fleet-wide lease for ``digest`` (`pcache._remote.Lease`), after waiting
+        for a live holder on another host; None without a writable remote."""
+        rem = self.remote
+        if rem is None or not rem.writable:
+            return None
+        try:
+            lease = rem.claim(digest)
+        except Exception as exc:
+            self._remote_error("remote lease", exc)
+            return None
+        if lease.waited:
+            self.stats.add("remote_lease_waits")
+        if lease.took_over:
+            self.stats.add("remote_takeovers")
+        if lease.outcome == "timeout":
+            self._remote_error(
+                "remote lease",
+                TimeoutError(
+                    f"the host compiling {digest[:12]} has not stored it in "
+                    f"{rem.config.wait:.0f} s; compiling it here too"
+                ),
+            )
+        return lease
+
+    def _remote_put(
+        self, digest: str, raw: bytes, meta: dict[str, Any], lease: Any, miss: str
+    ) -> None:
+        """Write a compiled entry to the remote tier on its writer thread, then
+        release ``lease`` (other hosts wait for the entry, not for the release)."""
+        rem = self.remote
+        if rem is None:
+            return
+        if miss == "foreign-key" or not rem.writable:  # never overwrite another key's
+            if lease is not None:
+                self._remote_release(lease)
+            return
+
+        def job() -> None:
+            try:
+                n = rem.put(digest, raw, meta, replace=miss in ("tampered", "incomplete"))
+                if n:
+                    self.stats.add("remote_writes")
+                    self.stats.add("remote_bytes_written", n)
+                    self._bump({"remote_writes": 1, "remote_bytes_written": n})
+            except Exception as exc:
+                self.stats.add("remote_errors")
+                self.background_error("remote write", exc)
+            finally:
+                if lease is not None:
+                    self._remote_release(lease)
+
+        rem.submit(job)
+
+    def _remote_release(self, lease: Any) -> None:
+        try:
+            self.remote.release(lease)
+        except Exception as exc:
+            self.stats.add("remote_errors")
+            self.background_error("remote lease", exc)
+
     def _check_key_parts(self, key: CacheKey, entry) -> None:
         """``JAX_PCACHE_CHECK``: an entry loaded for ``key`` was stored under the same
         key parts as this lookup computed (from scratch, in that mode)."""
@@ -579,21 +808,52 @@ class Runtime:
             if exe is not None:  # e.g. AOT .compile(compiler_options=...) keyed anew
                 return exe
             ticket = self._claim(digest)
-            if ticket is None:
-                return self._compile_and_fill(key, compile_fn, meta)[0]
             try:
                 # Whoever held the lock before us has probably stored the result;
                 # one indexed read is nothing next to a compile. (`in` first: the
                 # lookup before the lock already counted this miss in the store.)
-                exe = self._load_from_store(key, load) if self._stored(key.digest) else None
-                if exe is not None:
-                    return exe
-                exe, stored = self._compile_and_fill(key, compile_fn, meta)
-                if stored:
+                if ticket is not None and self._stored(digest):
+                    exe = self._load_from_store(key, load)
+                    if exe is not None:
+                        return exe
+                exe, stored = self._fleet_compile(
+                    digest,
+                    lambda lease, miss: self._compile_and_fill(key, compile_fn, meta, lease, miss),
+                    lambda: self._load_from_remote(digest, load, key, recheck=True),
+                )
+                if stored and ticket is not None:
                     ticket.done()
                 return exe
             finally:
-                ticket.release()
+                if ticket is not None:
+                    ticket.release()
+
+    def _fleet_compile(
+        self,
+        digest: str,
+        compile_and_fill: Callable[[Any, str], tuple[Any, bool]],
+        from_remote: Callable[[], tuple[Any | None, str]],
+    ) -> tuple[Any, bool]:
+        """Compile ``digest`` once for the fleet: take its remote lease (or wait for
+        the host holding it and load what it stored), compile, and hand the lease
+        to the remote write. ``compile_and_fill(lease, why_missed)`` compiles and
+        fills the tiers; returns (value, stored locally)."""
+        if self.remote is None:
+            return compile_and_fill(None, "")
+        lease = self._remote_claim(digest)
+        handed = False
+        try:
+            miss = "missing"
+            if lease is not None and lease.outcome in ("held", "ready"):
+                # Held: whoever held it before stored the entry, or nobody did.
+                value, miss = from_remote()
+                if value is not None:
+                    return value, True
+            handed = lease is not None and lease.held
+            return compile_and_fill(lease if handed else None, miss)
+        finally:
+            if lease is not None and lease.held and not handed:
+                self._remote_release(lease)
 
     def _claim(self, digest: str) -> Any | None:
         """The single-flight ticket for ``digest`` (`_flight.Ticket`), after waiting
@@ -621,11 +881,23 @@ class Runtime:
         return ticket
 
     def _compile_and_fill(
-        self, key: CacheKey, compile_fn: Callable[[], Compiled], meta: dict[str, Any]
+        self,
+        key: CacheKey,
+        compile_fn: Callable[[], Compiled],
+        meta: dict[str, Any],
+        lease: Any = None,
+        remote_miss: str = "",
     ) -> tuple[Any, bool]:
-        """Compile, fill both tiers; returns (executable, whether it was stored)."""
+        """Compile, fill the tiers; returns (executable, whether it was stored
+        locally). ``lease``: the remote lease, released once the remote write is
+        done (or at once if nothing is written)."""
         digest = key.digest
-        compiled = compile_fn()
+        try:
+            compiled = compile_fn()
+        except BaseException:
+            if lease is not None:
+                self._remote_release(lease)
+            raise
         self.stats.add("compiles")
         nbytes = len(compiled.serialized) if compiled.serialized is not None else 1 << 20
         if compiled.keep_in_memory:
@@ -633,10 +905,14 @@ class Runtime:
             self._memory_put(digest, kept, nbytes)
         if key.persistent and compiled.serialized is not None:
             meta = {**meta, "compile_seconds": compiled.compile_seconds}
-            stored = self._write(
-                digest, compiled.serialized, meta, key_parts=[list(p) for p in key.parts]
-            )
+            key_parts = [list(p) for p in key.parts]
+            stored = self._write(digest, compiled.serialized, meta, key_parts=key_parts)
+            if self.remote is not None:
+                full = {**meta, "extra": {**meta.get("extra", {}), "key_parts": key_parts}}
+                self._remote_put(digest, compiled.serialized, full, lease, remote_miss)
             return compiled.executable, stored
+        if lease is not None:
+            self._remote_release(lease)
         return compiled.executable, False
 
     def _thread_lock(self, digest: str) -> _KeyedLock:
@@ -645,12 +921,20 @@ class Runtime:
     # -- JAX's HLO-level cache interface (pmap, eager, what the jit seam misses) --
 
     def hlo_get(self, key: str) -> bytes | None:
-        got = self._read_verified("hlo-" + key, lambda raw, _replay: raw)
+        digest = "hlo-" + key
+        got = self._read_verified(digest, lambda raw, _replay: raw)
+        if got is None and self.remote is not None:
+            raw, _ = self._load_from_remote(digest, lambda raw, _replay: raw)
+            got = None if raw is None else (raw,)
         self.stats.add("hlo_hits" if got is not None else "hlo_misses")
         return None if got is None else got[0]
 
     def hlo_put(self, key: str, value: bytes, meta: dict[str, Any]) -> None:
-        self._write("hlo-" + key, value, meta, seam="hlo")
+        digest = "hlo-" + key
+        self._write(digest, value, meta, seam="hlo")
+        if self.remote is not None:
+            full = {**meta, "extra": {**meta.get("extra", {}), "seam": "hlo"}}
+            self._remote_put(digest, value, full, None, "")
 
     def hlo_compile_through(
         self,
@@ -659,8 +943,8 @@ class Runtime:
         load: Callable[[bytes], Any],
         meta: Callable[[], dict[str, Any]],
     ) -> Any:
-        """A miss of the HLO-level seam, with single-flight across threads and
-        processes as for the jit seam: whoever holds the key's lock compiles and
+        """A miss of the HLO-level seam, with single-flight across threads, processes
+        and hosts as for the jit seam: whoever holds the key's lock compiles and
         stores (``compile_fn() -> (executable, bytes or None)``); the others wait
         and ``load`` what it stored."""
         digest = "hlo-" + key
@@ -674,16 +958,42 @@ class Runtime:
                     if got is not None:
                         self.stats.add("hlo_hits")
                         return got[0]
-                exe, raw = compile_fn()  # a compile error is the program's: it propagates
-                self.stats.add("hlo_compiles")
-                try:
-                    entry_meta = meta() if raw is not None else None
-                except Exception as exc:
-                    self.error("hlo store", exc)
-                    entry_meta = None
-                if entry_meta is not None and self._write(digest, raw, entry_meta, seam="hlo"):
-                    if ticket is not None:
-                        ticket.done()
+
+                def compile_and_fill(lease: Any, miss: str) -> tuple[Any, bool]:
+                    try:
+                        # A compile error is the program's: it propagates.
+                        exe, raw = compile_fn()
+                    except BaseException:
+                        if lease is not None:
+                            self._remote_release(lease)
+                        raise
+                    self.stats.add("hlo_compiles")
+                    try:
+                        entry_meta = meta() if raw is not None else None
+                    except Exception as exc:
+                        self.error("hlo store", exc)
+                        entry_meta = None
+                    stored = entry_meta is not None and self._write(
+                        digest, raw, entry_meta, seam="hlo"
+                    )
+                    if entry_meta is not None and self.remote is not None:
+                        extra = {**entry_meta.get("extra", {}), "seam": "hlo"}
+                        self._remote_put(digest, raw, {**entry_meta, "extra": extra}, lease, miss)
+                    elif lease is not None:
+                        self._remote_release(lease)
+                    return exe, stored
+
+                def from_remote() -> tuple[Any | None, str]:
+                    exe, why = self._load_from_remote(
+                        digest, lambda raw, _replay: load(raw), recheck=True
+                    )
+                    if exe is not None:
+                        self.stats.add("hlo_hits")
+                    return exe, why
+
+                exe, stored = self._fleet_compile(digest, compile_and_fill, from_remote)
+                if stored and ticket is not None:
+                    ticket.done()
                 return exe
             finally:
                 if ticket is not None:

@@ -16,6 +16,7 @@ import stat
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pcache._errors import PcacheError
 
@@ -180,6 +181,8 @@ class Settings:
     preload: int
     check: bool
     trace_reuse: bool = True
+    #: The remote tier (`pcache._remote.RemoteConfig`), None when there is none.
+    remote: Any = None
 
     @property
     def layout(self) -> Layout:
@@ -199,6 +202,13 @@ class Settings:
         preload: int | str | None = None,
         check: bool | None = None,
         trace_reuse: bool | None = None,
+        remote: str | bool | None = None,
+        remote_secret_file: str | os.PathLike | None = None,
+        remote_namespace: str | None = None,
+        remote_read_only: bool | None = None,
+        remote_ttl: float | str | None = None,
+        remote_timeout: float | str | None = None,
+        remote_lease: float | str | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> Settings:
         env = read_env(environ)
@@ -213,6 +223,34 @@ class Settings:
         if max_memory_bytes is _UNSET:
             max_memory_bytes = pick(None, env.max_memory, DEFAULT_MAX_MEMORY)
         directory = Path(path).expanduser() if path is not None else default_cache_dir(environ)
+        lock_timeout_s = parse_age(pick(lock_timeout, env.lock_timeout, DEFAULT_LOCK_TIMEOUT))
+        url = env.remote if remote is None else (remote or None)
+        remote_config = None
+        if url is not None:
+            if not isinstance(url, str):
+                raise ConfigError(f"remote: expected a redis:// URL or False, got {url!r}")
+            from pcache import _remote
+
+            secret_file = pick(remote_secret_file, env.remote_secret_file, None)
+            ttl = parse_age(pick(remote_ttl, env.remote_ttl, 0))
+            remote_config = _remote.RemoteConfig(
+                url=url,
+                secret_file=None if secret_file is None else os.fspath(secret_file),
+                namespace=str(pick(remote_namespace, env.remote_namespace, "default")),
+                read_only=bool(pick(remote_read_only, env.remote_read_only, False)),
+                ttl=ttl or None,
+                timeout=parse_age(
+                    pick(remote_timeout, env.remote_timeout, _remote.DEFAULT_TIMEOUT)
+                ),
+                lease=parse_age(pick(remote_lease, env.remote_lease, _remote.DEFAULT_LEASE)),
+                wait=lock_timeout_s,
+            )
+            if not _remote.NAMESPACE_RE.match(remote_config.namespace):
+                raise ConfigError(
+                    f"remote namespace {remote_config.namespace!r}: use 1-64 of A-Z a-z 0-9 . _ -"
+                )
+            if remote_config.timeout <= 0 or remote_config.lease <= 0:
+                raise ConfigError("remote timeout and lease must be positive")
         return cls(
             path=directory.resolve(),
             max_disk_bytes=None if max_disk_bytes is None else parse_size(max_disk_bytes),
@@ -220,12 +258,13 @@ class Settings:
                 UNBOUNDED if max_memory_bytes is None else parse_size(max_memory_bytes)
             ),
             raise_errors=bool(pick(raise_errors, env.raise_errors, False)),
-            lock_timeout=parse_age(pick(lock_timeout, env.lock_timeout, DEFAULT_LOCK_TIMEOUT)),
+            lock_timeout=lock_timeout_s,
             lock_stale=parse_age(pick(lock_stale, env.lock_stale, DEFAULT_LOCK_STALE)),
             explain=bool(pick(explain, env.explain, False)),
             preload=parse_count(pick(preload, env.preload, DEFAULT_PRELOAD)),
             check=bool(pick(check, env.check, False)),
             trace_reuse=bool(pick(trace_reuse, env.trace_reuse, True)),
+            remote=remote_config,
         )
 
 
@@ -244,6 +283,13 @@ class EnvSettings:
     check: bool = False
     lock_stale: float | None = None
     trace_reuse: bool | None = None
+    remote: str | None = None
+    remote_secret_file: str | None = None
+    remote_namespace: str | None = None
+    remote_read_only: bool | None = None
+    remote_ttl: float | None = None
+    remote_timeout: float | None = None
+    remote_lease: float | None = None
 
 
 ENV_VARS = {
@@ -265,6 +311,30 @@ ENV_VARS = {
     "JAX_PCACHE_TRACE_REUSE": (
         "serve a re-created jit(grad(f)), lambda, partial or nested def the trace of an equal "
         f"callable traced before ({BOOL_FORMS}); default on"
+    ),
+    "JAX_PCACHE_REMOTE": (
+        "a shared remote tier behind the local store: redis://host:port/db, rediss://... or "
+        "unix:///path/to/socket?db=0 (Redis or Valkey); one compile per program across a fleet"
+    ),
+    "JAX_PCACHE_REMOTE_SECRET_FILE": (
+        "the fleet key that signs remote entries: a file of at least 16 random bytes only its "
+        "owner may read (without it the remote tier is off)"
+    ),
+    "JAX_PCACHE_REMOTE_NAMESPACE": (
+        "keeps fleets apart in one Redis (1-64 of A-Z a-z 0-9 . _ -); default 'default'"
+    ),
+    "JAX_PCACHE_REMOTE_READ_ONLY": f"read the remote tier, never write it ({BOOL_FORMS})",
+    "JAX_PCACHE_REMOTE_TTL": (
+        f"expire remote entries unused for this long ({AGE_FORMS}); default: never (Redis's "
+        "maxmemory policy evicts)"
+    ),
+    "JAX_PCACHE_REMOTE_TIMEOUT": (
+        f"per-command and connect timeout of the remote tier ({AGE_FORMS}); default 2s; a "
+        "remote that fails or times out is off for the rest of the process"
+    ),
+    "JAX_PCACHE_REMOTE_LEASE": (
+        "how long a host's claim on compiling a program lasts without renewal (renewed while "
+        f"it compiles; a dead host's expires) ({AGE_FORMS}); default 30s"
     ),
     "JAX_PCACHE_PRELOAD": (
         "how many executables of this program's previous run to load on a background thread "
@@ -308,7 +378,26 @@ def read_env(environ: Mapping[str, str] | None = None) -> EnvSettings:
         trace_reuse=get(
             "JAX_PCACHE_TRACE_REUSE", lambda v: parse_bool(v, "JAX_PCACHE_TRACE_REUSE")
         ),
+        remote=get("JAX_PCACHE_REMOTE", _remote_url),
+        remote_secret_file=get("JAX_PCACHE_REMOTE_SECRET_FILE", str),
+        remote_namespace=get("JAX_PCACHE_REMOTE_NAMESPACE", str.strip),
+        remote_read_only=get(
+            "JAX_PCACHE_REMOTE_READ_ONLY", lambda v: parse_bool(v, "JAX_PCACHE_REMOTE_READ_ONLY")
+        ),
+        remote_ttl=get("JAX_PCACHE_REMOTE_TTL", parse_age),
+        remote_timeout=get("JAX_PCACHE_REMOTE_TIMEOUT", parse_age),
+        remote_lease=get("JAX_PCACHE_REMOTE_LEASE", parse_age),
     )
+
+
+def _remote_url(text: str) -> str:
+    text = text.strip()
+    if text.split("://", 1)[0] not in ("redis", "rediss", "unix") or "://" not in text:
+        raise ConfigError(
+            f"invalid remote {text.split('@')[-1]!r}; expected redis://host:port/db, "
+            "rediss://host:port/db or unix:///path/to/socket?db=0"
+        )
+    return text
 
 
 # The variables XLA reads its flags from, once, when the backends start.

@@ -97,6 +97,30 @@ class Signer:
             )
 
 
+# ----------------------------------------------------------------------- key files
+
+MIN_KEY_BYTES = 16
+
+
+def read_key_file(path: str | os.PathLike) -> bytes:
+    """A key file given by the user (a bundle's signing key, the fleet key): at
+    least `MIN_KEY_BYTES` bytes (surrounding whitespace ignored), readable by its
+    owner only; `PcacheError` naming what is wrong."""
+    p = Path(path)
+    try:
+        st = p.stat()
+        data = p.read_bytes()
+    except OSError as exc:
+        raise PcacheError(f"key file {p}: {exc.strerror or exc}") from exc
+    if st.st_mode & 0o077:
+        raise PcacheError(
+            f"key file {p} is readable by others (mode {st.st_mode & 0o777:o}); chmod 600 it first"
+        )
+    if len(data.strip()) < MIN_KEY_BYTES:
+        raise PcacheError(f"key file {p} is shorter than {MIN_KEY_BYTES} bytes")
+    return data.strip()
+
+
 # ----------------------------------------------------------------------- the secret
 
 

@@ -27,6 +27,15 @@ _COUNTERS = (
     "nonpersistent",
     "trace_hits",
     "trace_misses",
+    "local_misses",
+    "remote_hits",
+    "remote_misses",
+    "remote_bytes_read",
+    "remote_bytes_written",
+    "remote_writes",
+    "remote_errors",
+    "remote_lease_waits",
+    "remote_takeovers",
 )
 
 
@@ -40,6 +49,7 @@ class Stats:
         self._local: collections.Counter[str] = collections.Counter()
         self._errors: collections.Counter[str] = collections.Counter()
         self._trace: collections.Counter[str] = collections.Counter()
+        self._remote_miss: collections.Counter[str] = collections.Counter()
 
     def add(self, name: str, n: float = 1) -> None:
         with self._lock:
@@ -68,6 +78,11 @@ class Stats:
                 reason = "other"
             self._trace[reason] += 1
 
+    def remote_miss(self, reason: str) -> None:
+        with self._lock:
+            self._c["remote_misses"] += 1
+            self._remote_miss[reason] += 1
+
     def error(self, cause: str) -> None:
         with self._lock:
             self._c["errors"] += 1
@@ -80,6 +95,25 @@ class Stats:
             out["nonpersistent_reasons"] = dict(self._local)
             out["error_causes"] = dict(self._errors)
             out["trace_miss_reasons"] = dict(self._trace)
+            out["remote_miss_reasons"] = dict(self._remote_miss)
+        c = out
+        out["tiers"] = {
+            "memory": {"hits": c["memory_hits"]},
+            "local": {
+                "hits": c["disk_hits"],
+                "misses": c["local_misses"],
+                "bytes_read": c["bytes_read"],
+                "bytes_written": c["bytes_written"],
+                "errors": c["errors"] - c["remote_errors"],
+            },
+            "remote": {
+                "hits": c["remote_hits"],
+                "misses": c["remote_misses"],
+                "bytes_read": c["remote_bytes_read"],
+                "bytes_written": c["remote_bytes_written"],
+                "errors": c["remote_errors"],
+            },
+        }
         return out
 
     def reset(self) -> None:
@@ -89,3 +123,4 @@ class Stats:
             self._local.clear()
             self._errors.clear()
             self._trace.clear()
+            self._remote_miss.clear()

@@ -12,6 +12,7 @@ Modelled on the maintenance commands of ccache and sccache (``ccache -s``, ``-c`
     pcache export BUNDLE [filters]   entries (and working sets) into one file
     pcache import BUNDLE             a bundle's entries, re-signed for this directory
     pcache env                       the JAX_PCACHE_* environment variables
+    pcache remote ping|stats|gc      the fleet's remote tier (Redis)
 
 Sizes and ages are parsed only by :mod:`pcache._config`; a malformed one is a
 usage error (exit 2) naming the accepted forms.  Errors of the store become a
@@ -555,6 +556,10 @@ def _stats_data(store: Store, directory: Path, limit: int, top: int) -> dict[str
             for r, n in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
         ]
     counters = {k: v for k, v in counters.items() if not k.startswith((_BYPASS, _NONPERSISTENT))}
+    remote = {
+        name: counters.pop(f"remote_{name}", 0)
+        for name in ("hits", "misses", "bytes_read", "bytes_written", "writes", "errors")
+    }
     fn_rows = list(functions.values())
     return {
         "directory": str(directory),
@@ -583,6 +588,10 @@ def _stats_data(store: Store, directory: Path, limit: int, top: int) -> dict[str
         ],
         "bypass_reasons": reasons[_BYPASS],
         "nonpersistent_reasons": reasons[_NONPERSISTENT],
+        "tiers": {
+            "local": {"hits": hits, "misses": misses},
+            "remote": remote,
+        },
     }
 
 
@@ -645,6 +654,16 @@ def stats(ctx: click.Context, max_size: int | None, top: int, as_json: bool) -> 
         ("Compile time saved", f"{_seconds(data['compile_seconds_saved'])} (hits x compile time)"),
     ]
     lines += [_counter_line(k, v) for k, v in data["counters"].items()]
+    rem = data["tiers"]["remote"]
+    if any(rem.values()):
+        lines.append(
+            (
+                "Remote tier",
+                f"{rem['hits']:g} hits / {rem['misses']:g} misses, "
+                f"{format_size(rem['bytes_read'])} read, {rem['writes']:g} writes "
+                f"({format_size(rem['bytes_written'])}), {rem['errors']:g} errors",
+            )
+        )
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         click.echo(f"{k.ljust(width)}  {v}")
@@ -1204,6 +1223,174 @@ def import_(
     )
     for reason, n in sorted(result.skipped.items()):
         click.echo(f"Skipped {n}: {reason}")
+
+
+# -- remote ---------------------------------------------------------------------------------
+
+
+@cli.group()
+@click.option(
+    "--url",
+    envvar="JAX_PCACHE_REMOTE",
+    help="The remote tier: redis://host:port/db, rediss://... or unix:///path?db=0 "
+    "[default: $JAX_PCACHE_REMOTE]",
+)
+@click.pass_context
+def remote(ctx: click.Context, url: str | None) -> None:
+    """The remote tier a fleet shares (Redis or Valkey): ping, stats, gc.
+
+    \b
+    Examples:
+        pcache remote --url redis://cache:6379/0 ping
+        pcache remote stats --json
+        pcache remote gc --older-than 14d --other-formats
+    """
+    if not url:
+        raise click.UsageError("no remote: pass --url or set JAX_PCACHE_REMOTE")
+    ctx.obj = (ctx.find_object(_State), url)
+
+
+@contextlib.contextmanager
+def _remote_client(ctx: click.Context) -> Iterator[Any]:
+    from pcache import _remote
+
+    _, url = ctx.obj
+    try:
+        timeout = _settings_remote_timeout()
+        client = _remote.connect(url, timeout)
+    except _remote.RemoteError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        yield client
+    except Exception as exc:
+        import redis
+
+        if isinstance(exc, (redis.RedisError, OSError)):
+            raise click.ClickException(
+                f"remote {_remote.redact(url)}: {type(exc).__name__}: {exc}"
+            ) from exc
+        raise
+    finally:
+        client.close()
+
+
+def _settings_remote_timeout() -> float:
+    from pcache._remote import DEFAULT_TIMEOUT
+
+    raw = os.environ.get("JAX_PCACHE_REMOTE_TIMEOUT")
+    try:
+        return parse_age(raw) if raw else DEFAULT_TIMEOUT
+    except ConfigError as exc:
+        raise click.UsageError(f"JAX_PCACHE_REMOTE_TIMEOUT: {exc}") from None
+
+
+@remote.command()
+@json_option
+@click.pass_context
+def ping(ctx: click.Context, as_json: bool) -> None:
+    """Check that the remote answers; print its round trip and version."""
+    from pcache._remote import redact
+
+    with _remote_client(ctx) as client:
+        t0 = time.perf_counter()
+        client.ping()
+        rtt = time.perf_counter() - t0
+        version = client.info("server").get("redis_version", "?")
+    data = {"url": redact(ctx.obj[1]), "round_trip_seconds": rtt, "server_version": version}
+    if as_json:
+        _echo_json(data)
+    else:
+        click.echo(f"{data['url']}: PONG in {rtt * 1000:.2f} ms (server {version})")
+
+
+@remote.command(name="stats")
+@click.option("--namespace", help="Only this namespace [default: every one].")
+@json_option
+@click.pass_context
+def remote_stats(ctx: click.Context, namespace: str | None, as_json: bool) -> None:
+    """What the remote holds, by namespace, format and host class."""
+    from pcache import _remote
+
+    with _remote_client(ctx) as client:
+        data = _remote.inventory(client, namespace)
+    data["url"] = _remote.redact(ctx.obj[1])
+    if as_json:
+        _echo_json(data)
+        return
+    srv = data["server"]
+    limit = format_size(srv["maxmemory"]) if srv["maxmemory"] else "no limit"
+    click.echo(f"Remote   {data['url']}")
+    click.echo(
+        f"Memory   {format_size(srv['used_memory'])} of {limit} "
+        f"(policy {srv['maxmemory_policy']}, {srv['evicted_keys']} keys evicted)"
+    )
+    if not data["groups"]:
+        click.echo("No pcache entries.")
+        return
+    rows = [
+        [
+            g["namespace"],
+            g["format"] + ("" if g["current_format"] else " (old)"),
+            g["host_class"],
+            str(g["entries"]),
+            str(g["chunks"]),
+            str(g["leases"]),
+            format_size(g["bytes"]),
+        ]
+        for g in data["groups"]
+    ]
+    click.echo(
+        _table(
+            ["NAMESPACE", "FORMAT", "HOST CLASS", "ENTRIES", "CHUNKS", "LEASES", "BYTES"],
+            rows,
+            {3, 4, 5, 6},
+        )
+    )
+
+
+@remote.command(name="gc")
+@click.option("--namespace", help="Only this namespace [default: every one].")
+@click.option("--older-than", type=AGE, help=f"Remove entries nobody read for AGE ({AGE_FORMS}).")
+@click.option(
+    "--other-formats", is_flag=True, help="Remove every key of another pcache format version."
+)
+@click.option("--all", "everything", is_flag=True, help="Remove every entry (of --namespace).")
+@click.option("--dry-run", is_flag=True, help="Show what would be removed; change nothing.")
+@json_option
+@click.pass_context
+def remote_gc(
+    ctx: click.Context,
+    namespace: str | None,
+    older_than: float | None,
+    other_formats: bool,
+    everything: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Remove old entries, other formats' keys and orphaned chunks from the remote.
+
+    Chunks whose entry is gone (a writer that died mid-write) are removed once
+    they are an hour old. Leases are never touched: they expire by themselves.
+    """
+    from pcache import _remote
+
+    with _remote_client(ctx) as client:
+        result = _remote.gc(
+            client,
+            namespace=namespace,
+            older_than=older_than,
+            other_formats=other_formats,
+            everything=everything,
+            dry_run=dry_run,
+        )
+    if as_json:
+        _echo_json(result)
+        return
+    verb = "Would remove" if dry_run else "Removed"
+    click.echo(
+        f"{verb} {result['entries_removed']} entries and {result['chunks_removed']} chunks "
+        f"({format_size(result['bytes_removed'])}); {result['entries_kept']} entries kept"
+    )
 
 
 @cli.command()

@@ -5,6 +5,10 @@
     python3 scripts/dev.py test    # lint, JAX's linalg tests with pcache, the test suite
                                    # (CI; both under JAX_PCACHE_CHECK=1)
 
+The remote tier's tests need a real redis-server: `test` installs Debian's package
+when none is on PATH (as root, or with passwordless sudo). The tests start and stop
+their own servers on loopback ports.
+
 Only needs `python3`. The environment lives in `.venv/` next to pyproject.toml and
 is reinstalled when pyproject.toml changes. Extra arguments go to pytest/the demo.
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -41,6 +46,24 @@ def ensure_env() -> None:
     stamp.write_text(want)
 
 
+def ensure_redis() -> None:
+    """A redis-server binary for the remote tier's tests: Debian's, installed when
+    missing. Without one those tests fail (they never skip), saying how to get it."""
+    if os.environ.get("PCACHE_REDIS_SERVER") or shutil.which("redis-server"):
+        return
+    sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
+    if not shutil.which("apt-get") or (sudo and not shutil.which("sudo")):
+        print("! redis-server is missing and cannot be installed here; the remote tier's "
+              "tests will fail (install redis-server, or set PCACHE_REDIS_SERVER)", flush=True)  # fmt: skip
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = [*sudo, "apt-get", "install", "-y", "-q", "--no-install-recommends", "redis-server"]
+    print("+", " ".join(install), flush=True)
+    if subprocess.run(install, env=env, stdout=subprocess.DEVNULL).returncode != 0:
+        run(*sudo, "apt-get", "update", "-q")
+        subprocess.run(install, env=env, check=True, stdout=subprocess.DEVNULL)
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in {"demo", "test"}:
         print(__doc__)
@@ -51,6 +74,7 @@ def main(argv: list[str]) -> int:
         if what == "demo":
             run(PY, "scripts/demo.py", *rest)
         else:
+            ensure_redis()
             run(PY, "-m", "ruff", "check", ".")
             run(PY, "-m", "ruff", "format", "--check", ".")
             if not rest:  # the whole suite, as CI runs it

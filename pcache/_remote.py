@@ -1,0 +1,767 @@
+"""The remote tier: executables shared by a fleet of hosts through Redis (or Valkey).
+
+No JAX here (``pcache remote`` uses it). It sits behind the local store: a local
+miss asks the remote; a remote hit is verified, loaded and copied into the local
+store; a compile is stored locally, then written to the remote by a writer thread
+(off the program's critical path, flushed at exit). One host compiles a program
+for the whole fleet: before compiling, a host takes the key's *lease* (``SET NX``
+with an expiry, renewed while it compiles and writes); the others wait for the
+entry (bounded by the lock timeout) and load it, and a dead holder's lease expires
+so another host takes over.
+
+Keys, under one prefix per format, namespace and host class (`Remote.prefix`)::
+
+    pcache:r<REMOTE_FORMAT>e<ENTRY_FORMAT>:<namespace>:<host class>:
+        e:<digest>           the entry's head: "<hmac hex>\\n<json>" (`Head`)
+        c:<digest>:<id>:<i>  chunk i of its zstd-compressed value (written first;
+                             ``id`` is the writer's, so a replaced entry never
+                             mixes chunks of two writers)
+        l:<digest>           the lease: a random token with an expiry
+
+Trust: the head is signed (HMAC-SHA256) with the fleet key (a file only its owner
+may read, `JAX_PCACHE_REMOTE_SECRET_FILE`), over the head's Redis key name and
+its JSON, which holds the sha256 and size of the value: a head that does not
+verify is never read further, a value that does not match its head is never
+loaded. Nothing is unpickled. A head names the id of the key that signed it, so a
+host with another fleet key says so (once) instead of calling the fleet's
+entries forged, and never overwrites them.
+
+Host class: XLA:CPU compiles for the features of the host's CPU, so an executable
+from one CPU model may not run on another. The prefix names the machine
+architecture and CPU feature flags: hosts share entries only with hosts of the
+same class.
+
+Failure policy: a remote that fails (down, slow past the timeout, refusing
+commands) is switched off for the rest of the process, with one warning; one that
+is full (out of memory) is only read from from then on. The program never waits
+on it longer than the timeout per command, or the lock timeout for a lease.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import hmac
+import json
+import os
+import platform
+import queue
+import re
+import secrets
+import socket
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import zstandard
+
+from pcache._errors import PcacheError
+from pcache._signing import ENTRY_FORMAT, read_key_file
+
+#: What the keys and heads below mean; in the prefix, so formats never mix.
+REMOTE_FORMAT = 1
+MAX_HEAD_BYTES = 1 << 20  # a head is a few KB; a longer one is never read whole
+DEFAULT_CHUNK_BYTES = 1 << 20
+DEFAULT_TIMEOUT = 2.0
+DEFAULT_LEASE = 30.0
+POLL = (0.02, 0.25)  # a waiter's first and longest pause between looks
+NAMESPACE_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+#: Entry metadata only the local directory's secret vouches for: never sent.
+_LOCAL_ONLY = ("hmac", "head_hmac", "format")
+
+__all__ = [
+    "DEFAULT_LEASE",
+    "DEFAULT_TIMEOUT",
+    "REMOTE_FORMAT",
+    "Fetched",
+    "Head",
+    "Lease",
+    "Remote",
+    "RemoteConfig",
+    "RemoteError",
+    "host_class",
+    "key_id",
+    "redact",
+]
+
+_RELEASE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+_RENEW = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('pexpire', KEYS[1], ARGV[2])
+end
+return 0
+"""
+
+
+class RemoteError(PcacheError):
+    """The remote tier cannot be used (its settings, its fleet key, the server)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteConfig:
+    """The remote tier's settings (`pcache._config.Settings.remote`)."""
+
+    url: str
+    secret_file: str | None
+    namespace: str = "default"
+    read_only: bool = False
+    ttl: float | None = None  # seconds an entry lives unused; None: until evicted
+    timeout: float = DEFAULT_TIMEOUT  # per command and connect
+    lease: float = DEFAULT_LEASE  # a holder's lease expiry (renewed at a third of it)
+    wait: float = 600.0  # how long to wait for another host's compile
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (for logs and stats)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparsable url>"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit(parts._replace(netloc=user + netloc))
+
+
+def check_url(url: str) -> str:
+    scheme = urlsplit(url).scheme
+    if scheme not in ("redis", "rediss", "unix"):
+        raise RemoteError(
+            f"remote {redact(url)!r}: expected redis://host:port/db, rediss://host:port/db "
+            "or unix:///path/to/socket?db=0"
+        )
+    return url
+
+
+def key_id(key: bytes) -> str:
+    """A name for a fleet key that reveals nothing of it (in every head)."""
+    return hmac.new(key, b"pcache-fleet-key-id", hashlib.sha256).hexdigest()[:16]
+
+
+def host_class() -> str:
+    """The machine architecture and CPU feature flags, hashed: XLA:CPU code is built
+    for them, so only hosts of one class share entries."""
+    flags = ""
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                name, _, value = line.partition(":")
+                if name.strip().lower() in ("flags", "features"):
+                    flags = " ".join(sorted(value.split()))
+                    break
+    if not flags:
+        flags = platform.processor()
+    text = f"{platform.machine()}\0{flags}"
+    return f"{platform.machine() or 'unknown'}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Head:
+    """What an entry's head says (all of it signed)."""
+
+    digest: str
+    id: str
+    raw_size: int
+    packed_size: int
+    sha256: str
+    chunks: int
+    meta: dict[str, Any]
+    extra: dict[str, Any]
+    created: float
+    writer: str
+    key_id: str
+
+
+@dataclasses.dataclass
+class Fetched:
+    """``raw`` is the verified value, or None with ``miss`` saying why: missing,
+    incomplete (a chunk evicted or expired), tampered (fails its signature or
+    its checksum), foreign-key (signed with another fleet key), off."""
+
+    raw: bytes | None
+    head: Head | None = None
+    miss: str = ""
+    detail: str = ""
+
+
+@dataclasses.dataclass
+class Lease:
+    """`Remote.claim`'s outcome: ``held`` (ours to compile under: write, then
+    release), ``ready`` (another host stored it while we waited), ``timeout``,
+    ``off`` (the remote failed or cannot be written)."""
+
+    outcome: str
+    digest: str = ""
+    token: str = ""
+    waited: float = 0.0
+    took_over: bool = False  # the previous holder's lease expired without an entry
+
+    @property
+    def held(self) -> bool:
+        return self.outcome == "held"
+
+
+Report = Callable[[str, str, BaseException | None], None]  # (what, cause, exception)
+
+
+class Remote:
+    """One process's connection to the fleet's remote tier."""
+
+    def __init__(self, config: RemoteConfig, key: bytes, report: Report | None = None) -> None:
+        import redis  # the remote tier's only dependency, imported when it is used
+
+        self.config = config
+        self.url = redact(config.url)
+        self._key = key
+        self.key_id = key_id(key)
+        self.host_class = host_class()
+        ns = config.namespace
+        if not NAMESPACE_RE.match(ns):
+            raise RemoteError(f"remote namespace {ns!r}: use 1-64 of A-Z a-z 0-9 . _ -")
+        self.prefix = f"{prefix_root(ns)}{self.host_class}:"
+        self._report = report or (lambda what, cause, exc: None)
+        self._redis_errors = (redis.RedisError, OSError)
+        self._oom = getattr(redis.exceptions, "OutOfMemoryError", ())
+        self._response_error = redis.exceptions.ResponseError
+        self.client = connect(config.url, config.timeout)
+        self.state = "read-only" if config.read_only else "on"
+        self.state_reason = "JAX_PCACHE_REMOTE_READ_ONLY" if config.read_only else ""
+        self._lock = threading.Lock()
+        self._held: dict[str, str] = {}  # digest -> token of a lease this process holds
+        self._renewer: threading.Thread | None = None
+        self._jobs: queue.Queue | None = None
+        self._writer: threading.Thread | None = None
+        self._cctx = zstandard.ZstdCompressor(level=3, write_content_size=True)
+        self.writer_name = f"{socket.gethostname()}:{os.getpid()}"
+        self._release = self.client.register_script(_RELEASE)
+        self._renew = self.client.register_script(_RENEW)
+        me = weakref.ref(self)  # the fork hook must not keep a closed tier alive
+        os.register_at_fork(after_in_child=lambda: (r := me()) and r._after_fork())
+
+    # -- state ------------------------------------------------------------------------
+
+    @property
+    def readable(self) -> bool:
+        return self.state != "off"
+
+    @property
+    def writable(self) -> bool:
+        return self.state == "on"
+
+    def _fail(self, what: str, exc: BaseException) -> None:
+        """A command failed: the remote is off for the rest of the process (only
+        read from, if it is full), reported once by the runtime."""
+        full = isinstance(exc, self._oom) or (
+            isinstance(exc, self._response_error) and str(exc).startswith("OOM")
+        )
+        with self._lock:
+            if full and self.state == "on":
+                self.state, self.state_reason = "read-only", f"full: {exc}"
+            elif not full:
+                self.state, self.state_reason = "off", f"{what}: {type(exc).__name__}: {exc}"
+            self._held.clear()
+        self._report(what, "remote full" if full else "remote unavailable", exc)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()
+        self._held = {}
+        self._renewer = None
+        self._jobs = None
+        self._writer = None
+        # redis-py's pool notices the new pid and opens new connections.
+
+    def _k(self, kind: str, digest: str, *rest: object) -> str:
+        return ":".join((f"{self.prefix}{kind}", digest, *map(str, rest)))
+
+    # -- reading ----------------------------------------------------------------------
+
+    def get(self, digest: str) -> Fetched:
+        """The entry ``digest``, verified, or why not (never raises)."""
+        if not self.readable:
+            return Fetched(None, miss="off")
+        name = self._k("e", digest)
+        try:
+            blob = self.client.getrange(name, 0, MAX_HEAD_BYTES)
+        except self._redis_errors as exc:
+            self._fail("read", exc)
+            return Fetched(None, miss="off")
+        if not blob:
+            return Fetched(None, miss="missing")
+        head, why = self._verify_head(name, digest, blob)
+        if head is None:
+            return Fetched(None, miss=why[0], detail=why[1])
+        keys = [self._k("c", digest, head.id, i) for i in range(head.chunks)]
+        try:
+            parts: list[bytes | None] = []
+            for i in range(0, len(keys), 64):
+                parts += self.client.mget(keys[i : i + 64])
+            if self.config.ttl and self.writable:
+                self._refresh(name, keys)
+        except self._redis_errors as exc:
+            self._fail("read", exc)
+            return Fetched(None, miss="off")
+        if any(p is None for p in parts):
+            return Fetched(None, miss="incomplete", detail=f"{digest[:12]}: a chunk is gone")
+        packed = b"".join(parts)  # type: ignore[arg-type]
+        raw = None
+        if len(packed) == head.packed_size:
+            with contextlib.suppress(zstandard.ZstdError):
+                raw = zstandard.ZstdDecompressor().decompress(packed, max_output_size=head.raw_size)
+        if raw is None or len(raw) != head.raw_size or _sha(raw) != head.sha256:
+            return Fetched(
+                None, miss="tampered", detail=f"{digest[:12]}: its value does not match its head"
+            )
+        return Fetched(raw, head)
+
+    def _verify_head(
+        self, name: str, digest: str, blob: bytes
+    ) -> tuple[Head | None, tuple[str, str]]:
+        if len(blob) > MAX_HEAD_BYTES:
+            return None, ("tampered", f"{digest[:12]}: a head of over {MAX_HEAD_BYTES} bytes")
+        tag, _, text = blob.partition(b"\n")
+        try:
+            fields = json.loads(text)
+            if not isinstance(fields, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            return None, ("tampered", f"{digest[:12]}: its head is not JSON")
+        if fields.get("key_id") != self.key_id:
+            return None, (
+                "foreign-key",
+                f"{digest[:12]} is signed with fleet key id {str(fields.get('key_id'))[:16]!r}, "
+                f"this host's key has id {self.key_id!r}",
+            )
+        if not hmac.compare_digest(self._sign(name, text).encode(), tag):
+            return None, ("tampered", f"{digest[:12]}: its head fails its signature")
+        try:
+            head = Head(**{f.name: fields[f.name] for f in dataclasses.fields(Head)})
+            ok = (
+                head.digest == digest
+                and isinstance(head.meta, dict)
+                and isinstance(head.extra, dict)
+                and all(isinstance(v, int) and v >= 0 for v in (head.raw_size, head.packed_size))
+                and isinstance(head.chunks, int)
+                and 0 <= head.chunks <= head.packed_size + 1
+                and re.fullmatch(r"[0-9a-f]{1,64}", str(head.id)) is not None
+            )
+        except (KeyError, TypeError):
+            ok = False
+        if not ok:
+            return None, ("tampered", f"{digest[:12]}: its head is signed but malformed")
+        return head, ("", "")
+
+    def _refresh(self, name: str, chunk_keys: list[str]) -> None:
+        ms = int(self.config.ttl * 1000)
+        pipe = self.client.pipeline(transaction=False)
+        for k in (name, *chunk_keys):
+            pipe.pexpire(k, ms)
+        pipe.execute()
+
+    def exists(self, digest: str) -> bool:
+        try:
+            return bool(self.client.exists(self._k("e", digest)))
+        except self._redis_errors as exc:
+            self._fail("read", exc)
+            return False
+
+    # -- writing ----------------------------------------------------------------------
+
+    def _sign(self, name: str, text: bytes) -> str:
+        h = hmac.new(self._key, b"pcache-remote-head\0" + name.encode() + b"\0", hashlib.sha256)
+        h.update(text)
+        return h.hexdigest()
+
+    def put(self, digest: str, raw: bytes, meta: dict[str, Any], *, replace: bool = False) -> int:
+        """Write an entry (chunks, then its head); returns the bytes sent, 0 if an
+        entry was there already (and ``replace`` is false) or the write failed."""
+        if not self.writable:
+            return 0
+        meta = dict(meta)
+        extra = {k: v for k, v in (meta.pop("extra", None) or {}).items() if k not in _LOCAL_ONLY}
+        packed = self._cctx.compress(raw)
+        size = self.config.chunk_bytes
+        chunks = [packed[i : i + size] for i in range(0, len(packed), size)] or [b""]
+        wid = secrets.token_hex(8)
+        fields = {
+            "digest": digest,
+            "id": wid,
+            "raw_size": len(raw),
+            "packed_size": len(packed),
+            "sha256": _sha(raw),
+            "chunks": len(chunks),
+            "meta": meta,
+            "extra": extra,
+            "created": time.time(),
+            "writer": self.writer_name,
+            "key_id": self.key_id,
+        }
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
+        name = self._k("e", digest)
+        blob = self._sign(name, text).encode() + b"\n" + text
+        if len(blob) > MAX_HEAD_BYTES:
+            return 0  # metadata this large is never read back: do not send it
+        px = int(self.config.ttl * 1000) if self.config.ttl else None
+        try:
+            old = self.client.getrange(name, 0, MAX_HEAD_BYTES)
+            if old and not replace:
+                return 0
+            pipe = self.client.pipeline(transaction=False)
+            for i, c in enumerate(chunks):
+                pipe.set(self._k("c", digest, wid, i), c, px=px)
+            pipe.execute()
+            if not self.client.set(name, blob, px=px, nx=not replace):
+                # Another host's entry came first: ours is not needed.
+                self.client.delete(*[self._k("c", digest, wid, i) for i in range(len(chunks))])
+                return 0
+            if old:  # the replaced entry's chunks (its head is not trusted: ids only)
+                self._drop_chunks(digest, old, keep=wid)
+        except self._redis_errors as exc:
+            self._fail("write", exc)
+            return 0
+        return len(packed) + len(blob)
+
+    def _drop_chunks(self, digest: str, old_head: bytes, keep: str) -> None:
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            fields = json.loads(old_head.partition(b"\n")[2])
+            wid, n = str(fields["id"]), int(fields["chunks"])
+            if wid != keep and re.fullmatch(r"[0-9a-f]{1,64}", wid) and 0 < n <= 1 << 16:
+                self.client.delete(*[self._k("c", digest, wid, i) for i in range(n)])
+
+    def submit(self, job: Callable[[], None]) -> None:
+        """Run ``job`` on the writer thread (in order), or here if none can start."""
+        with self._lock:
+            if self._jobs is None:
+                self._jobs = queue.Queue()
+            jobs = self._jobs
+            if self._writer is None or not self._writer.is_alive():
+                t = threading.Thread(
+                    target=self._write_loop, args=(jobs,), name="pcache-remote", daemon=True
+                )
+                try:
+                    t.start()
+                except RuntimeError:
+                    t = None
+                self._writer = t
+        if self._writer is None:
+            job()
+            return
+        jobs.put(job)
+
+    def _write_loop(self, jobs: queue.Queue) -> None:
+        while True:
+            job = jobs.get()
+            try:
+                job()
+            except BaseException as exc:  # a job reports its own failures; never die
+                self._report("write", "remote writer", exc)
+            finally:
+                jobs.task_done()
+
+    def flush(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) for the writes handed to the writer thread;
+        False if some are still pending."""
+        jobs = self._jobs
+        if jobs is None or self._writer is None:
+            return True
+        deadline = time.monotonic() + timeout
+        while jobs.unfinished_tasks:
+            if time.monotonic() >= deadline or not self._writer.is_alive():
+                return False
+            time.sleep(0.01)
+        return True
+
+    # -- single-flight ----------------------------------------------------------------
+
+    def claim(self, digest: str) -> Lease:
+        """Take the lease for ``digest``, or wait for the host that holds it: until
+        its entry is stored (``ready``), its lease ends without one (we take over),
+        or ``config.wait`` passes (``timeout``)."""
+        if not self.writable:
+            return Lease("off", digest)
+        token = secrets.token_hex(16)
+        name = self._k("l", digest)
+        head = self._k("e", digest)
+        ms = max(1, int(self.config.lease * 1000))
+        start = time.monotonic()
+        pause, took_over, waited = POLL[0], False, False
+        try:
+            while True:
+                if self.client.set(name, token, nx=True, px=ms):
+                    self._hold(digest, token)
+                    return Lease("held", digest, token, time.monotonic() - start, took_over)
+                waited = True
+                while True:
+                    left = start + self.config.wait - time.monotonic()
+                    if left <= 0:
+                        return Lease("timeout", digest, waited=time.monotonic() - start)
+                    time.sleep(min(pause, left))
+                    pause = min(pause * 1.5, POLL[1])
+                    pipe = self.client.pipeline(transaction=False)
+                    pipe.exists(head)
+                    pipe.exists(name)
+                    stored, leased = pipe.execute()
+                    if stored:
+                        return Lease("ready", digest, waited=time.monotonic() - start)
+                    if not leased:  # released or expired without an entry: ours now
+                        took_over = waited
+                        break
+        except self._redis_errors as exc:
+            self._fail("lease", exc)
+            return Lease("off", digest, waited=time.monotonic() - start)
+
+    def release(self, lease: Lease) -> None:
+        if not lease.held:
+            return
+        lease.outcome = "released"
+        with self._lock:
+            if self._held.get(lease.digest) == lease.token:
+                del self._held[lease.digest]
+        if self.state == "off":
+            return
+        try:
+            self._release(keys=[self._k("l", lease.digest)], args=[lease.token])
+        except self._redis_errors as exc:
+            self._fail("lease", exc)
+
+    def _hold(self, digest: str, token: str) -> None:
+        with self._lock:
+            self._held[digest] = token
+            if self._renewer is None or not self._renewer.is_alive():
+                t = threading.Thread(target=self._renew_loop, name="pcache-lease", daemon=True)
+                try:
+                    t.start()
+                except RuntimeError:  # the lease expires on its own: others take over
+                    return
+                self._renewer = t
+
+    def _renew_loop(self) -> None:
+        ms = max(1, int(self.config.lease * 1000))
+        while True:
+            time.sleep(self.config.lease / 3)
+            with self._lock:
+                held = list(self._held.items())
+                if not held:
+                    self._renewer = None
+                    return
+            for digest, token in held:
+                try:
+                    self._renew(keys=[self._k("l", digest)], args=[token, ms])
+                except self._redis_errors as exc:
+                    self._fail("lease", exc)
+                    return
+
+    # -- maintenance (pcache remote) ----------------------------------------------------
+
+    def ping(self) -> float:
+        """Seconds for one round trip; raises the client's error."""
+        t0 = time.perf_counter()
+        self.client.ping()
+        return time.perf_counter() - t0
+
+
+# -- maintenance: what `pcache remote stats|gc` see and remove -----------------------------
+
+ROOT = "pcache"
+ORPHAN_AGE = (
+    3600.0  # a chunk without its head is removed after this long (a write may be under way)
+)
+
+
+def connect(url: str, timeout: float = DEFAULT_TIMEOUT):
+    """A client for ``url`` with the tier's timeouts and no retries."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return redis.Redis.from_url(
+        check_url(url),
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+        retry_on_timeout=False,
+    )
+
+
+@dataclasses.dataclass
+class _Key:
+    name: str
+    fmt: str  # "r1e3"
+    namespace: str
+    host: str
+    kind: str  # e, c, l
+    digest: str
+    id: str = ""
+
+
+def _parse(name: str) -> _Key | None:
+    parts = name.split(":", 5)
+    if len(parts) != 6 or parts[0] != ROOT or parts[4] not in ("e", "c", "l"):
+        return None
+    k = _Key(name, *parts[1:])
+    if k.kind == "c":
+        rest = k.digest.rsplit(":", 2)
+        if len(rest) != 3:
+            return None
+        k.digest, k.id = rest[0], rest[1]
+    return k
+
+
+def _scan(client, match: str) -> Iterator[_Key]:
+    for raw in client.scan_iter(match=match, count=1000):
+        k = _parse(raw.decode(errors="replace") if isinstance(raw, bytes) else raw)
+        if k is not None:
+            yield k
+
+
+def _lengths(client, names: list[str]) -> list[int]:
+    out: list[int] = []
+    for i in range(0, len(names), 500):
+        pipe = client.pipeline(transaction=False)
+        for n in names[i : i + 500]:
+            pipe.strlen(n)
+        out += pipe.execute()
+    return out
+
+
+def inventory(client, namespace: str | None = None) -> dict[str, Any]:
+    """What the remote holds under ``pcache:``, by format, namespace and host class:
+    entries, chunks, leases and bytes; plus the server's memory settings."""
+    groups: dict[tuple[str, str, str], dict[str, Any]] = {}
+    keys = list(_scan(client, f"{ROOT}:*:{namespace}:*" if namespace else f"{ROOT}:*"))
+    sizes = _lengths(client, [k.name for k in keys])
+    current = f"r{REMOTE_FORMAT}e{ENTRY_FORMAT}"
+    for k, n in zip(keys, sizes, strict=True):
+        g = groups.setdefault(
+            (k.fmt, k.namespace, k.host),
+            {
+                "format": k.fmt,
+                "current_format": k.fmt == current,
+                "namespace": k.namespace,
+                "host_class": k.host,
+                "entries": 0,
+                "chunks": 0,
+                "leases": 0,
+                "bytes": 0,
+            },
+        )
+        g[{"e": "entries", "c": "chunks", "l": "leases"}[k.kind]] += 1
+        g["bytes"] += n
+    info = client.info("memory")
+    evicted = client.info("stats").get("evicted_keys", 0)
+    return {
+        "groups": sorted(
+            groups.values(), key=lambda g: (g["namespace"], g["format"], g["host_class"])
+        ),
+        "server": {
+            "used_memory": info.get("used_memory", 0),
+            "maxmemory": info.get("maxmemory", 0),
+            "maxmemory_policy": info.get("maxmemory_policy", ""),
+            "evicted_keys": evicted,
+        },
+    }
+
+
+def _idle(client, names: list[str]) -> list[float | None]:
+    """Seconds since each key was last read or written (None: unknown)."""
+    out: list[float | None] = []
+    for i in range(0, len(names), 500):
+        pipe = client.pipeline(transaction=False)
+        for n in names[i : i + 500]:
+            pipe.object("idletime", n)
+        got = pipe.execute(raise_on_error=False)
+        out += [float(v) if isinstance(v, int) else None for v in got]
+    return out
+
+
+def gc(
+    client,
+    *,
+    namespace: str | None = None,
+    older_than: float | None = None,
+    other_formats: bool = False,
+    everything: bool = False,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Remove entries (head and chunks) of ``namespace`` (every one if None) that
+    nobody read for ``older_than`` seconds, or all of them (``everything``); every
+    key of another format (``other_formats``); and chunks left without their head
+    for over `ORPHAN_AGE`. Leases are never touched (they expire). Returns counts."""
+    current = f"r{REMOTE_FORMAT}e{ENTRY_FORMAT}"
+    keys = [k for k in _scan(client, f"{ROOT}:*") if namespace in (None, k.namespace)]
+    doomed: list[_Key] = []
+    if other_formats:
+        doomed += [k for k in keys if k.fmt != current and k.kind != "l"]
+    mine = [k for k in keys if k.fmt == current]
+    heads = [k for k in mine if k.kind == "e"]
+    if everything:
+        old = heads
+    elif older_than is not None:
+        old = [
+            h
+            for h, t in zip(heads, _idle(client, [h.name for h in heads]), strict=True)
+            if t is not None and t >= older_than
+        ]
+    else:
+        old = []
+    gone = {(h.fmt, h.namespace, h.host, h.digest) for h in old}
+    doomed += old
+    # A head names its chunks' writer id: other chunks of that digest are orphans.
+    live: dict[tuple, str] = {}
+    for h in heads:
+        if (h.fmt, h.namespace, h.host, h.digest) in gone:
+            continue
+        with contextlib.suppress(Exception):
+            text = client.getrange(h.name, 0, MAX_HEAD_BYTES).partition(b"\n")[2]
+            live[(h.fmt, h.namespace, h.host, h.digest)] = str(json.loads(text).get("id"))
+    chunks = [k for k in mine if k.kind == "c"]
+    orphans = [
+        c
+        for c in chunks
+        if (c.fmt, c.namespace, c.host, c.digest) not in gone
+        and live.get((c.fmt, c.namespace, c.host, c.digest)) != c.id
+    ]
+    idle = _idle(client, [c.name for c in orphans])
+    doomed += [c for c in chunks if (c.fmt, c.namespace, c.host, c.digest) in gone]
+    doomed += [c for c, t in zip(orphans, idle, strict=True) if t is None or t >= ORPHAN_AGE]
+    doomed = list({k.name: k for k in doomed}.values())
+    sizes = _lengths(client, [k.name for k in doomed])
+    if not dry_run:
+        for i in range(0, len(doomed), 500):
+            client.delete(*[k.name for k in doomed[i : i + 500]])
+    return {
+        "entries_removed": sum(1 for k in doomed if k.kind == "e"),
+        "chunks_removed": sum(1 for k in doomed if k.kind == "c"),
+        "bytes_removed": sum(sizes),
+        "entries_kept": len(heads) - len(old),
+        "dry_run": dry_run,
+    }
+
+
+def prefix_root(namespace: str) -> str:
+    return f"{ROOT}:r{REMOTE_FORMAT}e{ENTRY_FORMAT}:{namespace}:"
+
+
+def read_fleet_key(path: str | None) -> bytes:
+    """The fleet key from ``path``; `RemoteError` naming what is wrong."""
+    if not path:
+        raise RemoteError(
+            "no fleet key: set JAX_PCACHE_REMOTE_SECRET_FILE to a file of at least 16 random "
+            "bytes that only its owner may read (remote entries are signed with it)"
+        )
+    try:
+        return read_key_file(path)
+    except PcacheError as exc:
+        raise RemoteError(f"JAX_PCACHE_REMOTE_SECRET_FILE: {exc}") from None
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

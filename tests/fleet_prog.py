@@ -1,0 +1,127 @@
+"""One "host" of a fleet, for tests/test_remote.py and scripts/bench_fleet.py.
+
+    python tests/fleet_prog.py [--programs N] [--kill-redis-after K --redis-pid PID]
+                               [--die-in-compile] [--stock]
+
+pcache is switched on by the environment only (JAX_PCACHE_DIR, JAX_PCACHE_REMOTE,
+JAX_PCACHE_REMOTE_SECRET_FILE, ...), as a user's unchanged program would run.
+Runs N distinct jitted programs on fixed inputs and prints one JSON line: the
+sha256 of each result's bytes, backend compiles (jax.monitoring), pcache's
+counters, the pcache warnings logged, and the seconds the programs took.
+
+--kill-redis-after K  SIGKILL the Redis server after program K (a mid-run death)
+--die-in-compile      SIGKILL this process inside its first compile: a host that
+                      dies while it holds the program's lease
+--no-flush            print at once: the remote writes finish at exit
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import signal
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+COMPILES = [0]
+
+
+def _listener(name, secs, **kw):
+    if name == "/jax/core/compile/backend_compile_duration":
+        COMPILES[0] += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(_listener)
+
+
+class _Warnings(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def program(i: int):
+    """Program ``i``: a small MLP step whose depth and activation depend on i."""
+    act = (jnp.tanh, jnp.sin, jax.nn.relu, jax.nn.gelu)[i % 4]
+    depth = 1 + i % 3 + i // 4
+
+    def loss(w, x):
+        h = x
+        for _ in range(depth):
+            h = act(h @ w)
+        return jnp.mean(h**2) * (i + 1)
+
+    return jax.jit(jax.value_and_grad(loss))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--programs", type=int, default=6)
+    ap.add_argument("--kill-redis-after", type=int, default=0)
+    ap.add_argument("--redis-pid", type=int, default=0)
+    ap.add_argument("--die-in-compile", action="store_true")
+    ap.add_argument("--stock", action="store_true", help="no pcache (JAX_PCACHE_* ignored)")
+    ap.add_argument("--no-flush", action="store_true", help="leave remote writes to exit")
+    args = ap.parse_args()
+    if args.stock:
+        for k in [k for k in os.environ if k.startswith("JAX_PCACHE_")]:
+            del os.environ[k]
+    warned = _Warnings()
+    logging.getLogger("pcache").addHandler(warned)
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((48, 48), dtype=np.float32) / 7
+    x = rng.standard_normal((16, 48), dtype=np.float32)
+    if args.die_in_compile:
+        from pcache import _cache
+
+        real = _cache.Runtime._compile_and_fill
+
+        def die(self, key, *a, **kw):
+            os.kill(os.getpid(), signal.SIGKILL)
+            return real(self, key, *a, **kw)
+
+        _cache.Runtime._compile_and_fill = die
+    digests = []
+    t0 = time.perf_counter()
+    for i in range(args.programs):
+        value, grad = program(i)(w, x)
+        data = np.asarray(value).tobytes() + np.asarray(grad).tobytes()
+        digests.append(hashlib.sha256(data).hexdigest())
+        if args.kill_redis_after and i + 1 == args.kill_redis_after:
+            os.kill(args.redis_pid, signal.SIGKILL)
+    seconds = time.perf_counter() - t0
+    stats = {}
+    if not args.stock:
+        import pcache
+
+        rt = pcache._api.runtime()
+        if rt is not None and rt.remote is not None and not args.no_flush:
+            rt.remote.flush(30)  # so the counters below include the writes
+        stats = pcache.stats()
+    print(
+        json.dumps(
+            {
+                "digests": digests,
+                "compiles": COMPILES[0],
+                "seconds": seconds,
+                "stats": stats,
+                "warnings": warned.messages,
+            }
+        ),
+        flush=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""A real redis-server for the remote tier's tests: started, killed, paused.
+
+`scripts/dev.py test` (what CI runs) installs Debian's redis-server when it is
+missing; a test that needs one fails (never skips) when there is none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+INSTALL_HINT = (
+    "redis-server not found: run the tests with `python3 scripts/dev.py test` (it installs "
+    "Debian's redis-server), or install it (apt-get install redis-server) or point "
+    "PCACHE_REDIS_SERVER at the binary"
+)
+
+
+def server_binary() -> str:
+    path = os.environ.get("PCACHE_REDIS_SERVER") or shutil.which("redis-server")
+    if not path:
+        raise RuntimeError(INSTALL_HINT)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    """One redis-server on a loopback port, no persistence, in ``workdir``."""
+
+    def __init__(self, workdir: Path, *, unix_socket: Path | None = None, **config: str) -> None:
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = 0 if unix_socket else free_port()
+        self.unix_socket = unix_socket
+        args = [server_binary(), "--port", str(self.port), "--bind", "127.0.0.1"]
+        args += ["--save", "", "--appendonly", "no", "--dir", str(self.workdir)]
+        if unix_socket:
+            args += ["--unixsocket", str(unix_socket), "--unixsocketperm", "700"]
+        for k, v in config.items():
+            args += [f"--{k.replace('_', '-')}", v]
+        self.log = open(self.workdir / "redis.log", "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        self._wait_ready()
+
+    @property
+    def url(self) -> str:
+        if self.unix_socket:
+            return f"unix://{self.unix_socket}?db=0"
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def client(self):
+        import redis
+
+        return redis.Redis.from_url(self.url)
+
+    def _wait_ready(self, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"redis-server exited: {self.read_log()}")
+            with contextlib.suppress(Exception):
+                if self.client().ping():
+                    return
+            time.sleep(0.05)
+        raise RuntimeError(f"redis-server did not start: {self.read_log()}")
+
+    def read_log(self) -> str:
+        return (self.workdir / "redis.log").read_text(errors="replace")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+
+
+def fleet_key(path: Path) -> Path:
+    """A fleet key file (32 random bytes, mode 0600)."""
+    path.write_bytes(secrets.token_hex(32).encode())
+    path.chmod(0o600)
+    return path

@@ -1,0 +1,382 @@
+"""The remote tier against a real redis-server: a fleet of real host processes, each
+with its own empty cache directory, switched on by the environment alone.
+
+Hosts run tests/fleet_prog.py (6 distinct jitted programs); results are compared
+bitwise with the same program under stock JAX, compiles are counted with
+jax.monitoring. Fault tests kill, pause and fill the server, hand hosts the wrong
+key, tamper with stored values and SIGKILL a host holding a lease.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from redis_helpers import RedisServer, fleet_key, free_port
+
+from pcache import _remote
+from pcache._config import ConfigError, Settings
+
+HERE = Path(__file__).resolve().parent
+PROG = HERE / "fleet_prog.py"
+ROOT = HERE.parent
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    srv = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def key(tmp_path):
+    return fleet_key(tmp_path / "fleet.key")
+
+
+@pytest.fixture
+def ns():
+    return "t" + uuid.uuid4().hex[:10]
+
+
+def host_env(cache: Path, url: str, key: Path | None, ns: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    env.update(
+        JAX_PCACHE_DIR=str(cache),
+        JAX_PCACHE_REMOTE=url,
+        JAX_PCACHE_REMOTE_NAMESPACE=ns,
+        JAX_PCACHE_PRELOAD="0",
+        PYTHONPATH=str(ROOT),
+    )
+    if "JAX_PCACHE_CHECK" in os.environ:
+        env["JAX_PCACHE_CHECK"] = os.environ["JAX_PCACHE_CHECK"]
+    if key is not None:
+        env["JAX_PCACHE_REMOTE_SECRET_FILE"] = str(key)
+    env.update(extra)
+    return env
+
+
+def start_host(env: dict[str, str], *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(PROG), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(proc: subprocess.Popen, timeout: float = 300) -> dict:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err[-4000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run_host(env: dict[str, str], *args: str) -> dict:
+    return finish(start_host(env, *args))
+
+
+@pytest.fixture(scope="module")
+def stock():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    return run_host(env, "--stock")["digests"]
+
+
+def remote_warnings(res: dict) -> list[str]:
+    return [w for w in res["warnings"] if "remote" in w]
+
+
+# -- the fleet ------------------------------------------------------------------------
+
+
+def test_fleet_compiles_each_program_once(server, key, ns, tmp_path, stock):
+    """8 hosts with empty local directories start together on the same 6 programs:
+    6 compiles in all; a 9th host started later compiles nothing."""
+    procs = [start_host(host_env(tmp_path / f"h{i}", server.url, key, ns)) for i in range(8)]
+    results = [finish(p) for p in procs]
+    for r in results:
+        assert r["digests"] == stock
+        assert r["warnings"] == []
+    assert sum(r["compiles"] for r in results) == 6
+    assert sum(r["stats"]["compiles"] for r in results) == 6
+    assert sum(r["stats"]["remote_hits"] for r in results) == 8 * 6 - 6
+    assert sum(r["stats"]["remote_writes"] for r in results) == 6
+    ninth = run_host(host_env(tmp_path / "h9", server.url, key, ns))
+    assert ninth["digests"] == stock
+    assert ninth["compiles"] == 0
+    assert ninth["stats"]["remote_hits"] == 6
+    assert ninth["stats"]["tiers"]["remote"]["hits"] == 6
+    # The remote hits were copied into its local store: its next run reads nothing remote.
+    again = run_host(host_env(tmp_path / "h9", server.url, key, ns))
+    assert again["compiles"] == 0
+    assert again["stats"]["disk_hits"] == 6 and again["stats"]["remote_hits"] == 0
+
+
+def test_zero_code_unix_socket_and_stats_cli(key, tmp_path, stock):
+    sock = Path(f"/tmp/pcache-test-{uuid.uuid4().hex[:8]}.sock")
+    srv = RedisServer(tmp_path / "srv", unix_socket=sock)
+    try:
+        first = run_host(host_env(tmp_path / "a", srv.url, key, "sock"))
+        second = run_host(host_env(tmp_path / "b", srv.url, key, "sock"))
+        assert first["digests"] == second["digests"] == stock
+        assert first["compiles"] == 6 and second["compiles"] == 0
+        assert second["stats"]["remote"]["state"] == "on"
+        cli = [sys.executable, "-m", "pcache.cli"]
+        env = host_env(tmp_path / "b", srv.url, key, "sock")
+        out = subprocess.run([*cli, "stats", "--json"], env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        tiers = json.loads(out.stdout)["tiers"]
+        assert tiers["remote"]["hits"] == 6 and tiers["remote"]["errors"] == 0
+        out = subprocess.run([*cli, "remote", "ping"], env=env, capture_output=True, text=True)
+        assert out.returncode == 0 and "PONG" in out.stdout, out.stderr
+        out = subprocess.run(
+            [*cli, "remote", "stats", "--json"], env=env, capture_output=True, text=True
+        )
+        (group,) = json.loads(out.stdout)["groups"]
+        assert group["namespace"] == "sock" and group["entries"] == 6 and group["current_format"]
+        out = subprocess.run(
+            [*cli, "remote", "gc", "--all", "--json"], env=env, capture_output=True, text=True
+        )
+        assert json.loads(out.stdout)["entries_removed"] == 6
+        assert srv.client().dbsize() == 0
+    finally:
+        srv.stop()
+        sock.unlink(missing_ok=True)
+
+
+def test_writes_pending_at_exit_are_not_lost(server, key, ns, tmp_path):
+    res = run_host(host_env(tmp_path / "a", server.url, key, ns), "--no-flush")
+    assert res["compiles"] == 6
+    r = server.client()
+    assert len(list(r.scan_iter(match=f"pcache:*:{ns}:*:e:*"))) == 6
+    assert not list(r.scan_iter(match=f"pcache:*:{ns}:*:l:*"))  # every lease released
+
+
+def test_namespaces_and_read_only_hosts(server, key, ns, tmp_path, stock):
+    reader = run_host(
+        host_env(tmp_path / "r1", server.url, key, ns, JAX_PCACHE_REMOTE_READ_ONLY="1")
+    )
+    assert reader["compiles"] == 6 and reader["stats"]["remote_writes"] == 0
+    assert not list(server.client().scan_iter(match=f"pcache:*:{ns}:*"))
+    run_host(host_env(tmp_path / "w", server.url, key, ns))
+    other = run_host(host_env(tmp_path / "o", server.url, key, ns + "x"))
+    assert other["compiles"] == 6 and other["stats"]["remote_hits"] == 0
+    reader = run_host(
+        host_env(tmp_path / "r2", server.url, key, ns, JAX_PCACHE_REMOTE_READ_ONLY="1")
+    )
+    assert reader["digests"] == stock
+    assert reader["compiles"] == 0 and reader["stats"]["remote_hits"] == 6
+
+
+def test_ttl_expires_entries(server, key, ns, tmp_path):
+    run_host(host_env(tmp_path / "a", server.url, key, ns, JAX_PCACHE_REMOTE_TTL="3s"))
+    names = list(server.client().scan_iter(match=f"pcache:*:{ns}:*"))
+    assert names and all(0 < server.client().pttl(n) <= 3000 for n in names)
+    time.sleep(3.5)
+    assert not list(server.client().scan_iter(match=f"pcache:*:{ns}:*"))
+
+
+# -- faults -------------------------------------------------------------------------------
+
+
+def test_redis_killed_mid_run(key, tmp_path, stock):
+    srv = RedisServer(tmp_path / "srv")
+    try:
+        env = host_env(tmp_path / "a", srv.url, key, "kill")
+        res = run_host(env, "--kill-redis-after", "3", "--redis-pid", str(srv.proc.pid))
+    finally:
+        srv.stop()
+    assert res["digests"] == stock
+    assert res["compiles"] == 6
+    assert len(remote_warnings(res)) == 1, res["warnings"]
+    assert res["stats"]["remote"]["state"] == "off"
+
+
+def test_redis_never_reachable(key, tmp_path, stock):
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    t0 = time.monotonic()
+    res = run_host(host_env(tmp_path / "a", url, key, "none"))
+    assert time.monotonic() - t0 < 120
+    assert res["digests"] == stock and res["compiles"] == 6
+    (warning,) = remote_warnings(res)
+    assert "off for the rest of this process" in warning
+    assert res["stats"]["remote"]["state"] == "off"
+    assert res["stats"]["tiers"]["remote"]["errors"] == 1
+
+
+def test_redis_answering_slowly(key, tmp_path, stock):
+    """A server that stops answering: the host waits one timeout (0.5 s), not the
+    pause (20 s), then goes on locally."""
+    srv = RedisServer(tmp_path / "srv")
+    try:
+        srv.client().execute_command("CLIENT", "PAUSE", "20000", "ALL")
+        env = host_env(tmp_path / "a", srv.url, key, "slow", JAX_PCACHE_REMOTE_TIMEOUT="0.5s")
+        res = run_host(env)
+    finally:
+        srv.stop()
+    assert res["digests"] == stock and res["compiles"] == 6
+    assert len(remote_warnings(res)) == 1, res["warnings"]
+    assert "Timeout" in res["stats"]["remote"]["reason"]
+    assert res["seconds"] < 15  # the programs' own time: compiles plus one timeout
+
+
+def test_remote_full_is_read_only(key, tmp_path, stock):
+    srv = RedisServer(tmp_path / "srv")
+    try:
+        run_host(host_env(tmp_path / "a", srv.url, key, "full"))  # 6 entries stored
+        srv.client().config_set("maxmemory", "1")
+        srv.client().config_set("maxmemory-policy", "noeviction")
+        hit = run_host(host_env(tmp_path / "b", srv.url, key, "full"))
+        assert hit["compiles"] == 0 and hit["warnings"] == []  # reads work when full
+        res = run_host(host_env(tmp_path / "c", srv.url, key, "full2"))
+    finally:
+        srv.stop()
+    assert res["digests"] == stock and res["compiles"] == 6
+    (warning,) = remote_warnings(res)
+    assert "full" in warning
+    assert res["stats"]["remote"]["state"] == "read-only"
+
+
+def test_wrong_fleet_key(server, key, ns, tmp_path, stock):
+    run_host(host_env(tmp_path / "a", server.url, key, ns))
+    other = fleet_key(tmp_path / "other.key")
+    res = run_host(host_env(tmp_path / "b", server.url, other, ns))
+    assert res["digests"] == stock and res["compiles"] == 6
+    (warning,) = remote_warnings(res)
+    assert "another fleet key" in warning
+    assert res["stats"]["remote_hits"] == 0 and res["stats"]["remote_writes"] == 0
+    # The fleet's entries were left alone: a host with the right key still hits.
+    good = run_host(host_env(tmp_path / "c", server.url, key, ns))
+    assert good["compiles"] == 0 and good["stats"]["remote_hits"] == 6
+
+
+@pytest.mark.parametrize("where", ["chunk", "head"])
+def test_tampered_remote_value(server, key, ns, tmp_path, stock, where):
+    run_host(host_env(tmp_path / "a", server.url, key, ns))
+    r = server.client()
+    kind = ":c:" if where == "chunk" else ":e:"
+    names = [n for n in r.scan_iter(match=f"pcache:*:{ns}:*") if kind in n.decode()]
+    assert len(names) == 6
+    for n in names:
+        value = bytearray(r.get(n))
+        if where == "head":  # a signed field changed: the signature no longer holds
+            value = bytearray(bytes(value).replace(b'"compile_seconds":', b'"compile_seconds":9'))
+        else:
+            value[len(value) // 2] ^= 0x55
+        r.set(n, bytes(value))
+    res = run_host(host_env(tmp_path / "b", server.url, key, ns))
+    assert res["digests"] == stock and res["compiles"] == 6
+    (warning,) = remote_warnings(res)
+    assert "failed verification" in warning
+    assert res["stats"]["remote_miss_reasons"] == {"tampered": 6}
+    # The forged entries were replaced with good ones.
+    good = run_host(host_env(tmp_path / "c", server.url, key, ns))
+    assert good["compiles"] == 0 and good["stats"]["remote_hits"] == 6
+
+
+def test_holder_killed_while_holding_its_lease(server, key, ns, tmp_path, stock):
+    """A host SIGKILLed inside its compile, holding the lease: another host waits
+    at most the lease (2 s) for it, then takes over."""
+    env = host_env(tmp_path / "a", server.url, key, ns, JAX_PCACHE_REMOTE_LEASE="2s")
+    dead = start_host(env, "--die-in-compile")
+    dead.communicate(timeout=300)
+    assert dead.returncode == -9
+    leases = [n for n in server.client().scan_iter(match=f"pcache:*:{ns}:*:l:*")]
+    assert len(leases) == 1  # it died holding the first program's lease
+    res = run_host(host_env(tmp_path / "b", server.url, key, ns, JAX_PCACHE_REMOTE_LEASE="2s"))
+    assert res["digests"] == stock and res["compiles"] == 6
+    assert res["stats"]["remote_takeovers"] == 1
+    assert res["warnings"] == []
+    assert res["seconds"] < 2 + 30  # one lease of waiting, plus six compiles
+
+
+def test_fleet_key_must_be_private(server, ns, tmp_path, stock):
+    loose = fleet_key(tmp_path / "loose.key")
+    loose.chmod(0o644)
+    res = run_host(host_env(tmp_path / "a", server.url, loose, ns))
+    (warning,) = remote_warnings(res)
+    assert "JAX_PCACHE_REMOTE_SECRET_FILE" in warning and "readable by others" in warning
+    assert res["digests"] == stock and res["stats"]["remote"]["state"] == "off"
+    res = run_host(host_env(tmp_path / "b", server.url, None, ns))
+    (warning,) = remote_warnings(res)
+    assert "JAX_PCACHE_REMOTE_SECRET_FILE" in warning
+    assert not list(server.client().scan_iter(match=f"pcache:*:{ns}:*"))
+
+
+# -- the Remote object itself -------------------------------------------------------------
+
+
+def make_remote(server, ns, key=b"k" * 32, **kw) -> _remote.Remote:
+    errors = []
+    rem = _remote.Remote(
+        _remote.RemoteConfig(server.url, None, namespace=ns, **kw),
+        key,
+        report=lambda what, cause, exc: errors.append((what, cause, exc)),
+    )
+    rem.errors = errors
+    return rem
+
+
+def test_chunked_values_are_verified_whole(server, ns):
+    rem = make_remote(server, ns, chunk_bytes=1000)
+    value = os.urandom(20_000)  # incompressible: 20+ chunks
+    meta = {"backend": "cpu", "extra": {"replay": {"x": 1}, "hmac": "local only"}}
+    assert rem.put("d1", value, meta) > 20_000
+    got = rem.get("d1")
+    assert got.raw == value and got.head.chunks >= 20
+    assert got.head.extra == {"replay": {"x": 1}}  # the local signatures are never sent
+    assert rem.put("d1", b"other", meta) == 0  # an entry is never overwritten...
+    chunks = sorted(server.client().keys(f"{rem.prefix}c:d1:*"))
+    server.client().delete(chunks[3])
+    assert rem.get("d1").miss == "incomplete"
+    assert rem.put("d1", value, meta, replace=True)  # ...unless it is broken
+    assert rem.get("d1").raw == value
+    assert len(server.client().keys(f"{rem.prefix}c:d1:*")) == len(chunks)  # old ones gone
+    other = make_remote(server, ns, key=b"q" * 32)
+    assert other.get("d1").miss == "foreign-key"
+    assert rem.errors == [] and other.errors == []
+
+
+def test_lease_single_flight_and_expiry(server, ns):
+    a = make_remote(server, ns, lease=0.6, wait=1.0)
+    b = make_remote(server, ns, lease=0.6, wait=1.0)
+    held = a.claim("d")
+    assert held.held
+    t0 = time.monotonic()
+    assert b.claim("d").outcome == "timeout"  # renewed past its 0.6 s expiry
+    assert 0.9 < time.monotonic() - t0 < 2.0
+    a.put("d", b"v", {})
+    assert b.claim("d").outcome == "ready"
+    a.release(held)
+    assert a.claim("e").held
+    with a._lock:  # a holder that stops renewing (dead): its lease expires
+        a._held.clear()
+    late = make_remote(server, ns, lease=0.6, wait=5.0).claim("e")
+    assert late.held and late.took_over and late.waited < 1.5
+
+
+def test_settings_validation(tmp_path):
+    with pytest.raises(ConfigError):
+        Settings.resolve(tmp_path, environ={"JAX_PCACHE_REMOTE": "http://x"})
+    with pytest.raises(ConfigError):
+        Settings.resolve(tmp_path, remote="redis://x", remote_namespace="a b", environ={})
+    s = Settings.resolve(
+        tmp_path,
+        environ={
+            "JAX_PCACHE_REMOTE": "redis://:pw@h:1/2",
+            "JAX_PCACHE_REMOTE_TTL": "7d",
+            "JAX_PCACHE_REMOTE_READ_ONLY": "1",
+        },
+    )
+    assert s.remote.ttl == 7 * 86400 and s.remote.read_only
+    assert _remote.redact(s.remote.url) == "redis://:***@h:1/2"
+    assert (
+        Settings.resolve(tmp_path, remote=False, environ={"JAX_PCACHE_REMOTE": "redis://h"}).remote
+        is None
+    )
