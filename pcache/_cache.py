@@ -11,15 +11,17 @@ unless ``raise_errors`` is set (``JAX_PCACHE_RAISE_ERRORS=1``, for tests).
 
 Entry signing lives in `pcache._signing`, the cross-process locks (with their
 heartbeat) in `pcache._flight`, the memory tier in `pcache._memory`; all three are
-JAX-free. A store that cannot be written is used read-only (hits only,
-``writes_skipped`` counted), one that cannot be used at all is replaced by
-`NoStore` (memory tier only), each with one logged warning.
+JAX-free. The remote tier a fleet shares (`pcache._remote`, JAX-free too) comes
+after the store: `_load_from_remote` on a local miss, `_fleet_compile` around a
+compile (the fleet-wide lease), `_remote_put` after it. A store that cannot be
+written is used read-only (hits only, ``writes_skipped`` counted), one that cannot
+be used at all is replaced by `NoStore` (memory tier only), each with one logged
+warning.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import errno
 import hashlib
 import logging
@@ -278,7 +280,7 @@ class Runtime:
             pre.stop(timeout=join_timeout)
         self._working_sets.save()
         rem = getattr(self, "remote", None)
-        if rem is not None and not self._forked:
+        if rem is not None:  # a forked child flushes its own writes (and leases)
             bound = max(30.0, 10 * rem.config.timeout)
             if not rem.flush(bound):
                 self.background_error(
@@ -296,8 +298,7 @@ class Runtime:
         self.release_preloaded()
         self.memory.clear()
         if self.remote is not None:
-            with contextlib.suppress(Exception):
-                self.remote.client.close()
+            self.remote.close()
         try:
             self.store.close()
         except Exception as exc:  # closing must not break interpreter shutdown
@@ -614,7 +615,7 @@ class Runtime:
         self, digest: str, load: LoadFn, key: CacheKey | None = None, recheck: bool = False
     ) -> tuple[Any | None, str]:
         """The remote tier's entry ``digest``, verified, loaded and copied into the
-        local store; or ``(None, why)`` (missing, tampered, foreign-key, ...).
+        local store; or ``(None, why)`` (missing, incomplete, tampered, unloadable).
         ``recheck``: the lookup before already counted it missing."""
         rem = self.remote
         if rem is None or not rem.readable:
@@ -629,9 +630,9 @@ class Runtime:
             if not recheck:  # the second look of one miss is not counted again
                 self.stats.remote_miss(got.miss)
                 self._bump({"remote_misses": 1})
-            if got.miss == "foreign-key":
-                self._remote_report_entry("remote fleet key", got.detail, count=not recheck)
-            elif got.miss == "tampered":
+                if got.miss == "missing" and self._first("remote other keys"):
+                    self._check_other_keys(rem)
+            if got.miss == "tampered":
                 self._remote_report_entry("remote entry signature", got.detail, count=not recheck)
             return None, got.miss
         head = got.head
@@ -643,10 +644,15 @@ class Runtime:
             raise
         except Exception as exc:
             self._remote_error("remote load", exc)
+            rem.note_unusable(digest)  # waiters wait for its replacement, not for it
             return None, "unloadable"
         load_s = time.perf_counter() - t0
         n = len(got.raw)
-        saved = max(0.0, float(head.meta.get("compile_seconds") or 0.0) - load_s)
+        try:
+            compile_s = float(head.meta.get("compile_seconds") or 0.0)
+        except (TypeError, ValueError):
+            compile_s = 0.0
+        saved = max(0.0, compile_s - load_s)
         self.stats.add("remote_hits")
         self.stats.add("remote_bytes_read", n)
         self.stats.add("seconds_saved", saved)
@@ -664,26 +670,41 @@ class Runtime:
             self.stats.add("remote_errors")
             self.stats.error(cause)
             self._bump({"remote_errors": 1})
-        if cause == "remote fleet key":
-            text = (
-                "pcache: remote entries are signed with another fleet key (%s): check "
-                "JAX_PCACHE_REMOTE_SECRET_FILE; compiling here, and not overwriting them"
-            )
-        else:
-            text = (
-                "pcache: a remote entry failed verification (%s): it was written without "
-                "the fleet key or altered; not loaded, compiling here and replacing it"
-            )
+        text = (
+            "pcache: a remote entry failed verification (%s): it was written without "
+            "the fleet key or altered; not loaded, compiling here and replacing it"
+        )
         (logger.warning if self._first(f"{cause}:") else logger.debug)(text, detail)
 
-    def _remote_claim(self, digest: str) -> Any | None:
+    def _check_other_keys(self, rem: Any) -> None:
+        """Once per process, at the first remote miss: say so if hosts with other
+        fleet keys write this namespace (their entries are invisible here)."""
+        try:
+            others = rem.other_keys()
+        except Exception as exc:
+            self._remote_error("remote read", exc)
+            return
+        if others:
+            self.stats.error("remote fleet key")
+            logger.warning(
+                "pcache: the remote namespace %r is also written by hosts with other fleet "
+                "keys (key ids %s; this host's key: %s). Hosts share entries only with "
+                "hosts that hold the same key: check JAX_PCACHE_REMOTE_SECRET_FILE if this "
+                "host should share with them.",
+                rem.config.namespace,
+                ", ".join(others[:5]),
+                rem.key_id,
+            )
+
+    def _remote_claim(self, digest: str, wait: float | None = None) -> Any | None:
         """The fleet-wide lease for ``digest`` (`pcache._remote.Lease`), after waiting
-        for a live holder on another host; None without a writable remote."""
+        (at most ``wait`` seconds) for a live holder on another host; None without
+        a remote."""
         rem = self.remote
-        if rem is None or not rem.writable:
+        if rem is None or not rem.readable:
             return None
         try:
-            lease = rem.claim(digest)
+            lease = rem.claim(digest, wait)
         except Exception as exc:
             self._remote_error("remote lease", exc)
             return None
@@ -709,14 +730,17 @@ class Runtime:
         rem = self.remote
         if rem is None:
             return
-        if miss == "foreign-key" or not rem.writable:  # never overwrite another key's
+        if not rem.writable:
             if lease is not None:
                 self._remote_release(lease)
             return
 
         def job() -> None:
+            n = None
             try:
-                n = rem.put(digest, raw, meta, replace=miss in ("tampered", "incomplete"))
+                n = rem.put(
+                    digest, raw, meta, replace=miss in ("tampered", "incomplete", "unloadable")
+                )
                 if n:
                     self.stats.add("remote_writes")
                     self.stats.add("remote_bytes_written", n)
@@ -726,13 +750,15 @@ class Runtime:
                 self.background_error("remote write", exc)
             finally:
                 if lease is not None:
-                    self._remote_release(lease)
+                    self._remote_release(lease, stored=n is not None)
 
         rem.submit(job)
 
-    def _remote_release(self, lease: Any) -> None:
+    def _remote_release(self, lease: Any, stored: bool = False) -> None:
+        """Release ``lease``; not ``stored``: waiters compile at once (no entry is
+        coming from this host)."""
         try:
-            self.remote.release(lease)
+            self.remote.release(lease, stored)
         except Exception as exc:
             self.stats.add("remote_errors")
             self.background_error("remote lease", exc)
@@ -807,6 +833,7 @@ class Runtime:
             exe = self._take_preloaded(key, accept)
             if exe is not None:  # e.g. AOT .compile(compiler_options=...) keyed anew
                 return exe
+            started = time.monotonic()  # one bound for the local and the remote wait
             ticket = self._claim(digest)
             try:
                 # Whoever held the lock before us has probably stored the result;
@@ -820,6 +847,7 @@ class Runtime:
                     digest,
                     lambda lease, miss: self._compile_and_fill(key, compile_fn, meta, lease, miss),
                     lambda: self._load_from_remote(digest, load, key, recheck=True),
+                    started,
                 )
                 if stored and ticket is not None:
                     ticket.done()
@@ -833,18 +861,21 @@ class Runtime:
         digest: str,
         compile_and_fill: Callable[[Any, str], tuple[Any, bool]],
         from_remote: Callable[[], tuple[Any | None, str]],
+        started: float,
     ) -> tuple[Any, bool]:
         """Compile ``digest`` once for the fleet: take its remote lease (or wait for
         the host holding it and load what it stored), compile, and hand the lease
         to the remote write. ``compile_and_fill(lease, why_missed)`` compiles and
-        fills the tiers; returns (value, stored locally)."""
+        fills the tiers; returns (value, stored locally). The wait for another host
+        ends ``lock_timeout`` after ``started`` (when the wait for the local lock
+        began)."""
         if self.remote is None:
             return compile_and_fill(None, "")
-        lease = self._remote_claim(digest)
+        lease = self._remote_claim(digest, self.lock_timeout - (time.monotonic() - started))
         handed = False
         try:
             miss = "missing"
-            if lease is not None and lease.outcome in ("held", "ready"):
+            if lease is not None and lease.outcome != "off":
                 # Held: whoever held it before stored the entry, or nobody did.
                 value, miss = from_remote()
                 if value is not None:
@@ -920,14 +951,17 @@ class Runtime:
 
     # -- JAX's HLO-level cache interface (pmap, eager, what the jit seam misses) --
 
-    def hlo_get(self, key: str) -> bytes | None:
+    def hlo_get(self, key: str, load: Callable[[bytes], Any]) -> Any | None:
+        """The executable stored for JAX's cache key ``key``, loaded by ``load``
+        (an entry that fails to load is dropped: a local one removed, a remote
+        one never copied here); None on a miss."""
         digest = "hlo-" + key
-        got = self._read_verified(digest, lambda raw, _replay: raw)
-        if got is None and self.remote is not None:
-            raw, _ = self._load_from_remote(digest, lambda raw, _replay: raw)
-            got = None if raw is None else (raw,)
-        self.stats.add("hlo_hits" if got is not None else "hlo_misses")
-        return None if got is None else got[0]
+        got = self._read_verified(digest, lambda raw, _replay: load(raw))
+        exe = None if got is None else got[0]
+        if exe is None and self.remote is not None:
+            exe, _ = self._load_from_remote(digest, lambda raw, _replay: load(raw))
+        self.stats.add("hlo_hits" if exe is not None else "hlo_misses")
+        return exe
 
     def hlo_put(self, key: str, value: bytes, meta: dict[str, Any]) -> None:
         digest = "hlo-" + key
@@ -951,6 +985,7 @@ class Runtime:
         # JAX's key starts with the module's name: the lock file is named by a hash.
         lock_name = "hlo-" + hashlib.sha256(key.encode()).hexdigest()
         with self._thread_lock(digest):
+            started = time.monotonic()
             ticket = self._claim(lock_name)
             try:
                 if self._stored(digest):  # stored while we waited (or by another thread)
@@ -991,7 +1026,7 @@ class Runtime:
                         self.stats.add("hlo_hits")
                     return exe, why
 
-                exe, stored = self._fleet_compile(digest, compile_and_fill, from_remote)
+                exe, stored = self._fleet_compile(digest, compile_and_fill, from_remote, started)
                 if stored and ticket is not None:
                     ticket.done()
                 return exe

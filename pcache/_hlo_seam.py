@@ -67,10 +67,10 @@ def compile_or_get_cached_wrapper(
         return call()
     try:
         key = _compat.hlo_cache_key(computation, devices, compile_options, backend)
-        raw = rt.hlo_get(key)
-        exe = None
-        if raw is not None:
-            exe = backend.deserialize_executable(raw, executable_devices, compile_options)
+        exe = rt.hlo_get(
+            key,
+            lambda raw: backend.deserialize_executable(raw, executable_devices, compile_options),
+        )
     except Exception as exc:
         rt.error("hlo lookup", exc)
         return call()

@@ -52,10 +52,11 @@ import secrets
 import socket
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import zstandard
 
@@ -65,6 +66,9 @@ from pcache._signing import ENTRY_FORMAT, read_key_file
 #: What the keys and heads below mean; in the prefix, so formats never mix.
 REMOTE_FORMAT = 1
 MAX_HEAD_BYTES = 1 << 20  # a head is a few KB; a longer one is never read whole
+TAG_BYTES = 64  # a head starts with its HMAC (hex): what tells two heads apart
+VOID = b"void"  # a lease given up by a host that will store nothing
+VOID_SECONDS = 10.0
 DEFAULT_CHUNK_BYTES = 1 << 20
 DEFAULT_TIMEOUT = 2.0
 DEFAULT_LEASE = 30.0
@@ -89,8 +93,9 @@ __all__ = [
 ]
 
 _RELEASE = """
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
-return 0
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+if tonumber(ARGV[2]) > 0 then return redis.call('set', KEYS[1], 'void', 'PX', ARGV[2]) end
+return redis.call('del', KEYS[1])
 """
 _RENEW = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -120,20 +125,37 @@ class RemoteConfig:
 
 
 def redact(url: str) -> str:
-    """``url`` without its password (for logs and stats)."""
+    """``url`` without its password, in the authority or the query (for logs,
+    stats and `pcache env`)."""
     try:
         parts = urlsplit(url)
+        password = parts.password
     except ValueError:
         return "<unparsable url>"
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit(parts._replace(netloc=user + netloc))
+    if password is not None:
+        netloc = parts.netloc.rsplit("@", 1)[1]
+        user = f"{parts.username}:***@" if parts.username else ":***@"
+        parts = parts._replace(netloc=user + netloc)
+    if parts.query:
+        query = [
+            (k, "***" if k.lower() in _SECRET_PARAMS else v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        ]
+        parts = parts._replace(query=urlencode(query, safe="*/"))
+    out = urlunsplit(parts)
+    if not parts.netloc and url.startswith(f"{parts.scheme}://"):
+        out = out.replace(f"{parts.scheme}:", f"{parts.scheme}://", 1)  # unix:///path
+    return out
+
+
+_SECRET_PARAMS = {"password", "ssl_password", "username", "ssl_keyfile", "ssl_certfile"}
 
 
 def check_url(url: str) -> str:
-    scheme = urlsplit(url).scheme
+    try:
+        scheme = urlsplit(url).scheme
+    except ValueError:
+        scheme = ""
     if scheme not in ("redis", "rediss", "unix"):
         raise RemoteError(
             f"remote {redact(url)!r}: expected redis://host:port/db, rediss://host:port/db "
@@ -159,7 +181,9 @@ def host_class() -> str:
                     flags = " ".join(sorted(value.split()))
                     break
     if not flags:
-        flags = platform.processor()
+        # Unknown features: share with nobody but this host (never load code built for
+        # instructions this CPU may lack).
+        flags = f"host {socket.gethostname()} {uuid.getnode()}"
     text = f"{platform.machine()}\0{flags}"
     return f"{platform.machine() or 'unknown'}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
@@ -196,8 +220,9 @@ class Fetched:
 @dataclasses.dataclass
 class Lease:
     """`Remote.claim`'s outcome: ``held`` (ours to compile under: write, then
-    release), ``ready`` (another host stored it while we waited), ``timeout``,
-    ``off`` (the remote failed or cannot be written)."""
+    release), ``ready`` (another host stored it while we waited), ``absent``
+    (nobody is compiling it: a host that may not write compiles it itself),
+    ``timeout``, ``off`` (the remote failed)."""
 
     outcome: str
     digest: str = ""
@@ -227,7 +252,13 @@ class Remote:
         ns = config.namespace
         if not NAMESPACE_RE.match(ns):
             raise RemoteError(f"remote namespace {ns!r}: use 1-64 of A-Z a-z 0-9 . _ -")
-        self.prefix = f"{prefix_root(ns)}{self.host_class}:"
+        # Each fleet key has its own key space: hosts with different keys never read,
+        # wait for or overwrite each other's entries (`other_keys` tells them apart).
+        self.space = f"{self.host_class}.{self.key_id}"
+        self.prefix = f"{prefix_root(ns)}{self.space}:"
+        self._key_ids = f"{prefix_root(ns)}key-ids"
+        self._announced = False
+        self._stale: dict[str, bytes] = {}  # digest -> tag of a head found unusable
         self._report = report or (lambda what, cause, exc: None)
         self._redis_errors = (redis.RedisError, OSError)
         self._oom = getattr(redis.exceptions, "OutOfMemoryError", ())
@@ -298,6 +329,7 @@ class Remote:
             return Fetched(None, miss="missing")
         head, why = self._verify_head(name, digest, blob)
         if head is None:
+            self._note_stale(digest, blob)
             return Fetched(None, miss=why[0], detail=why[1])
         keys = [self._k("c", digest, head.id, i) for i in range(head.chunks)]
         try:
@@ -310,17 +342,47 @@ class Remote:
             self._fail("read", exc)
             return Fetched(None, miss="off")
         if any(p is None for p in parts):
+            self._note_stale(digest, blob)
             return Fetched(None, miss="incomplete", detail=f"{digest[:12]}: a chunk is gone")
         packed = b"".join(parts)  # type: ignore[arg-type]
         raw = None
         if len(packed) == head.packed_size:
-            with contextlib.suppress(zstandard.ZstdError):
-                raw = zstandard.ZstdDecompressor().decompress(packed, max_output_size=head.raw_size)
+            with contextlib.suppress(Exception):  # a frame that lies about its size, ...
+                if zstandard.get_frame_parameters(packed).content_size == head.raw_size:
+                    raw = zstandard.ZstdDecompressor().decompress(
+                        packed, max_output_size=head.raw_size
+                    )
         if raw is None or len(raw) != head.raw_size or _sha(raw) != head.sha256:
+            self._note_stale(digest, blob)
             return Fetched(
                 None, miss="tampered", detail=f"{digest[:12]}: its value does not match its head"
             )
         return Fetched(raw, head)
+
+    def note_unusable(self, digest: str) -> None:
+        """The entry ``digest`` verified but could not be loaded here: a waiter
+        waits for a new one, not for this one (`claim`)."""
+        with contextlib.suppress(*self._redis_errors):
+            blob = self.client.getrange(self._k("e", digest), 0, TAG_BYTES - 1)
+            if blob:
+                self._note_stale(digest, blob)
+
+    def _note_stale(self, digest: str, blob: bytes) -> None:
+        with self._lock:
+            if len(self._stale) >= 1024:
+                self._stale.clear()
+            self._stale[digest] = blob[:TAG_BYTES]
+
+    def other_keys(self, within: float = 86400.0) -> list[str]:
+        """Ids of the other fleet keys whose hosts wrote to this namespace in the
+        last ``within`` seconds (hosts given another key file, or a key being
+        rotated): their entries are invisible to this host."""
+        try:
+            ids = self.client.zrangebyscore(self._key_ids, time.time() - within, "+inf")
+        except self._redis_errors as exc:
+            self._fail("read", exc)
+            return []
+        return sorted({i.decode(errors="replace") for i in ids} - {self.key_id})
 
     def _verify_head(
         self, name: str, digest: str, blob: bytes
@@ -328,20 +390,14 @@ class Remote:
         if len(blob) > MAX_HEAD_BYTES:
             return None, ("tampered", f"{digest[:12]}: a head of over {MAX_HEAD_BYTES} bytes")
         tag, _, text = blob.partition(b"\n")
-        try:
+        if not hmac.compare_digest(self._sign(name, text).encode(), tag):
+            return None, ("tampered", f"{digest[:12]}: its head fails its signature")
+        try:  # signed by a holder of the fleet key: parsed only now
             fields = json.loads(text)
             if not isinstance(fields, dict):
                 raise ValueError("not an object")
-        except ValueError:
-            return None, ("tampered", f"{digest[:12]}: its head is not JSON")
-        if fields.get("key_id") != self.key_id:
-            return None, (
-                "foreign-key",
-                f"{digest[:12]} is signed with fleet key id {str(fields.get('key_id'))[:16]!r}, "
-                f"this host's key has id {self.key_id!r}",
-            )
-        if not hmac.compare_digest(self._sign(name, text).encode(), tag):
-            return None, ("tampered", f"{digest[:12]}: its head fails its signature")
+        except (ValueError, RecursionError):
+            return None, ("tampered", f"{digest[:12]}: its head is signed but not JSON")
         try:
             head = Head(**{f.name: fields[f.name] for f in dataclasses.fields(Head)})
             ok = (
@@ -380,11 +436,14 @@ class Remote:
         h.update(text)
         return h.hexdigest()
 
-    def put(self, digest: str, raw: bytes, meta: dict[str, Any], *, replace: bool = False) -> int:
+    def put(
+        self, digest: str, raw: bytes, meta: dict[str, Any], *, replace: bool = False
+    ) -> int | None:
         """Write an entry (chunks, then its head); returns the bytes sent, 0 if an
-        entry was there already (and ``replace`` is false) or the write failed."""
+        entry was there already (and ``replace`` is false), None if nothing could
+        be written."""
         if not self.writable:
-            return 0
+            return None
         meta = dict(meta)
         extra = {k: v for k, v in (meta.pop("extra", None) or {}).items() if k not in _LOCAL_ONLY}
         packed = self._cctx.compress(raw)
@@ -407,8 +466,15 @@ class Remote:
         text = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
         name = self._k("e", digest)
         blob = self._sign(name, text).encode() + b"\n" + text
-        if len(blob) > MAX_HEAD_BYTES:
-            return 0  # metadata this large is never read back: do not send it
+        if len(blob) > MAX_HEAD_BYTES:  # never read back: not sent
+            self._report(
+                "write",
+                "remote entry too large",
+                ValueError(
+                    f"{digest[:12]}: a head of {len(blob)} bytes (at most {MAX_HEAD_BYTES})"
+                ),
+            )
+            return None
         px = int(self.config.ttl * 1000) if self.config.ttl else None
         try:
             old = self.client.getrange(name, 0, MAX_HEAD_BYTES)
@@ -424,13 +490,20 @@ class Remote:
                 return 0
             if old:  # the replaced entry's chunks (its head is not trusted: ids only)
                 self._drop_chunks(digest, old, keep=wid)
+            if not self._announced:  # which keys write here (`other_keys`), for 30 days
+                now = time.time()
+                pipe = self.client.pipeline(transaction=False)
+                pipe.zadd(self._key_ids, {self.key_id: now})
+                pipe.zremrangebyscore(self._key_ids, "-inf", now - 30 * 86400)
+                pipe.execute()
+                self._announced = True
         except self._redis_errors as exc:
             self._fail("write", exc)
-            return 0
+            return None
         return len(packed) + len(blob)
 
     def _drop_chunks(self, digest: str, old_head: bytes, keep: str) -> None:
-        with contextlib.suppress(ValueError, TypeError, AttributeError):
+        with contextlib.suppress(Exception):  # an unsigned head: ids only, if any
             fields = json.loads(old_head.partition(b"\n")[2])
             wid, n = str(fields["id"]), int(fields["chunks"])
             if wid != keep and re.fullmatch(r"[0-9a-f]{1,64}", wid) and 0 < n <= 1 << 16:
@@ -451,14 +524,28 @@ class Remote:
                 except RuntimeError:
                     t = None
                 self._writer = t
-        if self._writer is None:
+            writer = self._writer
+        if writer is None:
             job()
             return
         jobs.put(job)
 
+    def close(self) -> None:
+        """Stop the writer thread (after `flush`) and close the connections."""
+        with self._lock:
+            jobs, writer = self._jobs, self._writer
+            self._jobs = self._writer = None
+        if jobs is not None and writer is not None:
+            jobs.put(None)
+        with contextlib.suppress(Exception):
+            self.client.close()
+
     def _write_loop(self, jobs: queue.Queue) -> None:
         while True:
             job = jobs.get()
+            if job is None:
+                jobs.task_done()
+                return
             try:
                 job()
             except BaseException as exc:  # a job reports its own failures; never die
@@ -481,44 +568,57 @@ class Remote:
 
     # -- single-flight ----------------------------------------------------------------
 
-    def claim(self, digest: str) -> Lease:
-        """Take the lease for ``digest``, or wait for the host that holds it: until
-        its entry is stored (``ready``), its lease ends without one (we take over),
-        or ``config.wait`` passes (``timeout``)."""
-        if not self.writable:
+    def claim(self, digest: str, wait: float | None = None) -> Lease:
+        """Take the lease for ``digest``, or wait (at most ``wait`` seconds, default
+        ``config.wait``) for the host that holds it: until it stores an entry
+        (``ready``), says it will store none (``absent``: compile here, no lease),
+        or its lease ends without one (we take over). A host that may not write
+        takes no lease, but waits the same way."""
+        if not self.readable:
             return Lease("off", digest)
+        wait = self.config.wait if wait is None else max(0.0, wait)
         token = secrets.token_hex(16)
-        name = self._k("l", digest)
-        head = self._k("e", digest)
+        name, head = self._k("l", digest), self._k("e", digest)
+        with self._lock:  # the unusable head our lookup found is not "ready"
+            stale = self._stale.pop(digest, None)
         ms = max(1, int(self.config.lease * 1000))
         start = time.monotonic()
         pause, took_over, waited = POLL[0], False, False
         try:
             while True:
-                if self.client.set(name, token, nx=True, px=ms):
+                if self.writable and self.client.set(name, token, nx=True, px=ms):
                     self._hold(digest, token)
-                    return Lease("held", digest, token, time.monotonic() - start, took_over)
-                waited = True
+                    spent = time.monotonic() - start if waited else 0.0
+                    return Lease("held", digest, token, spent, took_over)
                 while True:
-                    left = start + self.config.wait - time.monotonic()
+                    pipe = self.client.pipeline(transaction=False)
+                    pipe.getrange(head, 0, TAG_BYTES - 1)
+                    pipe.get(name)
+                    tag, holder = pipe.execute()
+                    spent = time.monotonic() - start if waited else 0.0
+                    if tag and tag != stale:
+                        return Lease("ready", digest, waited=spent)
+                    if holder == VOID:
+                        return Lease("absent", digest, waited=spent)
+                    if holder is None:  # released or expired without an entry
+                        if not self.writable:
+                            return Lease("absent", digest, waited=spent)
+                        took_over = waited
+                        break
+                    left = start + wait - time.monotonic()
                     if left <= 0:
                         return Lease("timeout", digest, waited=time.monotonic() - start)
                     time.sleep(min(pause, left))
-                    pause = min(pause * 1.5, POLL[1])
-                    pipe = self.client.pipeline(transaction=False)
-                    pipe.exists(head)
-                    pipe.exists(name)
-                    stored, leased = pipe.execute()
-                    if stored:
-                        return Lease("ready", digest, waited=time.monotonic() - start)
-                    if not leased:  # released or expired without an entry: ours now
-                        took_over = waited
-                        break
+                    pause, waited = min(pause * 1.5, POLL[1]), True
         except self._redis_errors as exc:
             self._fail("lease", exc)
             return Lease("off", digest, waited=time.monotonic() - start)
 
-    def release(self, lease: Lease) -> None:
+    def release(self, lease: Lease, stored: bool = False) -> None:
+        """Give ``lease`` up. Not ``stored``: nothing is coming from this host (a
+        compile error, a program that cannot be serialized): the lease is left as
+        `VOID` for a little while, so the hosts waiting for it compile at once, side
+        by side, instead of taking it over one after another."""
         if not lease.held:
             return
         lease.outcome = "released"
@@ -527,8 +627,9 @@ class Remote:
                 del self._held[lease.digest]
         if self.state == "off":
             return
+        ms = 0 if stored else max(1, int(min(self.config.lease, VOID_SECONDS) * 1000))
         try:
-            self._release(keys=[self._k("l", lease.digest)], args=[lease.token])
+            self._release(keys=[self._k("l", lease.digest)], args=[lease.token, ms])
         except self._redis_errors as exc:
             self._fail("lease", exc)
 
@@ -582,13 +683,16 @@ def connect(url: str, timeout: float = DEFAULT_TIMEOUT):
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    return redis.Redis.from_url(
-        check_url(url),
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        retry=Retry(NoBackoff(), 0),
-        retry_on_timeout=False,
-    )
+    try:
+        return redis.Redis.from_url(
+            check_url(url),
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
+            retry_on_timeout=False,
+        )
+    except ValueError as exc:  # redis-py's parse of a malformed URL
+        raise RemoteError(f"remote {redact(url)!r}: {exc}") from None
 
 
 @dataclasses.dataclass
@@ -623,12 +727,14 @@ def _scan(client, match: str) -> Iterator[_Key]:
 
 
 def _lengths(client, names: list[str]) -> list[int]:
+    """Bytes each key takes in the server (MEMORY USAGE: unlike a read, it leaves
+    the key's idle time alone, which `gc --older-than` ages by)."""
     out: list[int] = []
     for i in range(0, len(names), 500):
         pipe = client.pipeline(transaction=False)
         for n in names[i : i + 500]:
-            pipe.strlen(n)
-        out += pipe.execute()
+            pipe.memory_usage(n, samples=0)
+        out += [v if isinstance(v, int) else 0 for v in pipe.execute(raise_on_error=False)]
     return out
 
 
@@ -694,7 +800,10 @@ def gc(
     """Remove entries (head and chunks) of ``namespace`` (every one if None) that
     nobody read for ``older_than`` seconds, or all of them (``everything``); every
     key of another format (``other_formats``); and chunks left without their head
-    for over `ORPHAN_AGE`. Leases are never touched (they expire). Returns counts."""
+    for over `ORPHAN_AGE`. Leases are never touched (they expire). Idle times are
+    read before anything else, and nothing here reads an entry (which would make
+    it young again). Where the server cannot tell idle times (an LFU policy), no
+    entry is aged out: ``idle_unknown`` counts them. Returns counts."""
     current = f"r{REMOTE_FORMAT}e{ENTRY_FORMAT}"
     keys = [k for k in _scan(client, f"{ROOT}:*") if namespace in (None, k.namespace)]
     doomed: list[_Key] = []
@@ -702,48 +811,70 @@ def gc(
         doomed += [k for k in keys if k.fmt != current and k.kind != "l"]
     mine = [k for k in keys if k.fmt == current]
     heads = [k for k in mine if k.kind == "e"]
+    chunks = [k for k in mine if k.kind == "c"]
+    head_idle = _idle(client, [h.name for h in heads]) if older_than is not None else []
+    chunk_idle = _idle(client, [c.name for c in chunks])
+    unknown = sum(1 for t in head_idle if t is None)
     if everything:
         old = heads
     elif older_than is not None:
         old = [
-            h
-            for h, t in zip(heads, _idle(client, [h.name for h in heads]), strict=True)
-            if t is not None and t >= older_than
+            h for h, t in zip(heads, head_idle, strict=True) if t is not None and t >= older_than
         ]
     else:
         old = []
-    gone = {(h.fmt, h.namespace, h.host, h.digest) for h in old}
     doomed += old
-    # A head names its chunks' writer id: other chunks of that digest are orphans.
-    live: dict[tuple, str] = {}
-    for h in heads:
-        if (h.fmt, h.namespace, h.host, h.digest) in gone:
-            continue
-        with contextlib.suppress(Exception):
-            text = client.getrange(h.name, 0, MAX_HEAD_BYTES).partition(b"\n")[2]
-            live[(h.fmt, h.namespace, h.host, h.digest)] = str(json.loads(text).get("id"))
-    chunks = [k for k in mine if k.kind == "c"]
-    orphans = [
-        c
-        for c in chunks
-        if (c.fmt, c.namespace, c.host, c.digest) not in gone
-        and live.get((c.fmt, c.namespace, c.host, c.digest)) != c.id
-    ]
-    idle = _idle(client, [c.name for c in orphans])
-    doomed += [c for c in chunks if (c.fmt, c.namespace, c.host, c.digest) in gone]
-    doomed += [c for c, t in zip(orphans, idle, strict=True) if t is None or t >= ORPHAN_AGE]
+
+    def entry(k: _Key) -> tuple:
+        return (k.fmt, k.namespace, k.host, k.digest)
+
+    gone = {entry(h) for h in old}
+    have_head = {entry(h) for h in heads} - gone
+    ids: dict[tuple, set[str]] = {}
+    head_ids: dict[tuple, str] = {}
+    for c in chunks:
+        ids.setdefault(entry(c), set()).add(c.id)
+    for c, t in zip(chunks, chunk_idle, strict=True):
+        e = entry(c)
+        if e in gone:
+            doomed.append(c)
+        elif t is None or t < ORPHAN_AGE:
+            continue  # perhaps a write under way
+        elif e not in have_head:
+            doomed.append(c)  # its head never came, or was evicted
+        elif len(ids[e]) > 1:
+            if e not in head_ids:
+                head_ids[e] = _head_id(client, e)
+            if head_ids[e] and c.id != head_ids[e]:
+                doomed.append(c)  # a replaced writer's, or a race loser's
     doomed = list({k.name: k for k in doomed}.values())
     sizes = _lengths(client, [k.name for k in doomed])
     if not dry_run:
         for i in range(0, len(doomed), 500):
             client.delete(*[k.name for k in doomed[i : i + 500]])
+        if everything:
+            for ns in {k.namespace for k in heads} | ({namespace} if namespace else set()):
+                client.delete(f"{prefix_root(ns)}key-ids")
     return {
         "entries_removed": sum(1 for k in doomed if k.kind == "e"),
         "chunks_removed": sum(1 for k in doomed if k.kind == "c"),
         "bytes_removed": sum(sizes),
         "entries_kept": len(heads) - len(old),
+        "idle_unknown": unknown,
         "dry_run": dry_run,
     }
+
+
+def _head_id(client, entry: tuple) -> str:
+    """The writer id the current head of ``entry`` names (read, so made young:
+    only for the rare digest with chunks of several writers)."""
+    fmt, ns, host, digest = entry
+    name = f"{ROOT}:{fmt}:{ns}:{host}:e:{digest}"
+    try:
+        text = client.getrange(name, 0, MAX_HEAD_BYTES).partition(b"\n")[2]
+        return str(json.loads(text).get("id"))
+    except Exception:
+        return ""
 
 
 def prefix_root(namespace: str) -> str:

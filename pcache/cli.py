@@ -1258,7 +1258,7 @@ def _remote_client(ctx: click.Context) -> Iterator[Any]:
     try:
         timeout = _settings_remote_timeout()
         client = _remote.connect(url, timeout)
-    except _remote.RemoteError as exc:
+    except (_remote.RemoteError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
     try:
         yield client
@@ -1268,7 +1268,7 @@ def _remote_client(ctx: click.Context) -> Iterator[Any]:
         if isinstance(exc, (redis.RedisError, OSError)):
             raise click.ClickException(
                 f"remote {_remote.redact(url)}: {type(exc).__name__}: {exc}"
-            ) from exc
+            ) from None
         raise
     finally:
         client.close()
@@ -1386,6 +1386,12 @@ def remote_gc(
     if as_json:
         _echo_json(result)
         return
+    if result["idle_unknown"]:
+        click.echo(
+            f"{result['idle_unknown']} entries kept: the server does not track idle times "
+            "(an LFU maxmemory-policy); --older-than needs an LRU or noeviction policy",
+            err=True,
+        )
     verb = "Would remove" if dry_run else "Removed"
     click.echo(
         f"{verb} {result['entries_removed']} entries and {result['chunks_removed']} chunks "
@@ -1396,8 +1402,12 @@ def remote_gc(
 @cli.command()
 def env() -> None:
     """List the JAX_PCACHE_* environment variables, what they do and their values."""
+    from pcache._remote import redact
+
     for name, doc in ENV_VARS.items():
         value = os.environ.get(name)
+        if name == "JAX_PCACHE_REMOTE" and value:
+            value = redact(value)
         click.echo(f"{name}={value}" if value is not None else f"{name} (unset)")
         click.echo(f"    {doc}")
     click.echo(f"Cache directory now: {default_cache_dir()}")

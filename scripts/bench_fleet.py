@@ -4,8 +4,8 @@
                                             [--plot docs/bench_fleet.png]
 
 Each "host" is a new process with its own empty cache directory running
-tests/fleet_prog.py (P distinct jitted MLP steps), configured by the environment
-alone. Beside pcache with the remote tier it runs, in the same session:
+tests/fleet_prog.py (P distinct jitted MLP steps, 8 times deeper than the tests'
+by default: --scale), configured by the environment alone. Beside pcache with the remote tier it runs, in the same session:
 
 * stock JAX (every host compiles everything);
 * JAX's own persistent cache on one directory shared by every host (what a
@@ -60,7 +60,7 @@ def env_for(mode: str, work: Path, host: str, url: str, key: Path, ns: str) -> d
 
 
 def hosts(mode: str, n: int, programs: int, work: Path, url, key, ns, tag) -> dict:
-    args = [sys.executable, str(PROG), "--programs", str(programs)]
+    args = [sys.executable, str(PROG), "--programs", str(programs), "--scale", str(SCALE)]
     if mode == "stock":
         args.append("--stock")
     t0 = time.perf_counter()
@@ -90,15 +90,19 @@ def hosts(mode: str, n: int, programs: int, work: Path, url, key, ns, tag) -> di
     }
 
 
+SCALE = 8
 MODES = ("stock", "jax-shared", "pcache-local", "pcache-remote")
 
 
 def main() -> int:
+    global SCALE
     ap = argparse.ArgumentParser()
     ap.add_argument("--hosts", default="1,2,4,8")
     ap.add_argument("--programs", default="6,12,24")
     ap.add_argument("--plot", default="")
+    ap.add_argument("--scale", type=int, default=SCALE, help="program depth multiplier")
     a = ap.parse_args()
+    SCALE = a.scale
     host_counts = [int(x) for x in a.hosts.split(",")]
     program_counts = [int(x) for x in a.programs.split(",")]
     work = Path(tempfile.mkdtemp(prefix="pcache-bench-fleet-"))

@@ -17,7 +17,7 @@ py="$env_dir/bin/python"
 ready() {
   [ -x "$py" ] && "$py" - "$ver" "$PWD" <<'PY' 2>/dev/null
 import os, sys
-import equinox, jax, jaxlib, pcache, pcache.store, pytest  # noqa: F401
+import equinox, jax, jaxlib, pcache, pcache.store, pytest, redis  # noqa: F401
 ok = jax.__version__ == jaxlib.__version__ == sys.argv[1]
 ok = ok and os.path.dirname(os.path.dirname(os.path.abspath(pcache.__file__))) == sys.argv[2]
 sys.exit(0 if ok else 1)
@@ -32,4 +32,5 @@ fi
 exec "$py" -m pytest -q -p no:cacheprovider \
   tests/test_jit_cache.py tests/test_runtime.py tests/test_preload.py tests/test_fingerprint_api.py \
   tests/test_canon.py tests/test_soundness.py tests/test_lowering_effects.py \
-  tests/test_callbacks.py tests/test_bundles.py tests/test_trace_reuse.py "${@:2}"
+  tests/test_callbacks.py tests/test_bundles.py tests/test_trace_reuse.py tests/test_remote.py \
+  "${@:2}"

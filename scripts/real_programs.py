@@ -1,7 +1,7 @@
 """Real library programs, cold and warm: pcache beside stock JAX and JAX's own
 persistent cache.
 
-    python scripts/real_programs.py [--libs DIR] [--workloads numpyro,diffrax]
+    python scripts/real_programs.py [--libs DIR] [--workloads numpyro,diffrax] [--remote]
 
 NumPyro and diffrax are not pcache dependencies: install them somewhere and pass
 ``--libs`` (a ``pip install --target`` folder, put on ``PYTHONPATH``), e.g.
@@ -13,6 +13,8 @@ Each workload runs in fresh processes: stock JAX; JAX's persistent cache (cold,
 then warm); pcache through ``JAX_PCACHE_DIR`` alone (cold, then warm). Printed per
 run: backend compiles (JAX's own event, which also counts JAX's cache hits),
 lowerings, wall time, and whether the results are bitwise those of stock JAX.
+``--remote`` adds two hosts on one redis-server (started here): the first
+compiles into the remote tier, a second with an empty local directory loads it.
 
 * ``numpyro``: NUTS on a small regression with an LKJ-Cholesky prior (its
   ``vec_to_tril_matrix`` builds scatter dimension numbers from ``range``).
@@ -117,7 +119,9 @@ def child(name: str) -> None:
     stats = {}
     if "pcache._api" in sys.modules:
         st = sys.modules["pcache._api"].stats()
-        stats = {k: st[k] for k in ("compiles", "memory_hits", "disk_hits", "bypasses")}
+        stats = {
+            k: st[k] for k in ("compiles", "memory_hits", "disk_hits", "remote_hits", "bypasses")
+        }
         stats["bypass_reasons"] = st["bypass_reasons"]
         stats["nonpersistent_reasons"] = st["nonpersistent_reasons"]
     print(json.dumps({"wall": wall, "digest": digest, **counts, "pcache": stats}), flush=True)
@@ -140,10 +144,26 @@ def run(name: str, env_extra: dict, libs: str | None) -> dict:
     return out
 
 
+def remote_rows(name: str, tmp: Path, libs: str | None) -> list:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from redis_helpers import RedisServer, fleet_key
+
+    srv = RedisServer(tmp / "redis")
+    key = fleet_key(tmp / "fleet.key")
+    try:
+        env = {"JAX_PCACHE_REMOTE": srv.url, "JAX_PCACHE_REMOTE_SECRET_FILE": str(key)}
+        first = run(name, {**env, "JAX_PCACHE_DIR": str(tmp / "host1")}, libs)
+        second = run(name, {**env, "JAX_PCACHE_DIR": str(tmp / "host2")}, libs)
+    finally:
+        srv.stop()
+    return [("remote, 1st host", first), ("remote, new host", second)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--libs", help="a folder holding numpyro, diffrax, equinox...")
     ap.add_argument("--workloads", default="numpyro,diffrax")
+    ap.add_argument("--remote", action="store_true", help="also a fleet of two hosts on Redis")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -163,6 +183,8 @@ def main() -> None:
                 ("pcache, cold", run(name, {"JAX_PCACHE_DIR": str(pc)}, args.libs)),
                 ("pcache, warm", run(name, {"JAX_PCACHE_DIR": str(pc)}, args.libs)),
             ]
+            if args.remote:
+                rows += remote_rows(name, Path(tmp), args.libs)
         stock = rows[0][1]
         print(f"\n{name}")
         print(
@@ -174,8 +196,10 @@ def main() -> None:
                 f"  {label:<18}{r['compiles']:>9}{r['lowerings']:>10}{r['wall']:>8.2f}"
                 f"{r['process']:>10.2f}  {same}"
             )
-        warm = rows[-1][1]
+        warm = rows[4][1]
         print(f"  pcache warm: {warm['pcache']}")
+        if args.remote:
+            print(f"  remote, new host: {rows[-1][1]['pcache']}")
         print(
             f"  warm work time vs stock: JAX cache {rows[2][1]['wall'] / stock['wall']:.2f}x, "
             f"pcache {warm['wall'] / stock['wall']:.2f}x"

@@ -1,6 +1,6 @@
 """One "host" of a fleet, for tests/test_remote.py and scripts/bench_fleet.py.
 
-    python tests/fleet_prog.py [--programs N] [--kill-redis-after K --redis-pid PID]
+    python tests/fleet_prog.py [--programs N] [--scale S] [--kill-redis-after K --redis-pid PID]
                                [--die-in-compile] [--stock]
 
 pcache is switched on by the environment only (JAX_PCACHE_DIR, JAX_PCACHE_REMOTE,
@@ -13,6 +13,7 @@ counters, the pcache warnings logged, and the seconds the programs took.
 --die-in-compile      SIGKILL this process inside its first compile: a host that
                       dies while it holds the program's lease
 --no-flush            print at once: the remote writes finish at exit
+--summary             print one line for people instead of JSON
 """
 
 from __future__ import annotations
@@ -50,10 +51,11 @@ class _Warnings(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def program(i: int):
-    """Program ``i``: a small MLP step whose depth and activation depend on i."""
+def program(i: int, scale: int = 1):
+    """Program ``i``: a small MLP step whose depth and activation depend on i
+    (``scale`` times deeper, for compiles that cost what real ones do)."""
     act = (jnp.tanh, jnp.sin, jax.nn.relu, jax.nn.gelu)[i % 4]
-    depth = 1 + i % 3 + i // 4
+    depth = (1 + i % 3 + i // 4) * scale
 
     def loss(w, x):
         h = x
@@ -67,11 +69,13 @@ def program(i: int):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--programs", type=int, default=6)
+    ap.add_argument("--scale", type=int, default=1, help="programs this many times deeper")
     ap.add_argument("--kill-redis-after", type=int, default=0)
     ap.add_argument("--redis-pid", type=int, default=0)
     ap.add_argument("--die-in-compile", action="store_true")
     ap.add_argument("--stock", action="store_true", help="no pcache (JAX_PCACHE_* ignored)")
     ap.add_argument("--no-flush", action="store_true", help="leave remote writes to exit")
+    ap.add_argument("--summary", action="store_true", help="one line for people, not JSON")
     args = ap.parse_args()
     if args.stock:
         for k in [k for k in os.environ if k.startswith("JAX_PCACHE_")]:
@@ -94,7 +98,7 @@ def main() -> int:
     digests = []
     t0 = time.perf_counter()
     for i in range(args.programs):
-        value, grad = program(i)(w, x)
+        value, grad = program(i, args.scale)(w, x)
         data = np.asarray(value).tobytes() + np.asarray(grad).tobytes()
         digests.append(hashlib.sha256(data).hexdigest())
         if args.kill_redis_after and i + 1 == args.kill_redis_after:
@@ -108,6 +112,15 @@ def main() -> int:
         if rt is not None and rt.remote is not None and not args.no_flush:
             rt.remote.flush(30)  # so the counters below include the writes
         stats = pcache.stats()
+    if args.summary:
+        tiers = stats.get("tiers", {})
+        print(
+            f"{args.programs} programs in {seconds:.2f} s: {COMPILES[0]} compiled here, "
+            f"{tiers.get('local', {}).get('hits', 0)} local hits, "
+            f"{tiers.get('remote', {}).get('hits', 0)} remote hits"
+            + "".join(f"\n  warning: {w}" for w in warned.messages)
+        )
+        return 0
     print(
         json.dumps(
             {

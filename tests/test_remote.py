@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -176,10 +177,10 @@ def test_namespaces_and_read_only_hosts(server, key, ns, tmp_path, stock):
 
 def test_ttl_expires_entries(server, key, ns, tmp_path):
     run_host(host_env(tmp_path / "a", server.url, key, ns, JAX_PCACHE_REMOTE_TTL="3s"))
-    names = list(server.client().scan_iter(match=f"pcache:*:{ns}:*"))
+    names = list(server.client().scan_iter(match=f"pcache:*:{ns}:*:*"))
     assert names and all(0 < server.client().pttl(n) <= 3000 for n in names)
     time.sleep(3.5)
-    assert not list(server.client().scan_iter(match=f"pcache:*:{ns}:*"))
+    assert not list(server.client().scan_iter(match=f"pcache:*:{ns}:*:*"))
 
 
 # -- faults -------------------------------------------------------------------------------
@@ -249,9 +250,10 @@ def test_wrong_fleet_key(server, key, ns, tmp_path, stock):
     res = run_host(host_env(tmp_path / "b", server.url, other, ns))
     assert res["digests"] == stock and res["compiles"] == 6
     (warning,) = remote_warnings(res)
-    assert "another fleet key" in warning
-    assert res["stats"]["remote_hits"] == 0 and res["stats"]["remote_writes"] == 0
-    # The fleet's entries were left alone: a host with the right key still hits.
+    assert "other fleet keys" in warning and "JAX_PCACHE_REMOTE_SECRET_FILE" in warning
+    assert res["stats"]["remote_hits"] == 0
+    # Each key has its own key space: the fleet's entries were left alone, and a
+    # host with the right key still hits.
     good = run_host(host_env(tmp_path / "c", server.url, key, ns))
     assert good["compiles"] == 0 and good["stats"]["remote_hits"] == 6
 
@@ -339,7 +341,7 @@ def test_chunked_values_are_verified_whole(server, ns):
     assert rem.get("d1").raw == value
     assert len(server.client().keys(f"{rem.prefix}c:d1:*")) == len(chunks)  # old ones gone
     other = make_remote(server, ns, key=b"q" * 32)
-    assert other.get("d1").miss == "foreign-key"
+    assert other.get("d1").miss == "missing"  # another key's space
     assert rem.errors == [] and other.errors == []
 
 
@@ -354,11 +356,87 @@ def test_lease_single_flight_and_expiry(server, ns):
     a.put("d", b"v", {})
     assert b.claim("d").outcome == "ready"
     a.release(held)
+    # A read-only host takes no lease but waits for the host that holds one.
+    reader = make_remote(server, ns, read_only=True, wait=5.0)
+    assert reader.claim("r").outcome == "absent"
+    r_lease = a.claim("r")
+    threading.Timer(0.5, lambda: (a.put("r", b"v", {}), a.release(r_lease, True))).start()
+    got = reader.claim("r")
+    assert got.outcome == "ready" and 0.4 < got.waited < 2.0
+    assert not reader.client.exists(f"{reader.prefix}l:r")
     assert a.claim("e").held
     with a._lock:  # a holder that stops renewing (dead): its lease expires
         a._held.clear()
     late = make_remote(server, ns, lease=0.6, wait=5.0).claim("e")
     assert late.held and late.took_over and late.waited < 1.5
+
+
+def test_waiters_compile_at_once_when_the_holder_stores_nothing(server, ns):
+    a = make_remote(server, ns)  # a 30 s lease
+    b = make_remote(server, ns)
+    lease = a.claim("v")
+    threading.Timer(0.3, lambda: a.release(lease)).start()  # e.g. a compile error
+    got = b.claim("v")
+    assert got.outcome == "absent" and got.waited < 2.0
+
+
+def test_a_broken_entry_is_not_ready_until_replaced(server, ns):
+    """A waiter that found an entry unusable waits for its replacement, not for
+    the broken one it already saw."""
+    a = make_remote(server, ns, chunk_bytes=1000)
+    b = make_remote(server, ns, chunk_bytes=1000)
+    value = os.urandom(5000)
+    a.put("s", value, {})
+    r = server.client()
+    chunk = sorted(r.keys(f"{a.prefix}c:s:*"))[0]
+    r.set(chunk, b"x" * len(r.get(chunk)))
+    assert b.get("s").miss == "tampered"
+    lease = a.claim("s")
+
+    def replace():
+        a.put("s", value, {}, replace=True)
+        a.release(lease, stored=True)
+
+    threading.Timer(0.5, replace).start()
+    got = b.claim("s")
+    assert got.outcome == "ready" and got.waited > 0.3
+    assert b.get("s").raw == value
+
+
+def test_gc_ages_by_idle_time_and_never_touches_entries(server, ns):
+    rem = make_remote(server, ns)
+    rem.put("old", b"v" * 100, {})
+    r = server.client()
+    orphan = f"{rem.prefix}c:gone:abcd:0"
+    r.set(orphan, b"x")  # a write under way (its head not written yet)
+    time.sleep(2.1)
+    _remote.inventory(r, ns)
+    assert _remote.gc(r, namespace=ns, older_than=60)["entries_removed"] == 0
+    assert r.object("idletime", f"{rem.prefix}e:old") >= 2  # neither read it
+    got = _remote.gc(r, namespace=ns, older_than=2)
+    assert got["entries_removed"] == 1 and got["chunks_removed"] == 1
+    assert r.exists(orphan)  # younger than an hour: perhaps still being written
+    assert _remote.gc(r, namespace=ns, everything=True)["entries_removed"] == 0
+
+
+def test_passwords_never_reach_logs_or_stats():
+    assert _remote.redact("redis://u:pw@h:1/0") == "redis://u:***@h:1/0"
+    assert (
+        _remote.redact("unix:///tmp/r.sock?db=0&password=s3cret")
+        == "unix:///tmp/r.sock?db=0&password=***"
+    )
+    assert "s3cret" not in _remote.redact("rediss://h:1/0?password=s3cret&ssl_cert_reqs=none")
+    env = {**os.environ, "JAX_PCACHE_REMOTE": "redis://:s3cret@h:1/0"}
+    out = subprocess.run(
+        [sys.executable, "-m", "pcache.cli", "env"], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0 and "s3cret" not in out.stdout and "***" in out.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "pcache.cli", "remote", "--url", "redis://h:notaport/0", "ping"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
 def test_settings_validation(tmp_path):
@@ -380,3 +458,30 @@ def test_settings_validation(tmp_path):
         Settings.resolve(tmp_path, remote=False, environ={"JAX_PCACHE_REMOTE": "redis://h"}).remote
         is None
     )
+
+
+def test_hlo_seam_programs_go_through_the_remote(server, key, ns, tmp_path):
+    """Programs only JAX's HLO-level cache interface sees (a primitive with a param
+    pcache cannot key) share the remote too; an entry is copied into the local
+    store only once it loaded."""
+    import jax
+    import numpy as np
+    from test_runtime import OPAQUE, _Opaque
+
+    import pcache
+
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    seen = []
+    for host in ("a", "b"):
+        jax.clear_caches()
+        opts = dict(remote=server.url, remote_secret_file=key, remote_namespace=ns)
+        with pcache.enabled(tmp_path / host, raise_errors=True, **opts):
+            out = np.asarray(jax.jit(lambda v: OPAQUE.bind(v, tag=_Opaque()))(x)).tobytes()
+            pcache._api.runtime().remote.flush(10)
+            seen.append(pcache.stats())
+        assert out == (x * 2).tobytes()
+    a, b = seen
+    assert a["hlo_compiles"] == 1 and a["remote_writes"] == 1
+    assert b["hlo_compiles"] == 0 and b["hlo_hits"] == 1 and b["remote_hits"] == 1
+    with pcache.store.Store(tmp_path / "b" / "store") as st:
+        assert [e.key[:4] for e in st.entries()] == ["hlo-"]
