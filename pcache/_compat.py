@@ -161,7 +161,7 @@ if JIT_SEAM:
     HLO_SEAM = True
 else:  # pragma: no cover - exercised by scripts/compat.sh on other JAX lines
     _pxla = _mlir = _pjit = _dispatch = _effects = _core = _cache_key = None
-    ArrayImpl = PjitFunction = Tracer = Primitive = Absent
+    ArrayImpl = PjitFunction = Tracer = Primitive = AbstractToken = Absent
     CUSTOM_DERIVATIVE_TYPES = ()
     try:
         from jax._src import compilation_cache as _cc
@@ -381,8 +381,71 @@ def hlo_cache_key(computation, devices, compile_options, backend) -> str:
     return _cc.get_cache_key(computation, devices, compile_options, backend)
 
 
+# ------------------------------------------------------ serializing executables
+#
+# XLA cannot serialize every executable it compiles. On jaxlib 0.10.x (and the XLA
+# it is built from) `PjRtLoadedExecutable::Serialize` writes one spec per parameter
+# (`PjRtExecutable::CommonMetadata::Serialize`): when the executable's parameter
+# layouts cannot be read (`GetParameterLayouts` is UNIMPLEMENTED for a token or an
+# opaque parameter) it counts the parameters by their shardings and writes a null
+# layout for each, which it then dereferences: SIGSEGV, the whole process. The
+# shardings exist only for an SPMD-partitioned executable (more than one device),
+# so a one-device program with tokens serializes, and a multi-device one crashes.
+# JAX gives an executable token parameters for its ordered effects (one per effect:
+# `io_callback(ordered=True)` is the one JAX allows on several devices, through
+# `effects.shardable_ordered_effects`), and for token-typed arguments. JAX's own
+# persistent cache never meets them: it refuses any compile with host callbacks.
+#
+# `unserializable_program` names the class before anything is compiled (from what
+# the jaxpr says); `serialize` checks the compiled executable itself, the same way
+# the crashing code decides, and refuses instead of crashing: fail closed.
+
+#: The reasons (``nonpersistent_reasons`` keys) for programs never serialized.
+UNSERIALIZABLE_ORDERED = "unserializable:ordered-effects-multi-device"
+UNSERIALIZABLE_TOKENS = "unserializable:token-parameters"
+
+
+def unserializable_program(ordered_effects, num_devices: int, in_avals, out_avals) -> str | None:
+    """Why XLA would crash serializing the executable of a jit program with these
+    ordered effects, device count and avals (see above), or None."""
+    if num_devices <= 1:
+        return None
+    if ordered_effects:
+        return UNSERIALIZABLE_ORDERED
+    if any(isinstance(a, AbstractToken) for a in (*in_avals, *out_avals)):
+        return UNSERIALIZABLE_TOKENS
+    return None
+
+
+def serialize_hazard(exe) -> str | None:
+    """Why serializing the loaded executable ``exe`` would take the process down
+    (see above), or None: its parameter layouts cannot be read while it has
+    parameter shardings. Any failure to tell is a hazard too."""
+    layouts = getattr(exe, "get_parameter_layouts", None)
+    shardings = getattr(exe, "get_parameter_shardings", None)
+    if layouts is None or shardings is None:  # not a PjRt-IFRT executable: nothing known
+        return None
+    try:
+        layouts()
+        return None
+    except Exception:  # UNIMPLEMENTED: a token or opaque parameter
+        pass
+    try:
+        return UNSERIALIZABLE_TOKENS if shardings() else None
+    except Exception:
+        return UNSERIALIZABLE_TOKENS
+
+
 def serialize(exe, backend) -> bytes:
-    """An executable's bytes (the loaded-executable method, or the backend's)."""
+    """An executable's bytes (the loaded-executable method, or the backend's).
+
+    Raises `Uncacheable` (with a ``reason`` from above) for an executable XLA
+    cannot serialize without crashing the process."""
+    why = serialize_hazard(exe)
+    if why is not None:
+        from pcache._errors import Uncacheable
+
+        raise Uncacheable(why, "XLA cannot serialize this executable (token parameters)")
     return exe.serialize() if hasattr(exe, "serialize") else backend.serialize_executable(exe)
 
 

@@ -14,6 +14,7 @@ import contextvars
 from typing import Any
 
 from pcache import _compat, _state
+from pcache._errors import Uncacheable
 
 _HLO_OFF = contextvars.ContextVar("pcache_hlo_off", default=False)
 
@@ -82,6 +83,9 @@ def compile_or_get_cached_wrapper(
             exe = call()
         try:
             raw = _compat.serialize(exe, backend)
+        except Uncacheable as exc:  # XLA would crash serializing it: nothing stored
+            rt.bypass(exc.reason, f"{_compat.module_name(computation)}: {exc.detail}")
+            raw = None
         except Exception as exc:  # some backends cannot serialize: nothing stored
             rt.error("hlo store", exc)
             raw = None

@@ -368,6 +368,7 @@ def lowering_wrapper(*args, **kwargs):
     try:
         call = _compat.LoweringCall.of(args, kwargs)
         key, predicted = ctx.key(call)
+        key = _serializable(key, call, predicted)
     except Uncacheable as exc:
         if ctx.probe:
             raise
@@ -429,6 +430,18 @@ def lowering_wrapper(*args, **kwargs):
             key, predicted, ctx.fun_name, tuple(keepalive), tuple(host_callbacks), replay
         )
     return out
+
+
+def _serializable(key: CacheKey, call: _compat.LoweringCall, predicted: Predicted) -> CacheKey:
+    """``key``, valid in this process only when XLA cannot serialize the program's
+    executable without crashing (`_compat.unserializable_program`: ordered effects
+    on several devices): compiled into the memory tier, never stored."""
+    if not key.persistent:
+        return key
+    why = _compat.unserializable_program(
+        predicted.ordered, call.num_devices, call.in_avals, call.closed_jaxpr.out_avals
+    )
+    return key if why is None else dataclasses.replace(key, persistent=False, local_why=why)
 
 
 def _lookup(rt, key: CacheKey, predicted: Predicted, backend):
@@ -586,6 +599,11 @@ def _compile(computation, call: _compat.CompileCall, call_orig):
         if key.persistent or pending.host_callbacks:
             try:
                 raw = _compat.serialize(exe, backend)
+            except Uncacheable as exc:  # XLA would crash serializing it: memory tier only
+                if key.persistent:
+                    rt.nonpersistent(
+                        dataclasses.replace(key, persistent=False, local_why=exc.reason)
+                    )
             except Exception as exc:  # some backends cannot serialize: memory tier only
                 rt.error("serialize", exc)
         module = None if key.persistent and not pending.host_callbacks else computation
@@ -680,7 +698,8 @@ def _check_key(ctx: LowerCtx, call: _compat.LoweringCall, key: CacheKey) -> None
         ctx.lowering_platforms, ctx.pgle_profiler, False,
     )  # fmt: skip
     again.device_list, again.backend = ctx.device_list, ctx.backend
-    fresh, _ = _fresh(again.key, call)
+    fresh, predicted = _fresh(again.key, call)
+    fresh = _serializable(fresh, call, predicted)
     if fresh.parts != key.parts or fresh.persistent != key.persistent:
         diff = [n for (n, a), (_, b) in zip(key.parts, fresh.parts, strict=False) if a != b]
         raise CheckError(
