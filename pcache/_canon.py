@@ -35,6 +35,7 @@ import enum
 import hashlib
 import itertools
 import json
+import logging
 import os
 import secrets
 import struct
@@ -62,6 +63,8 @@ __all__ = [
     "jaxpr_fingerprint",
     "value_digest",
 ]
+
+logger = logging.getLogger("pcache")
 
 # Bumped whenever the canonical form changes meaning, so old keys can never match.
 CANON_VERSION = "pcache-canon-2"
@@ -637,6 +640,8 @@ def _enc(obj: Any, ctx: _Ctx) -> str:
         return f"D:{_qual(t)}({body})"
     if obj is _compat.no_axis_name:  # vmap's sentinel for "no axis name"
         return "no_axis_name"
+    if isinstance(obj, _compat.Primitive):
+        return _enc_primitive(obj, ctx)
     if isinstance(obj, _compat.Effect):  # debug_callback's effect param (a singleton)
         return "eff:" + _enc_slots(obj, ctx)
     if isinstance(obj, (_Var, _Literal)):
@@ -644,6 +649,90 @@ def _enc(obj: Any, ctx: _Ctx) -> str:
     if callable(obj):
         return _enc_callable(obj, ctx)
     raise _Unknown(_qual(t))
+
+
+# ----------------------------------------------------------------------------
+# Primitives as values (a param holding a Primitive object)
+#
+# JAX's own: `select_and_scatter_add`/`select_and_gather_add` carry `select_prim`
+# (``lax.ge_p`` or ``lax.le_p``) and their lowering tests it by identity. Outside
+# JAX: equinox's `vprim` carries the user primitive it batches (``prim``); its
+# lowering (`mlir.lower_fun` over equinox code) looks the primitive's rules up by
+# identity. Two primitive objects can share a name, so a name alone is not enough:
+#
+# * a primitive JAX defines at module level (found by identity among the module
+#   attributes of the loaded ``jax.*`` modules) whose name no other such primitive
+#   has is keyed by that name: the same object in every process with this JAX;
+# * any other primitive (a user's, or a JAX name two objects share) is keyed by its
+#   name and type, and the program by its lowered module too (`JaxprDigest.relower`):
+#   the module is what XLA compiles, so a hit is never another primitive's program.
+
+_JAX_PRIMS_LOCK = threading.Lock()
+_JAX_PRIMS: dict[int, tuple[Any, str | None]] = {}  # id -> (primitive, unique name or None)
+_JAX_PRIMS_SEEN: set[str] = set()  # the jax.* modules already scanned
+
+
+def _scan_jax_primitives() -> None:
+    """Index the Primitive objects the loaded ``jax.*``/``jaxlib.*`` modules hold
+    as attributes (modules imported since the last scan only). A name two objects
+    share maps to None (ambiguous) for both."""
+    with _JAX_PRIMS_LOCK:
+        new = [
+            (n, m)
+            for n, m in list(sys.modules.items())
+            if m is not None and n not in _JAX_PRIMS_SEEN and _jax_module(n)
+        ]
+        if not new:
+            return
+        by_name: dict[str, set[int]] = {}
+        for _, (prim, _name) in _JAX_PRIMS.items():
+            by_name.setdefault(prim.name, set()).add(id(prim))
+        for n, m in new:
+            _JAX_PRIMS_SEEN.add(n)
+            try:
+                values = list(vars(m).values())
+            except TypeError:
+                continue
+            for v in values:
+                if isinstance(v, _compat.Primitive) and id(v) not in _JAX_PRIMS:
+                    _JAX_PRIMS[id(v)] = (v, v.name)  # kept alive: ids never reused
+                    by_name.setdefault(v.name, set()).add(id(v))
+        for ids in by_name.values():
+            if len(ids) > 1:
+                for i in ids:
+                    _JAX_PRIMS[i] = (_JAX_PRIMS[i][0], None)
+
+
+def _jax_primitive_name(p: Any) -> str | None:
+    """``p.name`` if ``p`` is a module-level primitive of JAX that no other one of
+    JAX's shares its name with; None otherwise (a user's, or ambiguous)."""
+    got = _JAX_PRIMS.get(id(p))
+    if got is None or got[0] is not p:
+        _scan_jax_primitives()
+        got = _JAX_PRIMS.get(id(p))
+        if got is None or got[0] is not p:
+            return None
+    return got[1] if type(got[1]) is str and got[1] == p.name else None
+
+
+_LOGGED_PRIMS: set[str] = set()
+
+
+def _enc_primitive(p: Any, ctx: _Ctx) -> str:
+    name = _jax_primitive_name(p)
+    if name is not None:
+        return f"prim:jax:{_enc_str(name)}"
+    # Not one of JAX's by identity: the lowered module completes the key.
+    ctx.relower = True
+    pname = p.name if isinstance(p.name, str) else repr(type(p.name))
+    if pname not in _LOGGED_PRIMS and len(_LOGGED_PRIMS) < 1000:
+        _LOGGED_PRIMS.add(pname)
+        logger.debug(
+            "pcache: primitive %r in a param is not one of JAX's own (by identity): "
+            "programs holding it are keyed by their lowered module too",
+            pname,
+        )
+    return f"prim:other:{_qual(type(p))}:{_enc_str(pname)}"
 
 
 def _enc_tolerance(x: Any, ctx: _Ctx) -> str:
@@ -1162,6 +1251,8 @@ def canonicalize(obj: Any, sink: Any = None, *, allow_local: bool = False) -> st
         raise Uncacheable(f"unknown-value:{e.qualname}") from None
     if not ctx.persistent and not allow_local:
         raise Uncacheable("process-local-value", _qual(type(obj)))
+    if ctx.relower:  # a value only a lowered module could complete (a user primitive)
+        raise Uncacheable("module-keyed-value", _qual(type(obj)))
     if sink is not None:
         sink.update(s.encode())
     return s
@@ -1182,7 +1273,7 @@ def encode_env_value(name: str, value: Any) -> str:
         s = _enc(value, ctx)
     except _Unknown as e:
         raise Uncacheable(f"env-config:{name}:{e.qualname}") from None
-    if not ctx.persistent:
+    if not ctx.persistent or ctx.relower:
         raise Uncacheable(f"env-config:{name}:process-local")
     return s
 

@@ -1,0 +1,112 @@
+"""Programs shaped like real library code (issue 24), in real subprocesses: stock
+JAX, then pcache cold and warm through ``JAX_PCACHE_DIR`` alone. A warm process
+compiles nothing, and every result is bitwise stock JAX's.
+
+The programs are in tests/real_code_prog.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROG = ROOT / "tests" / "real_code_prog.py"
+
+
+def run(cache: Path | None, *argv: str, extra_env: dict | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    if cache is not None:
+        env["JAX_PCACHE_DIR"] = str(cache)
+        env["JAX_PCACHE_RAISE_ERRORS"] = "1"
+    env.update(extra_env or {})
+    proc = subprocess.run(
+        [sys.executable, str(PROG), *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def cold_warm(tmp_path, case: str, *argv: str) -> tuple[dict, dict, dict]:
+    stock = run(None, case, *argv)
+    cold = run(tmp_path / "cache", case, *argv)
+    warm = run(tmp_path / "cache", case, *argv)
+    assert cold["results"] == stock["results"]
+    assert warm["results"] == stock["results"]
+    return stock, cold, warm
+
+
+def test_user_primitive_param_is_cached(tmp_path):
+    # equinox's vprim carries a user Primitive as a param (diffrax's neural ODE:
+    # once `unknown-param:vprim.prim`, four uncached compiles per process). Two
+    # primitives here share a name and differ in their rules: the results (bitwise
+    # stock) show neither was served the other's program.
+    stock, cold, warm = cold_warm(tmp_path, "vprim")
+    assert stock["results"][0] != stock["results"][2]  # sin's and cos's differ
+    assert not cold["stats"]["bypass_reasons"], cold["stats"]
+    assert not warm["stats"]["bypass_reasons"], warm["stats"]
+    assert warm["compiles"] == 0, warm
+    assert warm["stats"]["disk_hits"] >= 4, warm["stats"]
+
+
+def test_jax_primitive_param_is_cached_without_lowering(tmp_path):
+    # select_and_scatter_add's select_prim (lax.ge_p / lax.le_p), tested by identity
+    # in its lowering: keyed as JAX's own primitive, a warm process neither
+    # compiles nor lowers the max-pool gradients.
+    stock, cold, warm = cold_warm(tmp_path, "maxpool")
+    assert stock["results"][0] != stock["results"][1]
+    assert not cold["stats"]["bypass_reasons"], cold["stats"]
+    assert warm["compiles"] == 0, warm
+    assert warm["lowerings"] == 0, warm
+
+
+@pytest.fixture
+def cache(tmp_path):
+    import pcache
+
+    path = pcache.enable(tmp_path / "cache", raise_errors=True, trace_reuse=False)
+    yield path
+    pcache.disable()
+
+
+def test_primitive_params_keys(cache):
+    import jax
+    import jax.extend.core
+    import jax.numpy as jnp
+    from jax import lax
+
+    import pcache
+    from pcache import _canon
+
+    x = jnp.ones((4, 4))
+
+    def pool(op, init):
+        return jax.grad(lambda a: lax.reduce_window(a, init, op, (2, 2), (2, 2), "VALID").sum())
+
+    kmax = pcache.key(pool(lax.max, -jnp.inf), x)
+    kmin = pcache.key(pool(lax.min, jnp.inf), x)
+    assert kmax.persistent and not kmax.relower
+    assert "jaxpr" in kmax.diff(kmin)  # ge_p vs le_p
+
+    # A primitive that is not JAX's own (by identity), even one named like JAX's:
+    # keyed by its lowered module too.
+    fake_ge = jax.extend.core.Primitive("ge")
+    jx = jax.make_jaxpr(pool(lax.max, -jnp.inf))(x)
+    eqn = next(e for e in jx.jaxpr.eqns if "select_prim" in e.params)
+    assert _canon._jax_primitive_name(eqn.params["select_prim"]) == "ge"
+    assert _canon._jax_primitive_name(fake_ge) is None
+    ctx = _canon._Ctx()
+    assert _canon._enc(fake_ge, ctx) != _canon._enc(lax.ge_p, _canon._Ctx())
+    assert ctx.relower
+    with pytest.raises(pcache.Uncacheable):
+        _canon.canonicalize(fake_ge)
