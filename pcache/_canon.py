@@ -406,6 +406,8 @@ def _same_content(a: np.ndarray, snapshot: tuple) -> bool:
 def _enc_jax_array(x: Any) -> str:
     if isinstance(x, jax.core.Tracer):
         raise Uncacheable("tracer-in-jaxpr", "a Tracer leaked into a jaxpr param/const")
+    if x.is_deleted():  # deleted or donated: lowering it raises, as it must
+        raise Uncacheable("deleted-array", "a deleted or donated array in a jaxpr")
     e = _ARRAY_MEMO.get(x)
     if e is None:
         dt = x.dtype

@@ -705,6 +705,10 @@ def trace_reuse_blocked() -> str | None:
     would skip (None: none is on)."""
     if _config.debug_key_reuse.value:
         return "debug-key-reuse"
+    if _config.check_tracer_leaks.value:
+        return "check-tracer-leaks"
+    if _config.enable_checks.value:
+        return "enable-checks"
     return None
 
 
@@ -727,3 +731,78 @@ def const_bytes(closed_jaxpr) -> int:
 
 
 PCACHE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+# ------------------------------------------------------------- trace reuse's walk
+
+
+def library_value_types() -> tuple[type, ...]:
+    """Immutable JAX values trace reuse compares by their own ``__eq__`` (as JAX
+    compares static arguments): shardings, meshes and partition specs (JAX keys
+    executables by them), tree definitions and devices, PRNG key dtypes."""
+    if not JIT_SEAM:  # pragma: no cover
+        return ()
+    from jax._src.named_sharding import NamedSharding
+    from jax._src.partition_spec import PartitionSpec
+
+    return (
+        NamedSharding,
+        SingleDeviceSharding,
+        GSPMDSharding,
+        PartitionSpec,
+        Mesh,
+        AbstractMesh,
+        Device,
+        PyTreeDef,
+        KeyTy,
+    )
+
+
+_HOLDERS: list = [None, ()]  # (the config's holder dict size, its holders)
+
+
+def config_snapshot() -> tuple:
+    """The value of every JAX configuration option and flag now (thread-local
+    overrides included): whatever tracing reads, it reads from these."""
+    vh = _config.config._value_holders
+    if _HOLDERS[0] != len(vh):
+        _HOLDERS[:] = [len(vh), tuple(vh.values())]
+    return tuple([h.value for h in _HOLDERS[1]])
+
+
+def rule_registries() -> tuple[dict, ...]:
+    """The dicts in which JAX looks up a primitive's rules while tracing,
+    transforming and lowering (a user primitive's rules are registered there)."""
+    from jax._src.interpreters import ad, batching
+    from jax._src.interpreters import partial_eval as pe
+
+    return (
+        ad.primitive_jvps,
+        ad.primitive_transposes,
+        ad.primitive_linearizations,
+        ad.reducing_transposes,
+        ad.fancy_transposes,
+        batching.fancy_primitive_batchers,
+        pe.custom_partial_eval_rules,
+        pe.partial_eval_jaxpr_custom_rules,
+        pe.dce_rules,
+        pe.const_fold_rules,
+        pe.forwarding_rules,
+        pe.custom_staging_rules,
+        _core.custom_typechecks,
+        _mlir._lowerings,
+        _mlir._platform_specific_lowerings,
+        *_mlir._platform_specific_lowerings.values(),
+    )
+
+
+def pytree_registry() -> dict:
+    """Node type -> (flatten, unflatten) of every registered pytree node type."""
+    from jax._src import tree_util
+
+    return tree_util._registry
+
+
+def primitive_rules(prim) -> tuple:
+    """What JAX runs of ``prim`` itself: its impl and abstract evaluation."""
+    return (getattr(prim, "impl", None), getattr(prim, "abstract_eval", None))

@@ -227,7 +227,7 @@ def pjit_lower_wrapper(
     if jaxpr in _trace.RECORDED and not rt.check_mode:
         # A reused trace: this very jaxpr object, whose computation JAX's own cache
         # (the call below) holds, as for any JAX trace-cache hit.
-        return call()
+        return _trace.lower_recorded(jaxpr, call)
     try:
         d = _canon.jaxpr_fingerprint(jaxpr)
         if rt.check_mode:

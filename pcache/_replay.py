@@ -204,6 +204,17 @@ def recorded_lowering(lower, args, kwargs):
         raise LoweringFailed(out) from exc
 
 
+def recorded_call(call) -> tuple[Any, tuple[WarningRecord, ...]]:
+    """``call()``, and the warnings it issued."""
+    record: list = []
+    token = _WARN_RECORD.set(record)
+    try:
+        out = call()
+    finally:
+        _WARN_RECORD.reset(token)
+    return out, tuple(record)
+
+
 class LoweringFailed(Exception):
     """The lowering's record could not be read; ``out`` is the lowering's result."""
 

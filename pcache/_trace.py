@@ -3,78 +3,51 @@
 JAX keys its trace cache on the function object (`pjit._infer_params_cached`, and
 `trace_to_jaxpr` under it), so `jax.jit(jax.grad(f))`, a lambda, a
 `functools.partial` or a nested def re-created every step is traced again on every
-call, even when every later stage hits. pcache extends the sharing JAX already does
-between re-created ``jax.jit(f)`` objects of one ``f`` through the wrappers: where a
-jit object's call misses JAX's C++ fast path and JAX's own trace cache, the callable
-is keyed by what it is built from (`Walker`), and an equal callable's earlier trace
-(its `PjitParams`: the closed jaxpr and what dispatch derives from it) is handed to
-JAX, which then lowers, compiles and sets up the new object's fast path as for any
+call, even when every later stage hits. Where a jit object's call misses JAX's C++
+fast path and JAX's own trace cache, pcache keys the callable by what it is built
+from, and hands JAX an equal callable's earlier trace (its `PjitParams`), which
+JAX then lowers, compiles and sets up the new object's fast path from, as for any
 trace-cache hit. The new call is never handed to the old callable object.
 
-Two callables are equal when they are built from the same functions with equal
-captured values (`Walker`):
+Reuse fails closed: it happens only when everything the key reaches is proven
+equal, and anything unproven traces, counted by reason in ``trace_miss_reasons``.
 
-* functions: the same code object and globals, equal name, defaults, keyword
-  defaults, attributes and closure cells; partials: equal function, arguments and
-  keywords; bound methods: equal function and ``__self__``; jit objects: equal
-  function and jit options; `custom_jvp`/`custom_vjp`: equal attributes. JAX's own
-  wrappers (grad, vmap, checkpoint, ...) are functions whose closures hold the
-  wrapped function and the transform's options, so they fall out of these rules.
-* captured values: immutable builtins by type and value (floats by their bits);
-  tuples, lists, dicts and sets by content (recomputed on every call); JAX arrays,
-  modules, classes, enum members and bare sentinels by identity (kept alive by the
-  memo); numpy arrays by content up to `NUMPY_MAX_BYTES`; objects with a value
-  ``__eq__`` and ``__hash__`` (frozen dataclasses, NamedTuples, shardings, dtypes)
-  by value, as JAX compares static arguments. Anything else (a plain mutable
-  object, an unhashable or mutable dataclass, a tracer) means no reuse.
-* globals (`guards_for`): every name the code of each user function reads with
-  ``LOAD_GLOBAL`` (nested code included) is guarded against the value it had before
-  the recorded trace: functions by identity and code object (and, transitively,
-  the globals their code reads), modules, classes and JAX's callables by identity,
-  everything else by value as above. Code of installed libraries (JAX, numpy, the
-  standard library, anything under site-packages) is taken as fixed: its globals
-  are not guarded. Values reached through attributes of modules or objects are
-  taken as JAX's own trace cache takes them: not re-read.
-* what JAX's trace cache keys on stays in the key: the jit options (`PjitInfo`, by
-  value), the argument signature (static arguments included), the avals, the
-  context mesh, and JAX's trace context.
+* the callable: `pcache._walk` (an allowlist of exact encodings; user code that
+  writes outside its frame or reads through reflection is never reused);
+* what it reads outside itself: its globals and JAX's registries (user pytree
+  nodes, user primitives' rules), `pcache._guards`;
+* what JAX's trace cache keys on: the jit options (`PjitInfo`, by value), the
+  argument signature (static arguments included), the avals, the context mesh and
+  JAX's trace context; and the value of every JAX configuration option;
+* on every reuse, revalidated: the guards, the content of any user numpy buffer
+  its jaxpr holds (`_canon.jaxpr_arrays`), and that every JAX array the key names
+  is alive and not deleted or donated.
 
-A recorded trace is revalidated on every reuse: its guards, and the content of any
-user numpy buffer its jaxpr holds (`_canon.jaxpr_arrays`). Python side effects of
-the traced function (a print, a counter) do not happen on a reuse, as on any JAX
-trace-cache hit. The memo (`TraceMemo`) is bounded in entries and in the bytes of
-the constants its traces hold.
+A trace whose program runs Python later (host callbacks, a custom_vjp's bwd) is
+never recorded. The memo (`TraceMemo`) is bounded in entries and bytes, and keeps
+no JAX array alive that stock JAX would free: a trace whose callable holds one is
+dropped when the last callable it served dies. The lowering-time warnings a new
+trace's lowering would have issued are issued again on a reuse
+(`lower_recorded`).
 """
 
 from __future__ import annotations
 
-import builtins
 import collections
 import dataclasses
-import dis
-import enum
-import functools
-import hashlib
 import logging
 import os
-import sys
-import sysconfig
 import threading
 import types
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
-import numpy as np
-
-from pcache import _canon, _compat, _key, _state
+from pcache import _canon, _compat, _guards, _replay, _state
 from pcache._errors import CheckError, Uncacheable
+from pcache._walk import NoReuse, Walker
 
 logger = logging.getLogger("pcache")
 
-#: Captured numpy arrays larger than this are not hashed on every call: no reuse.
-NUMPY_MAX_BYTES = 256 * 1024
-#: A callable whose key walk meets more objects than this is not reused.
-MAX_NODES = 4096
 #: Bounds of the trace memo: entries, and bytes. A recorded jaxpr keeps alive what
 #: JAX's own caches hold for it (its MeshComputation and executable, keyed on the
 #: jaxpr object), so each entry counts `ENTRY_COST` (measured: ~0.75 MB of RSS per
@@ -85,522 +58,6 @@ ENTRY_COST = 768 * 1024
 MAX_BYTES = 256 * 1024**2
 #: Distinct miss reasons counted by name (then under "other").
 MAX_REASONS = 256
-
-_MISSING: Any = object()
-
-
-class NoReuse(Exception):  # noqa: N818 - a verdict, not an error
-    """This call's callable cannot be keyed: it is traced, as without pcache."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _qualname(t: type) -> str:
-    return getattr(t, "__qualname__", getattr(t, "__name__", "?"))
-
-
-# ------------------------------------------------------------ library code
-
-_STD_DIRS = tuple(
-    os.path.realpath(p)
-    for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib")}
-    if p
-)
-_LIBRARY_PACKAGES = frozenset({"jax", "jaxlib", "numpy", "pcache", "builtins"})
-_LIBRARY: dict[int, tuple[dict, bool]] = {}  # id(globals) -> (globals, is library)
-
-
-_LIBRARY_TYPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _is_library_type(t: type) -> bool:
-    """Whether class ``t`` is defined by installed library code."""
-    got = _LIBRARY_TYPES.get(t)
-    if got is None:
-        mod = sys.modules.get(getattr(t, "__module__", None) or "")
-        # A class of a module not imported (made by exec) or of __main__: user code.
-        got = mod is not None and t.__module__ != "__main__" and _is_library(mod.__dict__)
-        try:
-            _LIBRARY_TYPES[t] = got
-        except TypeError:  # not weak-referenceable: not memoized
-            pass
-    return got
-
-
-def _is_library(g: dict) -> bool:
-    """Whether a function with globals ``g`` is installed library code (JAX, numpy,
-    the standard library, anything in site-packages): its globals are not guarded."""
-    e = _LIBRARY.get(id(g))
-    if e is not None and e[0] is g:
-        return e[1]
-    name = g.get("__name__") or ""
-    file = g.get("__file__") or ""
-    lib = name.partition(".")[0] in _LIBRARY_PACKAGES
-    if not lib and isinstance(file, str) and file:
-        real = os.path.realpath(file)
-        parts = real.split(os.sep)
-        lib = "site-packages" in parts or "dist-packages" in parts
-        lib = lib or any(real.startswith(d + os.sep) for d in _STD_DIRS)
-    if len(_LIBRARY) > 4096:
-        _LIBRARY.clear()
-    _LIBRARY[id(g)] = (g, lib)  # module dicts: kept alive, so the id is never reused
-    return lib
-
-
-# ------------------------------------------------------------ the key walk
-
-_BY_VALUE = frozenset({type(None), bool, int, str, bytes, type(...), type(NotImplemented), range})
-# Compared by identity: immutable (modules and classes as JAX takes them), or JAX's
-# registry singletons (a primitive's rules are looked up by it, not copied).
-_IDENTITY_TYPES = (
-    types.ModuleType,
-    type,
-    enum.Enum,
-    np.ufunc,
-    _compat.Primitive,
-    types.WrapperDescriptorType,
-    types.MethodDescriptorType,
-)
-# Builtin functions, and builtin methods bound to an object (``d.get``): by
-# identity when bound to a module or nothing, else by what they are bound to.
-_BUILTIN = (types.BuiltinFunctionType, types.MethodWrapperType)
-_FUNCTION = types.FunctionType
-_METHOD = types.MethodType
-_PARTIAL = functools.partial
-# Attributes of JAX's wrapper objects that describe them but never reach the trace.
-_DOC_ATTRS = frozenset({"__doc__", "__annotations__"})
-# What every class dict holds besides its own code and values.
-_CLASS_BOOKKEEPING = frozenset(
-    {
-        "__module__",
-        "__qualname__",
-        "__doc__",
-        "__dict__",
-        "__weakref__",
-        "__annotations__",
-        "__slots__",
-        "__dataclass_fields__",
-        "__dataclass_params__",
-        "__match_args__",
-        "__orig_bases__",
-        "__parameters__",
-        "__firstlineno__",
-        "__static_attributes__",
-        "__abstractmethods__",
-        "_abc_impl",  # ABCMeta's subclass cache
-    }
-)
-
-
-class Walker:
-    """Builds one callable's equality key (nested tuples), from its state now.
-
-    ``pins``: the objects whose ``id()`` the key holds (the memo keeps them alive,
-    so an id is never another object's). ``funcs``: (globals, code, function, its
-    key) of every Python function met, for the global guards, the mutation check
-    (`note_states`) and the reasons of a miss.
-    """
-
-    __slots__ = ("pins", "funcs", "seen", "nodes")
-
-    def __init__(self) -> None:
-        self.pins: list = []
-        self.funcs: list[tuple] = []
-        self.seen: dict[int, int] = {}
-        self.nodes = 0
-
-    def _enter(self, obj: Any) -> tuple | None:
-        """A back-reference if ``obj`` was met already in this walk (shared or cyclic
-        structure), else None after numbering it."""
-        k = id(obj)
-        n = self.seen.get(k)
-        if n is not None:
-            return ("@", n)
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise NoReuse("too-large")
-        self.seen[k] = len(self.seen)  # alive for the walk: its id stays its own
-        return None
-
-    def _ident(self, v: Any) -> tuple:
-        self.pins.append(v)
-        return ("i", id(v))
-
-    def value(self, v: Any) -> Any:
-        t = type(v)
-        if t in _BY_VALUE:
-            return (t, v) if t is not str else v
-        if t is float:
-            return ("f", v.hex())
-        if t is tuple:
-            return ("t", *[self.value(x) for x in v])
-        if t is complex:
-            return ("c", v.real.hex(), v.imag.hex())
-        if t is _FUNCTION or t is _PARTIAL or t is _METHOD:
-            return self.callable(v)
-        if t is list or t is dict or t is set or t is frozenset:
-            back = self._enter(v)
-            if back is not None:
-                return back
-            if t is dict:
-                return ("d", *[(self.value(k), self.value(x)) for k, x in v.items()])
-            if t is list:
-                return ("l", *[self.value(x) for x in v])
-            # in iteration order: a trace that loops over a set follows it
-            return ("s" if t is set else "fs", *[self.value(x) for x in v])
-        if t is _compat.ArrayImpl:
-            return self._ident(v)
-        if isinstance(v, _compat.Tracer):
-            raise NoReuse("captured-tracer")
-        if t is np.ndarray:
-            return self._numpy(v)
-        if isinstance(v, np.ndarray):  # a masked array, a matrix: more than its data
-            raise NoReuse(f"numpy-subclass:{_qualname(t)}")
-        if t is weakref.ref:
-            target = v()
-            return ("W", None if target is None else self.value(target))
-        if isinstance(v, np.generic):
-            if v.dtype.hasobject:
-                raise NoReuse("numpy-object")
-            return ("g", v.dtype.str, v.tobytes())
-        if isinstance(v, type) and not _is_library_type(v):
-            return self._user_class(v)
-        if t is types.ModuleType and not _is_library(v.__dict__):
-            # (a global one is guarded with the attributes read from it)
-            raise NoReuse(f"captured-user-module:{v.__name__}")
-        if isinstance(v, _IDENTITY_TYPES) or t is object:
-            return self._ident(v)
-        if isinstance(v, _BUILTIN):
-            bound = getattr(v, "__self__", None)
-            if bound is None or type(bound) is types.ModuleType:
-                return self._ident(v)
-            return ("B", v.__name__, self._ident(type(bound)), self.value(bound))
-        if t is _compat.PjitFunction or isinstance(v, _compat.CUSTOM_DERIVATIVE_TYPES):
-            return self.callable(v)
-        if isinstance(v, _PARTIAL):  # subclasses (jax.tree_util.Partial)
-            return self.callable(v)
-        if t is staticmethod or t is classmethod:
-            return ("SM" if t is staticmethod else "CM", self.value(v.__func__))
-        if t is property:
-            return ("PR", self.value(v.fget), self.value(v.fset), self.value(v.fdel))
-        user = not _is_library_type(t)
-        if isinstance(v, tuple):  # NamedTuples and other tuple subclasses
-            back = ("T", self._ident(t), *[self.value(x) for x in v])
-            return (*back, self._class_code(t)) if user else back
-        params = getattr(t, "__dataclass_params__", None)
-        if params is not None:
-            if not params.frozen:
-                raise NoReuse(f"mutable-dataclass:{_qualname(t)}")
-            return self._frozen_dataclass(v, t, user)
-        if user:
-            # A user class's __eq__ may ignore what the trace reads (a name
-            # compared, a payload not): never trusted.
-            raise NoReuse(f"mutable:{_qualname(t)}")
-        return self._by_eq(v, t)
-
-    def _frozen_dataclass(self, v: Any, t: type, user: bool) -> tuple:
-        """Field by field, by these rules (not by its ``__eq__``, which says ``1 ==
-        1.0`` and ``0.0 == -0.0``), and, for a user class, with its code."""
-        back = self._enter(v)
-        if back is not None:
-            return back
-        fields = getattr(t, "__dataclass_fields__", {})
-        items = []
-        for name in fields:
-            try:
-                items.append(self.value(object.__getattribute__(v, name)))
-            except AttributeError:
-                items.append(("unset",))
-        extra = getattr(v, "__dict__", None)
-        if extra and set(extra) - set(fields):
-            raise NoReuse(f"mutable:{_qualname(t)}")  # attributes set outside its fields
-        node = ("D", self._ident(t), *items)
-        return (*node, self._class_code(t)) if user else node
-
-    def _user_class(self, cls: type) -> tuple:
-        """A user class: itself (by identity), and what it holds now (its methods
-        and class attributes, which a trace may read through it)."""
-        back = self._enter(cls)
-        if back is not None:
-            return back
-        meta = type(cls)
-        if meta is not type and not _is_library_type(meta):  # attributes it provides
-            return ("K", self._ident(cls), self._class_code(cls), self._class_code(meta))
-        return ("K", self._ident(cls), self._class_code(cls))
-
-    def _class_code(self, t: type) -> tuple:
-        """What a user class's instances run: the functions and values its own
-        classes (the user-defined ones of its MRO) define, by these rules."""
-        out = []
-        for klass in t.__mro__:
-            if klass is object or _is_library_type(klass):
-                continue
-            for name, attr in vars(klass).items():
-                if name in _CLASS_BOOKKEEPING:
-                    continue
-                out.append((name, self.value(attr)))
-        return ("code", *out)
-
-    def _by_eq(self, v: Any, t: type) -> tuple:
-        """A library type's value (shardings, dtypes, tree definitions): by its
-        ``__eq__`` and ``__hash__``, as JAX compares static arguments."""
-        if t.__hash__ is None:
-            raise NoReuse(f"unhashable:{_qualname(t)}")
-        if t.__eq__ is object.__eq__:
-            raise NoReuse(f"mutable:{_qualname(t)}")
-        try:
-            hash(v)
-        except Exception:
-            raise NoReuse(f"unhashable:{_qualname(t)}") from None
-        return ("v", self._ident(t), v)
-
-    def _numpy(self, a: np.ndarray) -> tuple:
-        if a.dtype.hasobject:
-            raise NoReuse("numpy-object")
-        if a.nbytes > NUMPY_MAX_BYTES:
-            raise NoReuse("numpy-too-large")
-        data = np.ascontiguousarray(a).data
-        digest = hashlib.blake2b(data, digest_size=16).digest()
-        return ("n", type(a), a.dtype.str, a.shape, digest)
-
-    def callable(self, f: Any) -> tuple:
-        back = self._enter(f)
-        if back is not None:
-            return back
-        t = type(f)
-        if t is _FUNCTION:
-            code = f.__code__
-            g = f.__globals__
-            self.pins.append(code)
-            self.pins.append(g)
-            cells = f.__closure__
-            d = f.__dict__
-            node = (
-                "F",
-                id(code),
-                id(g),
-                f.__name__,
-                f.__qualname__,
-                self.value(f.__defaults__),
-                self.value(f.__kwdefaults__),
-                tuple(self._cell(c) for c in cells) if cells else (),
-                tuple((k, self.value(x)) for k, x in d.items()) if d else (),
-            )
-            self.funcs.append((g, code, f, node))
-            return node
-        if isinstance(f, _PARTIAL):
-            d = getattr(f, "__dict__", None)
-            return (
-                "P",
-                self._ident(t),
-                self.value(f.func),
-                self.value(f.args),
-                self.value(f.keywords),
-                tuple((k, self.value(x)) for k, x in d.items()) if d else (),
-            )
-        if t is _METHOD:
-            return ("M", self.value(f.__func__), self.value(f.__self__))
-        jit = _compat.jit_parts(f)
-        if jit is not None:
-            fun, ji = jit
-            return ("J", self.value(fun), self.value(_compat.jit_info_key(ji)))
-        if isinstance(f, _compat.CUSTOM_DERIVATIVE_TYPES):
-            items = [(k, self.value(x)) for k, x in vars(f).items() if k not in _DOC_ATTRS]
-            return ("C", self._ident(t), *items)
-        raise NoReuse(f"callable:{_qualname(t)}")
-
-    def _cell(self, c: types.CellType) -> Any:
-        try:
-            v = c.cell_contents
-        except ValueError:  # a cell not yet bound
-            return ("empty",)
-        return self.value(v)
-
-
-# ------------------------------------------------------------ global guards
-
-_CODE_GLOBALS: dict[int, tuple[types.CodeType, tuple[str, ...]]] = {}
-_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
-_ATTR_OPS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
-# What may follow a global's load without the object going anywhere: an attribute
-# written (``m.n += 1`` copies it first).
-_NO_ESCAPE = frozenset({"COPY", "DUP_TOP", "STORE_ATTR", "DELETE_ATTR"})
-
-
-def global_names(code: types.CodeType) -> tuple[tuple[str, ...], ...]:
-    """What ``code`` (and the code nested in it) reads from its globals: each name
-    read with ``LOAD_GLOBAL``, as ``(name,)``, or with the attributes read from it
-    right after, as ``(name, attr, ...)`` (``config.lr``; `guards_for` follows them
-    through modules)."""
-    e = _CODE_GLOBALS.get(id(code))
-    if e is not None and e[0] is code:
-        return e[1]
-    reads: dict[tuple[str, ...], None] = {}
-    stack = [code]
-    while stack:
-        c = stack.pop()
-        chain: list[str] | None = None
-        for ins in dis.get_instructions(c):
-            op = ins.opname
-            if op == "IMPORT_NAME":
-                reads[("<import>", ins.argval)] = None
-            if op in _GLOBAL_OPS:
-                if chain:
-                    reads[tuple(chain)] = None
-                chain = [ins.argval]
-            elif chain is not None and op in _ATTR_OPS and len(chain) < 4:
-                chain.append(ins.argval)
-            else:
-                if chain:
-                    reads[tuple(chain)] = None
-                    if len(chain) == 1 and op not in _NO_ESCAPE:
-                        # the object itself handed on (to a call, getattr, a store)
-                        reads[("<escape>", chain[0])] = None
-                chain = None
-        if chain:
-            reads[tuple(chain)] = None
-        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-    out = tuple(reads)
-    if len(_CODE_GLOBALS) > 8192:
-        _CODE_GLOBALS.clear()
-    _CODE_GLOBALS[id(code)] = (code, out)  # code objects are immutable; kept alive
-    return out
-
-
-# Guard kinds: (kind, namespace, name, expected[, code or key]).
-_IS, _FN, _VAL, _ABSENT, _FNV = 0, 1, 2, 3, 4
-# Builtins through which code reads or runs what no guard can see.
-_UNGUARDABLE = frozenset({"globals", "vars", "locals", "eval", "exec", "__import__"})
-# Globals compared by identity: JAX arrays are immutable, the rest are taken as JAX
-# takes them (a jit object's trace is cached on its function anyway).
-_GLOBAL_IDENTITY = _IDENTITY_TYPES
-
-
-def _builtins_of(g: dict) -> dict:
-    b = g.get("__builtins__", builtins)
-    return b if isinstance(b, dict) else b.__dict__
-
-
-def guards_for(funcs: list[tuple]) -> tuple[list[tuple], list, list[tuple]]:
-    """The global guards of a walk's functions: every name their code reads from
-    its globals with its value now, transitively through the user functions found
-    there, and the attributes read from a user module found there (``config.lr``).
-    Returns (guards, objects they pin, the functions walked for them). Raises
-    `NoReuse` for a value that cannot be compared."""
-    guards: list[tuple] = []
-    w = Walker()
-    done: set[tuple[int, str]] = set()
-    work = [(g, c) for g, c, *_ in funcs if not _is_library(g)]
-
-    def guard(ns: dict, name: str, builtin: bool) -> Any:
-        """Guard ``ns[name]``; return its value (`_MISSING` if absent)."""
-        v = ns.get(name, _MISSING)
-        k = (id(ns), name)
-        if k in done:
-            return v
-        done.add(k)
-        if v is _MISSING:
-            if not builtin:
-                if "__getattr__" in ns and "__name__" in ns:  # a module's computed ones
-                    raise NoReuse(f"module-getattr:{name}")
-                guards.append((_ABSENT, ns, name, None))
-                return v
-            b = _builtins_of(ns)
-            guards.append((_ABSENT, ns, name, None))
-            guards.append((_IS, b, name, b.get(name, _MISSING)))
-            return b.get(name, _MISSING)
-        t = type(v)
-        if t is _FUNCTION and _is_library(v.__globals__):
-            guards.append((_FN, ns, name, v, v.__code__))
-        elif t is _FUNCTION:
-            # A user function: the same object, in the same state (code, closure,
-            # defaults, attributes) as when the trace was made, and its globals.
-            before = len(w.funcs)
-            guards.append((_FNV, ns, name, v, w.value(v)))
-            work.extend((fg, fc) for fg, fc, *_ in w.funcs[before:] if not _is_library(fg))
-        elif (
-            (isinstance(v, _GLOBAL_IDENTITY) and not _user_type(v))
-            or t is _compat.ArrayImpl
-            or t is _compat.PjitFunction
-            or t is object
-        ):
-            guards.append((_IS, ns, name, v))
-        else:
-            before = len(w.funcs)
-            try:
-                guards.append((_VAL, ns, name, w.value(v)))
-            except NoReuse as e:
-                raise NoReuse(f"global-{e.reason}:{name}") from None
-            work.extend((fg, fc) for fg, fc, *_ in w.funcs[before:] if not _is_library(fg))
-        return v
-
-    while work:
-        g, code = work.pop()
-        for chain in global_names(code):
-            if chain[0] == "<import>":
-                mod = sys.modules.get(chain[1])
-                if mod is None or not _is_library(mod.__dict__):
-                    # what it reads from the module it imports is not guarded
-                    raise NoReuse(f"imports-user-module:{chain[1]}")
-                continue
-            if chain[0] == "<escape>":
-                v = g.get(chain[1], _MISSING)
-                if type(v) is types.ModuleType and not _is_library(v.__dict__):
-                    # a user module handed on (to getattr, a call): what is read
-                    # from it cannot be guarded
-                    raise NoReuse(f"user-module-escapes:{chain[1]}")
-                continue
-            if chain[0] in _UNGUARDABLE and chain[0] not in g:
-                raise NoReuse(f"reads-{chain[0]}()")
-            v = guard(g, chain[0], builtin=True)
-            if len(chain) > 1 and chain[1] == "__dict__" and type(v) is types.ModuleType:
-                if not _is_library(v.__dict__):
-                    raise NoReuse(f"user-module-escapes:{chain[0]}")
-            for attr in chain[1:]:
-                # Attributes of a user module are its globals, and those of a user
-                # class its own (or a base's): guarded the same way. (Of anything
-                # else, and of installed libraries: taken as JAX takes them.)
-                if type(v) is types.ModuleType and not _is_library(v.__dict__):
-                    v = guard(v.__dict__, attr, builtin=False)
-                else:  # (a user class is guarded whole: its methods and attributes)
-                    break
-    return guards, w.pins, w.funcs
-
-
-def _user_type(v: Any) -> bool:
-    return isinstance(v, type) and not _is_library_type(v)
-
-
-def failed_guard(guards: list[tuple]) -> str | None:
-    """The first global whose value differs from its guard's, else None."""
-    for guard in guards:
-        kind, g, name, expected = guard[:4]
-        if kind == _IS:
-            if g.get(name, _MISSING) is not expected:
-                return name
-        elif kind == _FN:
-            v = g.get(name, _MISSING)
-            if v is not expected or v.__code__ is not guard[4]:
-                return name
-        elif kind == _ABSENT:
-            if name in g:
-                return name
-        elif kind == _FNV:
-            v = g.get(name, _MISSING)
-            try:
-                if v is not expected or Walker().value(v) != guard[4]:
-                    return name
-            except NoReuse:
-                return name
-        else:
-            try:
-                if Walker().value(g.get(name, _MISSING)) != expected:
-                    return name
-            except NoReuse:
-                return name
-    return None
 
 
 # ------------------------------------------------------------ mutation
@@ -672,12 +129,19 @@ class Recorded:
     rest: tuple
     codes: dict[int, types.CodeType]  # id -> code, to name what changed on a miss
     nbytes: int
+    jax_arrays: tuple = ()  # weak references to the JAX arrays the key names by id
+    holders: list | None = None  # weak refs to the callables served (see `_hold`)
 
     def stale(self) -> str | None:
-        """Why this trace no longer fits its key (a global or a buffer changed)."""
+        """Why this trace no longer fits its key (a global, a buffer or an array
+        changed)."""
+        for r in self.jax_arrays:
+            a = r()
+            if a is None or a.is_deleted():
+                return "array-deleted"
         if self.arrays and not _canon.same_contents(self.arrays):
             return "constant-changed"
-        name = failed_guard(self.guards)
+        name = _guards.failed_guard(self.guards)
         return None if name is None else f"global-changed:{name}"
 
 
@@ -711,6 +175,13 @@ class TraceMemo:
             if rec is not None:
                 self._d.move_to_end(key)
             return rec
+
+    def drop(self, key, rec: Recorded) -> None:
+        """Forget ``key`` if it still names ``rec``."""
+        with self._lock:
+            if self._d.get(key) is rec:
+                del self._d[key]
+                self._bytes -= rec.nbytes
 
     def last(self, skeleton) -> tuple | None:
         with self._lock:
@@ -826,7 +297,7 @@ def miss_reason(last: tuple | None, callable_key: tuple, rest: tuple) -> str:
     why = _first_difference(last_key, callable_key, codes, "")
     if why is not None:
         return why
-    names = ("jit-options", "signature", "avals", "mesh", "trace-context")
+    names = ("jit-options", "signature", "avals", "mesh", "config", "registry")
     for name, x, y in zip(names, last_rest, rest, strict=True):
         if x != y:
             return f"{name}-changed"
@@ -885,9 +356,9 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
             signature,
             in_avals,
             ctx_mesh,
-            # JAX's trace context, and the settings tracing reads that it leaves out
-            # (jax_default_prng_impl, jax_enable_checks, debug_nans, ...)
-            (_compat.trace_context(), _key.extra_config_values()),
+            # JAX's trace context, and every option tracing may read
+            (_compat.trace_context(), _compat.config_snapshot()),
+            _guards.registry_key(w),
         )
         key = (ck, rest)
         hash(key)
@@ -902,7 +373,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     except RecursionError:
         return _missed(rt, entry, fun, "too-deep")
     try:
-        rec = MEMO.get(key)  # (compares library values with their __eq__)
+        rec = MEMO.get(key)
     except Exception:
         return _missed(rt, entry, fun, "uncomparable-key")
     why = None
@@ -911,9 +382,13 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         if why is None:
             if rt.check_mode:  # trace anyway, and compare
                 return _Recorder(entry, lambda p: _checked(rt, rec, p))
+            if rec.holders is not None and not _hold(rec, key, fun):
+                return _missed(rt, entry, fun, "unreferenceable-callable")
             entry.pjit_params = rec.params
             rt.stats.trace_hit()
             return entry
+        if why == "array-deleted":
+            MEMO.drop(key, rec)  # its id may be another array's from now on
     skeleton = (tuple(id(c) for _, c, *_ in w.funcs), rest[0])
     why = why or miss_reason(MEMO.last(skeleton), ck, rest)
     # May this call's trace serve equal callables later? Not where JAX's own
@@ -923,32 +398,50 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     if why.startswith("global-changed:"):
         MEMO.never_record(skeleton)
     try:
-        guards, guard_pins, guard_funcs = guards_for(w.funcs)
+        guards, gw = _guards.guards_for(w.funcs)
     except NoReuse as e:
         note_states(w.funcs)
         return _missed(rt, entry, fun, e.reason)  # why it can never be reused
     _count_miss(rt, fun, why)
-    mutated = note_states(w.funcs + guard_funcs)
+    mutated = note_states(w.funcs + gw.funcs)
     if mutated is not None or MEMO.recording_refused(skeleton):
         return entry
     codes = {id(c): c for _, c, *_ in w.funcs}
-    pins = w.pins + guard_pins
+    try:
+        jax_arrays = tuple(weakref.ref(a) for a in (*w.arrays, *gw.arrays))
+    except TypeError:
+        return entry
+    made = Made(key, skeleton, guards, w.pins + gw.pins, ck, rest, codes, jax_arrays)
+    owned = fun if w.arrays else None  # the callable holds JAX arrays: see `_hold`
 
     def record(p) -> None:
         try:
-            _record(rt, key, skeleton, p, guards, pins, ck, rest, codes)
+            _record(made, p, owned)
         except Exception as exc:
             rt.error("trace reuse", exc)
 
     return _Recorder(entry, record)
 
 
-def _record(rt, key, skeleton, p, guards, pins, ck, rest, codes) -> None:
+class Made(NamedTuple):
+    """What a miss keyed, for the trace it records."""
+
+    key: Any
+    skeleton: Any
+    guards: list
+    pins: list
+    callable_key: tuple
+    rest: tuple
+    codes: dict
+    jax_arrays: tuple
+
+
+def _record(made: Made, p, owned) -> None:
     if _compat.unreusable_params(p) is not None:
         return
     jaxpr = p.params["jaxpr"]
     callbacks, late = _canon.late_code(jaxpr)
-    if callbacks or any(_user_code(c) for c in late):
+    if callbacks or any(_guards.user_code(c) for c in late):
         # Python this callable's objects run after the trace (host callbacks at
         # run time, a custom_vjp's bwd when differentiated): its side effects and
         # reads are this callable's own, so another callable must trace its own.
@@ -960,50 +453,43 @@ def _record(rt, key, skeleton, p, guards, pins, ck, rest, codes) -> None:
     if arrays is None:
         return
     nbytes = ENTRY_COST + _compat.const_bytes(jaxpr)
-    if MEMO.put(key, skeleton, Recorded(p, guards, arrays, pins, ck, rest, codes, nbytes)):
+    rec = Recorded(
+        p,
+        made.guards,
+        arrays,
+        made.pins,
+        made.callable_key,
+        made.rest,
+        made.codes,
+        nbytes,
+        made.jax_arrays,
+        [] if owned is not None else None,
+    )
+    if owned is not None and not _hold(rec, made.key, owned):
+        return
+    if MEMO.put(made.key, made.skeleton, rec):
         RECORDED.add(jaxpr)
 
 
-def _user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
-    """Whether calling ``obj`` may run user code (anything but installed library
-    code), looking through closures, partials and JAX's wrapped functions."""
-    if depth > 8:
-        return True
-    seen = set() if seen is None else seen
-    if id(obj) in seen:
-        return False
-    seen.add(id(obj))
-    t = type(obj)
-    if t is _FUNCTION:
-        if not _is_library(obj.__globals__):
-            return True
-        inner = [c.cell_contents for c in obj.__closure__ or () if _bound(c)]
-        inner += list(obj.__defaults__ or ())
-    elif isinstance(obj, _PARTIAL):
-        inner = [obj.func, *obj.args, *obj.keywords.values()]
-    elif t is _METHOD:
-        inner = [obj.__func__, obj.__self__]
-    elif t is tuple or t is list:
-        inner = list(obj)
-    elif t is dict:
-        inner = list(obj.values())
-    elif hasattr(obj, "f_transformed") and hasattr(obj, "f"):  # JAX's WrappedFun
-        inner = [obj.f, obj.f_transformed]
-    elif t is _compat.PjitFunction:
-        inner = [obj._fun]
-    elif isinstance(obj, _compat.CUSTOM_DERIVATIVE_TYPES):
-        inner = list(vars(obj).values())
-    elif callable(obj) and not isinstance(obj, (type, *_IDENTITY_TYPES, *_BUILTIN)):
-        return not _is_library_type(t)
-    else:
-        return False  # data
-    return any(_user_code(x, depth + 1, seen) for x in inner)
+def _hold(rec: Recorded, key, fun) -> bool:
+    """Tie ``rec`` to ``fun``'s life. A trace whose callable holds JAX arrays holds
+    them too (its jaxpr's constants); stock JAX drops such a trace with the last
+    function object it was made for, and so does the memo: the entry is forgotten
+    when every callable it served has died."""
+    holders = rec.holders
+    assert holders is not None
 
+    def died(ref, holders=holders) -> None:
+        try:
+            holders.remove(ref)
+        except ValueError:
+            return
+        if not holders:
+            MEMO.drop(key, rec)
 
-def _bound(cell: types.CellType) -> bool:
     try:
-        cell.cell_contents  # noqa: B018
-    except ValueError:
+        holders.append(weakref.ref(fun, died))
+    except TypeError:
         return False
     return True
 
@@ -1065,16 +551,33 @@ def forget_states() -> None:
         _MUTATED.clear()
 
 
+# ------------------------------------------------------------ lowering's warnings
+
+#: jaxpr -> the warnings its lowering issued (weakly: the jaxprs of recorded traces).
+_LOWERING_WARNINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def lower_recorded(jaxpr, call):
+    """Lower a recorded trace's jaxpr through JAX's own cache (``call``). When JAX's
+    cache serves it, lowering does not run and its warnings (unusable donated
+    buffers, ...) are not issued; the new call's own lowering would have issued
+    them, so they are issued again, as a cache hit replays them."""
+    out, warned = _replay.recorded_call(call)
+    seen = _LOWERING_WARNINGS.get(jaxpr)
+    if seen is None or warned:
+        _LOWERING_WARNINGS[jaxpr] = warned  # lowering ran, and issued them itself
+    else:
+        _replay.Replay(warnings=seen).on_hit(None)
+    return out
+
+
 __all__ = [
     "MEMO",
-    "NoReuse",
     "Recorded",
     "TraceMemo",
-    "Walker",
     "clear",
     "forget_states",
-    "note_states",
-    "global_names",
-    "guards_for",
     "infer_params_cached_wrapper",
+    "lower_recorded",
+    "note_states",
 ]

@@ -1,0 +1,288 @@
+"""What a recorded trace depends on outside the callable: globals and registries.
+
+A callable's key (`pcache._walk`) covers what it holds. A trace also reads module
+state (a global, an attribute of a user module, a function found there) and runs
+code JAX finds in its registries (a user pytree node's flatten/unflatten, a user
+primitive's JVP, batching, transpose, abstract-evaluation and lowering rules). This
+module makes both part of what a reuse checks, and fails closed where it cannot:
+
+* globals (`guards_for`): every chain a user function's code reads from its
+  globals (``name``, ``name.attr.attr``, nested code included) is guarded against
+  the value it had when the trace was recorded, through user modules attribute by
+  attribute, transitively through the user functions found there. A user module
+  whose object escapes (handed to a call such as ``getattr``, returned, stored) or
+  is of a ``ModuleType`` subclass, an import of a user module, a global that is a
+  module's computed ``__getattr__``, and the builtins that read namespaces
+  (``globals``, ``vars``, ``locals``, ``eval``, ``exec``, ``__import__``) mean no
+  reuse; so does reflection (`pcache._walk.REFLECTIVE`), found when the code is
+  scanned. Attributes of library modules and objects are taken as fixed.
+* registries (`registry_key`): the rules of every user primitive (a primitive any
+  of whose registered rules reaches user code) and the flatten/unflatten functions
+  and class of every user pytree node type are walked into every key, so their
+  state and their globals are compared like the callable's own. A registry that
+  grew is scanned again; a rule registered again for a user primitive is a new key.
+  (Replacing a rule of one of JAX's own primitives is monkeypatching library code:
+  not seen.)
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import sys
+import types
+from typing import Any
+
+from pcache import _compat
+from pcache._walk import (
+    NoReuse,
+    Walker,
+    code_verdict,
+    is_library,
+    is_library_module,
+    is_library_type,
+)
+
+_MISSING: Any = object()
+_FUNCTION = types.FunctionType
+
+# Guard kinds: (kind, namespace, name, expected[, code]).
+IS, FN, VAL, ABSENT = 0, 1, 2, 3
+# Builtins through which code reads or runs what no guard can see.
+_UNGUARDABLE = frozenset({"globals", "vars", "locals", "eval", "exec", "__import__", "compile"})
+
+
+def _builtins_of(g: dict) -> dict:
+    b = g.get("__builtins__", builtins)
+    return b if isinstance(b, dict) else b.__dict__
+
+
+def _user_module(v: Any) -> bool:
+    return isinstance(v, types.ModuleType) and not is_library_module(v)
+
+
+class _Guarding:
+    """One `guards_for` run: the guards, and the walker their values were keyed by."""
+
+    def __init__(self) -> None:
+        self.guards: list[tuple] = []
+        self.w = Walker()
+        self.done: set[tuple[int, str]] = set()
+        self.work: list[tuple[dict, types.CodeType]] = []
+
+    def more(self, before: int) -> None:
+        self.work.extend((fg, fc) for fg, fc, *_ in self.w.funcs[before:] if not is_library(fg))
+
+    def guard(self, ns: dict, name: str, builtin: bool) -> Any:
+        """Guard ``ns[name]``; return its value (`_MISSING` if absent)."""
+        v = ns.get(name, _MISSING)
+        k = (id(ns), name)
+        if k in self.done:
+            return v
+        self.done.add(k)
+        guards = self.guards
+        if v is _MISSING:
+            if not builtin:
+                if "__getattr__" in ns and "__name__" in ns:  # a module's computed ones
+                    raise NoReuse(f"module-getattr:{name}")
+                guards.append((ABSENT, ns, name, None))
+                return v
+            b = _builtins_of(ns)
+            guards.append((ABSENT, ns, name, None))
+            guards.append((IS, b, name, b.get(name, _MISSING)))
+            return b.get(name, _MISSING)
+        t = type(v)
+        if t is _FUNCTION and is_library(v.__globals__):
+            guards.append((FN, ns, name, v, v.__code__))
+        elif (
+            (isinstance(v, types.ModuleType) and is_library_module(v))
+            or t is _compat.PjitFunction  # JAX caches its trace on its function
+            or t is _compat.ArrayImpl  # immutable; its liveness is checked
+            or t is object
+        ):
+            if t is _compat.ArrayImpl:
+                self.w.arrays.append(v)
+            guards.append((IS, ns, name, v))
+        elif isinstance(v, types.ModuleType):
+            if t is not types.ModuleType:
+                raise NoReuse(f"module-subclass:{name}")
+            guards.append((IS, ns, name, v))  # its attributes are guarded as read
+        else:
+            before = len(self.w.funcs)
+            try:
+                guards.append((VAL, ns, name, self.w.value(v)))
+            except NoReuse as e:
+                raise NoReuse(f"global-{e.reason}:{name}") from None
+            self.more(before)
+        return v
+
+    def chain(self, g: dict, chain: tuple, escaped: bool) -> None:
+        if chain[0] == "<import>":
+            mod = sys.modules.get(chain[1])
+            if mod is None or _user_module(mod):
+                # what it reads from the module it imports is not guarded
+                raise NoReuse(f"imports-user-module:{chain[1]}")
+            return
+        if chain[0] in _UNGUARDABLE and chain[0] not in g:
+            raise NoReuse(f"reads-{chain[0]}()")
+        v = self.guard(g, chain[0], builtin=True)
+        for attr in chain[1:]:
+            # Attributes of a user module are its globals: guarded the same way. Of
+            # anything else: a user class or value is guarded whole (its walk), a
+            # library object taken as fixed.
+            if not _user_module(v):
+                return
+            v = self.guard(v.__dict__, attr, builtin=False)
+        if escaped and _user_module(v):
+            # handed on (to getattr, a call, a return): what is read from it later
+            # cannot be guarded
+            raise NoReuse(f"user-module-escapes:{chain[-1]}")
+
+
+def guards_for(funcs: list[tuple]) -> tuple[list[tuple], Walker]:
+    """The global guards of a walk's functions, and the walker that keyed their
+    values (its pins, arrays and functions belong to the guards). Raises `NoReuse`
+    for a read that cannot be guarded."""
+    run = _Guarding()
+    run.work = [(g, c) for g, c, *_ in funcs if not is_library(g)]
+    while run.work:
+        g, code = run.work.pop()
+        why, reads = code_verdict(code)
+        if why is not None:
+            raise NoReuse(why)
+        for chain, escaped in reads:
+            run.chain(g, chain, escaped)
+    return run.guards, run.w
+
+
+def failed_guard(guards: list[tuple]) -> str | None:
+    """The first global whose value differs from its guard's, else None."""
+    for guard in guards:
+        kind, g, name, expected = guard[:4]
+        if kind == IS:
+            if g.get(name, _MISSING) is not expected:
+                return name
+        elif kind == FN:
+            v = g.get(name, _MISSING)
+            if v is not expected or v.__code__ is not guard[4]:
+                return name
+        elif kind == ABSENT:
+            if name in g:
+                return name
+        else:
+            try:
+                if Walker().value(g.get(name, _MISSING)) != expected:
+                    return name
+            except NoReuse:
+                return name
+    return None
+
+
+# ------------------------------------------------------------ registries
+
+
+class _Registries:
+    """The user primitives and user pytree node types, as of the registries' sizes
+    when last scanned."""
+
+    sizes: tuple = ()
+    prims: tuple = ()
+    nodes: tuple = ()
+
+
+_REG = _Registries()
+
+
+def _scan_registries(regs: tuple, tree: dict) -> None:
+    prims: dict = {}
+    for d in regs:
+        for p, rule in list(d.items()):
+            if isinstance(p, _compat.Primitive) and p not in prims and user_code(rule):
+                prims[p] = None
+    for d in regs:
+        for p in list(d):
+            if isinstance(p, _compat.Primitive) and p not in prims:
+                if any(user_code(r) for r in _compat.primitive_rules(p)):
+                    prims[p] = None
+    nodes = [
+        t
+        for t, entry in list(tree.items())
+        if not is_library_type(t) or any(user_code(f) for f in entry)
+    ]
+    _REG.prims, _REG.nodes = tuple(prims), tuple(nodes)
+
+
+def registry_key(w: Walker) -> tuple:
+    """The state of every user rule and user pytree node JAX may run while tracing,
+    keyed by ``w`` (so their globals are guarded with the callable's)."""
+    regs = _compat.rule_registries()
+    tree = _compat.pytree_registry()
+    sizes = (*map(len, regs), len(tree))
+    if sizes != _REG.sizes:
+        _scan_registries(regs, tree)
+        _REG.sizes = sizes
+    if not _REG.prims and not _REG.nodes:
+        return ()
+    out: list = []
+    try:
+        for p in _REG.prims:
+            rules = [w.value(d.get(p)) for d in regs]
+            rules += [w.value(r) for r in _compat.primitive_rules(p)]
+            out.append(("prim", w.ident(p), *rules))
+        for t in _REG.nodes:
+            entry = tree.get(t)
+            out.append(("node", w.klass(t), *(w.value(f) for f in entry or ())))
+    except NoReuse as e:
+        raise NoReuse(f"registry-{e.reason}") from None
+    return tuple(out)
+
+
+def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
+    """Whether calling ``obj`` may run user code (anything but installed library
+    code), looking through closures, partials and JAX's wrapped functions."""
+    if depth > 8:
+        return True
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return False
+    seen.add(id(obj))
+    t = type(obj)
+    if t is _FUNCTION:
+        if not is_library(obj.__globals__):
+            return True
+        inner = [c.cell_contents for c in obj.__closure__ or () if _bound(c)]
+        inner += list(obj.__defaults__ or ())
+    elif isinstance(obj, functools.partial):
+        inner = [obj.func, *obj.args, *obj.keywords.values()]
+    elif t is types.MethodType:
+        inner = [obj.__func__, obj.__self__]
+    elif t is tuple or t is list or isinstance(obj, tuple):
+        inner = list(obj)
+    elif t is dict:
+        inner = list(obj.values())
+    elif hasattr(obj, "f_transformed") and hasattr(obj, "f"):  # JAX's WrappedFun
+        inner = [obj.f, obj.f_transformed]
+    elif t is _compat.PjitFunction:
+        inner = [obj._fun]
+    elif isinstance(obj, _compat.CUSTOM_DERIVATIVE_TYPES):
+        inner = list(vars(obj).values())
+    elif isinstance(obj, type):
+        return not is_library_type(obj)
+    elif callable(obj) and not isinstance(
+        obj, (types.ModuleType, _compat.Primitive, types.BuiltinFunctionType)
+    ):
+        return not is_library_type(t)
+    else:
+        return False  # data
+    return any(user_code(x, depth + 1, seen) for x in inner)
+
+
+def _bound(cell: types.CellType) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+__all__ = ["failed_guard", "guards_for", "registry_key", "user_code"]
