@@ -14,6 +14,9 @@ Cases:
   rules, so a key by name alone would serve one's program for the other.
 * ``maxpool``: the gradient of a max pool (``select_and_scatter_add`` carries
   ``lax.ge_p`` as a param).
+* ``hlo_callback [FACTOR]``: host callbacks in a program the jit seam bypasses (a
+  param with no canonical form): served by the HLO seam, bound to this process's
+  callbacks.
 """
 
 from __future__ import annotations
@@ -94,7 +97,50 @@ def case_maxpool():
     return [jax.jit(jax.grad(pool))(x), jax.jit(jax.grad(minpool))(x)]
 
 
-CASES = {"vprim": case_vprim, "maxpool": case_maxpool}
+class Opaque:
+    """A param value pcache has no canonical form for (the jit seam bypasses)."""
+
+    def __hash__(self):
+        return 0
+
+    def __eq__(self, other):
+        return isinstance(other, Opaque)
+
+
+def case_hlo_callback():
+    # The jit seam cannot key this program (an opaque param): it reaches JAX's
+    # compile with host callbacks, where the HLO seam serves it. The callbacks
+    # depend on FACTOR (argv), never the traced computation: a hit must run this
+    # process's own.
+    from jax.experimental import io_callback
+    from jax.extend.core import Primitive
+    from jax.interpreters import mlir
+
+    factor = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
+    opaque_p = Primitive("opaque_scale")
+    opaque_p.def_abstract_eval(lambda x, *, cfg: jax.core.ShapedArray(x.shape, x.dtype))
+    mlir.register_lowering(opaque_p, mlir.lower_fun(lambda x, *, cfg: x * 3.0, False))
+    seen = []
+
+    def host(v):
+        return (np.asarray(v) * factor).astype(np.float32)
+
+    def record(v):
+        seen.append(float(np.asarray(v).sum()))
+        return np.zeros((), np.float32)
+
+    def f(x):
+        y = opaque_p.bind(x, cfg=Opaque())
+        z = jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), y)
+        r = io_callback(record, jax.ShapeDtypeStruct((), jnp.float32), z, ordered=True)
+        return jnp.sin(z) + r
+
+    x = jnp.arange(6.0, dtype=jnp.float32)
+    out = [jax.jit(f)(x), jax.jit(f)(x + 1)]
+    return [*out, np.asarray(seen, np.float32)]
+
+
+CASES = {"vprim": case_vprim, "maxpool": case_maxpool, "hlo_callback": case_hlo_callback}
 
 
 def main() -> None:

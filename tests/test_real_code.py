@@ -110,3 +110,28 @@ def test_primitive_params_keys(cache):
     assert ctx.relower
     with pytest.raises(pcache.Uncacheable):
         _canon.canonicalize(fake_ge)
+
+
+def test_host_callbacks_served_by_the_hlo_seam(tmp_path):
+    # A program the jit seam cannot key (an opaque param) with host callbacks: JAX's
+    # own cache refuses it; the HLO seam stores it and binds a hit to this process's
+    # callbacks (another factor: the results and records of that factor's stock run).
+    cache = tmp_path / "cache"
+    cold = run(cache, "hlo_callback", "2")
+    assert cold["stats"]["hlo_misses"] == 1 and cold["stats"]["hlo_compiles"] == 1, cold
+    for factor in ("2", "5"):
+        stock = run(None, "hlo_callback", factor)
+        warm = run(cache, "hlo_callback", factor)
+        assert warm["results"] == stock["results"], factor
+        st = warm["stats"]
+        assert st["hlo_hits"] == 1 and st["hlo_compiles"] == 0 and st["compiles"] == 0, st
+    assert cold["results"] != stock["results"]  # the callbacks' factor shows
+
+
+def test_hlo_seam_keys_callback_count_and_refuses_pointers():
+    from pcache import _hlo_seam
+
+    k = "jit_f-" + "ab" * 32
+    one, two = _hlo_seam._with_callbacks(k, 1), _hlo_seam._with_callbacks(k, 2)
+    assert len({k, one, two}) == 3 and one.startswith("jit_f-")
+    assert _hlo_seam._BY_INDEX >= {"xla_ffi_python_cpu_callback", "xla_ffi_python_gpu_callback"}
