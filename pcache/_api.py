@@ -286,6 +286,7 @@ def import_bundle(
     *,
     directory: str | Path | None = None,
     verify_key: str | Path | None = None,
+    trust_unsigned: bool = False,
     device_check: bool = True,
     max_bytes: int | None = None,
 ) -> dict[str, Any]:
@@ -293,9 +294,13 @@ def import_bundle(
     else the configured one), signed with its secret; as ``pcache import``.
 
     Importing is a trust decision: an entry is a compiled program, and loading one
-    can run anything. ``verify_key``: accept only a bundle signed with this key
-    file. Raises `pcache.BundleError` (nothing stored) for a bundle that is not
-    whole; entries for another JAX, backend or device kind are skipped and counted.
+    can run anything, and nothing but a signature vouches that each executable is
+    the program the bundle says. ``verify_key``: accept only a bundle signed with
+    this key file. ``trust_unsigned=True``: import without a checked signature,
+    trusting whoever could have written the file (without either, nothing is
+    imported). Raises `pcache.BundleError` (nothing stored) for a bundle that is
+    not whole, untrusted or malformed; entries for another JAX, backend or device
+    kind are skipped and counted.
     """
     from pcache import _bundle
 
@@ -311,7 +316,8 @@ def import_bundle(
     return _bundle.import_dir(
         d,
         path,
-        _bundle.probe_machine(device_check),
+        lambda: _bundle.probe_machine(device_check),
         verify_key=None if verify_key is None else _bundle.read_key(verify_key),
+        trust_unsigned=trust_unsigned,
         max_bytes=limit,
     ).to_json()

@@ -2,38 +2,57 @@
 
 A copied cache directory is useless elsewhere on purpose (its entries are signed
 with that directory's secret). A bundle carries entries as data: ``export`` reads
-and verifies each entry with the source directory's secret and writes it unsigned;
-``import`` checks the bundle's integrity, skips what cannot load on this machine,
-and stores the rest signed with the destination's secret. Importing is a trust
-decision: an executable is machine code, and loading one can run anything, so
-import only bundles you would run (``--verify-key`` accepts only bundles signed
-with a key you hold). JAX is imported only by `probe_machine` (to list this
-machine's devices); `pcache.cli` and `pcache._api` both call what is here.
+and verifies each entry with the source directory's secret and writes it with
+the digests of its value; ``import`` checks the bundle whole, skips what cannot
+load on this machine, and stores the rest signed with the destination's secret.
 
-The file::
+Importing is a trust decision: an executable is machine code, loading one can run
+anything, and a bundle says which program each executable is for (whoever wrote
+the file could have swapped them). So an import needs either a valid signature
+(``verify_key``: an HMAC, with a key you hold, of the header, which holds the
+manifest's digest; the manifest holds every key with its value's digests) or an
+explicit ``trust_unsigned``. A signature nobody checked counts for nothing. JAX is
+imported only by `probe_machine` (to list this machine's devices); `pcache.cli`
+and `pcache._api` both call what is here.
+
+The file (bundle format 2)::
 
     MAGIC (16 bytes)
-    header: bundle format (u16), manifest length (u64), sha256 of the manifest,
-            HMAC-SHA256 of the manifest with the signing key (zeros if unsigned)
-    manifest (JSON, `schemas/bundle-manifest.schema.json`)
+    header, big-endian: bundle format (u16), entry records (u32), working-set
+            records (u32), manifest length (u64), sha256 of the manifest,
+            HMAC-SHA256 with the signing key of b"pcache-bundle\\0", MAGIC and the
+            header before it (32 zero bytes: unsigned)
+    manifest: records, each a length (u32) and one JSON object of at most
+            MAX_RECORD_BYTES nested at most MAX_DEPTH deep: the head, one per
+            entry, then the working sets (`schemas/bundle-manifest.schema.json`)
     values: each entry's executable, zstd-compressed, at the offset it lists
 
-Every value's sha256 (compressed and raw) is in the manifest, whose own digest
-is in the header, so one hash pass over the file proves it whole before anything
-is stored: a truncated or edited bundle stores nothing.
+Reading is bounded: no record is parsed before the whole manifest matched its
+digest and the trust decision was made; each record's size and nesting are
+checked on its bytes before `json.loads` (so neither memory nor recursion grows
+with what a bundle claims); import keeps a few numbers per entry, not its
+records; a value is inflated as a stream that stops at its signed size, after
+its frame declared that size and the size was checked against the store's
+limits. Nothing is stored before every record, and every byte of every value to
+be stored, checked out; a failure while storing removes what the import stored.
+
+Format 1 (one JSON manifest, a signature over the manifest alone) is not read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import hmac
 import json
+import math
 import os
+import re
 import struct
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -44,14 +63,29 @@ from pcache._errors import PcacheError
 from pcache._signing import ENTRY_FORMAT, Signer, read_key_file
 
 MAGIC = b"PCACHE-BUNDLE\r\n\x1a"  # 16 bytes; \r\n and ^Z catch text-mode copies
-BUNDLE_FORMAT = 1
-_HEADER = struct.Struct(">HQ32s32s")
+BUNDLE_FORMAT = 2
+_HEADER = struct.Struct(">HIIQ32s32s")
 _START = len(MAGIC) + _HEADER.size
-#: Entry metadata that only the source directory's secret can vouch for: dropped.
+_LENGTH = struct.Struct(">I")
+_SIGNED_DOMAIN = b"pcache-bundle\0"
+#: Entry metadata that only the source directory's secret can vouch for: not carried.
 _SOURCE_ONLY = ("hmac", "head_hmac", "format")
 #: A manifest larger than this is refused before it is read (a bundle of 100,000
-#: entries has a manifest of about 100 MB).
-MAX_MANIFEST_BYTES = 256 << 20
+#: entries has a manifest of about 350 MB... of which only a few numbers per entry
+#: are held at a time).
+MAX_MANIFEST_BYTES = 1 << 30
+#: One record (an entry's metadata, a head, a slice of a working set): at most this
+#: many bytes (an entry's is about 3.5 KB) and this deep (an entry's is 4), checked
+#: before it is parsed: a record costs at most ~25x its size while it is checked.
+MAX_RECORD_BYTES = 1 << 20
+MAX_DEPTH = 32
+#: Keys per working-set record (a longer set spans consecutive records).
+_SET_SLICE = 8192
+#: The longest name, version or device kind an entry may carry.
+MAX_STRING = 4096
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_CHUNK = 1 << 20
+_FRAME_HEADER_MAX = 18  # ZSTD_FRAMEHEADERSIZE_MAX
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -71,7 +105,8 @@ __all__ = [
 
 class BundleError(PcacheError):
     """A bundle that cannot be used at all (not a bundle, truncated, edited, signed
-    with another key, a newer format): nothing of it was stored."""
+    with another key or not signed, malformed, a newer format): nothing of it was
+    stored."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +141,8 @@ class ExportResult:
     bundle_bytes: int = 0
     working_sets: int = 0
     unreadable: int = 0  # entries of the source that failed their checks: left out
+    evicted: int = 0  # listed, then gone before they were read (another process's gc)
+    too_large: int = 0  # metadata over a bundle's record limits: left out
     signed: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -121,7 +158,8 @@ class ImportResult:
     skipped: dict[str, int] = dataclasses.field(default_factory=dict)  # reason -> count
     bytes_imported: int = 0
     working_sets: int = 0
-    signed: bool = False
+    signed: bool = False  # its signature was checked with the verify key
+    trusted_unsigned: bool = False  # imported without a checked signature, as asked
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -141,6 +179,157 @@ def read_key(path: str | os.PathLike) -> bytes:
         raise BundleError(str(exc).replace("key file", "signing key", 1)) from exc.__cause__
 
 
+# ------------------------------------------------------------------------ records
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True, allow_nan=False).encode()
+
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+#: A \uD800-\uDFFF escape that is not half of a pair (raw UTF-8 cannot encode one).
+#: An escaped backslash before "uD800" text also matches: such a record is refused too.
+_LONE_SURROGATE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a bundle may carry")
+
+
+def _loads(text: bytes) -> Any:
+    """One record: its nesting checked on the bytes (strings removed, brackets
+    counted), then parsed without NaN or Infinity. Raises ValueError."""
+    if len(text) > MAX_RECORD_BYTES:
+        raise ValueError(f"a record of {len(text)} bytes (at most {MAX_RECORD_BYTES})")
+    bare = _STRING.sub(b"", text)
+    if b'"' in bare:
+        raise ValueError("an unterminated string")
+    depth = 0
+    for c in bare.translate(None, _NOT_BRACKETS):
+        depth += 1 if c in b"[{" else -1
+        if depth > MAX_DEPTH:
+            raise ValueError(f"nested more than {MAX_DEPTH} deep")
+    if _LONE_SURROGATE.search(text):  # SQLite and UTF-8 cannot hold one: refused here
+        raise ValueError("not UTF-8 (a lone surrogate)")
+    try:
+        obj = json.loads(text.decode("utf-8"), parse_constant=_constant)
+    except RecursionError:  # not reachable after the scan above; never a traceback
+        raise ValueError("nested too deep") from None
+    except UnicodeError as exc:
+        raise ValueError(f"not UTF-8 ({exc.reason})") from None
+    return obj
+
+
+def _record(obj: Any) -> bytes | None:
+    """``obj`` as a record, or None when it would be refused on import."""
+    text = _dumps(obj)
+    try:
+        _loads(text)
+    except ValueError:
+        return None
+    return _LENGTH.pack(len(text)) + text
+
+
+def _number(v: Any) -> bool:
+    """A finite JSON number >= 0 that a float holds (a bool is no number here)."""
+    if type(v) is int:
+        return 0 <= v <= 2**53
+    return type(v) is float and math.isfinite(v) and v >= 0
+
+
+def _count(v: Any) -> bool:
+    return type(v) is int and v >= 0
+
+
+_STR_META = ("function_name", "backend", "device_kind", "jax_version", "jaxlib_version")
+#: The entry metadata a bundle carries and an import stores (`Store.put`'s meta).
+_META = (*_STR_META, "compile_seconds")
+_ENTRY_FIELDS = frozenset(
+    ("key", *_META, "raw_size", "size", "offset", "sha256", "packed_sha256", "extra")
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    """What import keeps of an entry record: its numbers and short strings (the
+    extra is read again, from the record, when the entry is stored)."""
+
+    key: str
+    meta: dict[str, Any]
+    raw_size: int
+    size: int
+    offset: int
+    sha256: str
+    packed_sha256: str
+    record_at: int  # where its record's text starts in the file
+    record_len: int
+    record_digest: bytes
+
+
+def _check_head(m: Any) -> dict[str, Any]:
+    if not isinstance(m, dict) or set(m) != {"bundle_format", "entry_format", "created"}:
+        raise ValueError(
+            "the head record has other fields than bundle_format, entry_format, created"
+        )
+    if m["bundle_format"] != BUNDLE_FORMAT or type(m["bundle_format"]) is not int:
+        raise ValueError(f"the head record says bundle format {m['bundle_format']!r}")
+    if type(m["entry_format"]) is not int:
+        raise ValueError("entry_format is not an integer")
+    if not _number(m["created"]):
+        raise ValueError("created is not a time")
+    return m
+
+
+def _check_entry(e: Any, n: int, offset: int, max_value_size: int) -> dict[str, Any]:
+    """Types and ranges of everything import acts on (the digest proves the bytes
+    are the exporter's, not that the exporter was well-behaved)."""
+    where = f"entry {n}"
+    if not isinstance(e, dict):
+        raise ValueError(f"{where} is not an object")
+    if set(e) != _ENTRY_FIELDS:
+        odd = sorted(set(e) ^ _ENTRY_FIELDS)
+        raise ValueError(f"{where} has other fields than an entry's ({', '.join(odd)[:200]})")
+    for name in ("key", "sha256", "packed_sha256"):
+        if not isinstance(e[name], str) or not _HEX64.fullmatch(e[name]):
+            raise ValueError(f"{where}: {name} is not 64 hex digits")
+    where = f"entry {e['key'][:12]}"
+    for name in _STR_META:
+        if not isinstance(e[name], str) or len(e[name]) > MAX_STRING:
+            raise ValueError(f"{where}: {name} is not a string (of at most {MAX_STRING})")
+    if not _number(e["compile_seconds"]):
+        raise ValueError(f"{where}: compile_seconds is not a finite number >= 0")
+    for name in ("raw_size", "size", "offset"):
+        if not _count(e[name]):
+            raise ValueError(f"{where}: {name} is not an integer >= 0")
+    if e["offset"] != offset:
+        raise ValueError(f"{where}: offsets are not contiguous")
+    if e["raw_size"] > max_value_size or e["size"] > max_value_size:
+        raise ValueError(
+            f"{where} claims {max(e['raw_size'], e['size'])} bytes, more than one value "
+            f"may have here ({max_value_size})"
+        )
+    extra = e["extra"]
+    if not isinstance(extra, dict):
+        raise ValueError(f"{where}: extra is not an object")
+    if any(k in extra for k in _SOURCE_ONLY):
+        raise ValueError(f"{where}: extra carries the exporting directory's signature fields")
+    return e
+
+
+def _check_set(s: Any) -> tuple[str, list[str]]:
+    if not isinstance(s, dict) or set(s) != {"name", "keys"}:
+        raise ValueError("a working-set record has other fields than name, keys")
+    if not isinstance(s["name"], str) or not s["name"] or len(s["name"]) > MAX_STRING:
+        raise ValueError("a working set's name is not a string")
+    if not isinstance(s["keys"], list) or not all(isinstance(k, str) for k in s["keys"]):
+        raise ValueError(f"working set {s['name'][:60]!r}: keys is not a list of keys")
+    return s["name"], s["keys"]
+
+
 # ------------------------------------------------------------------------ export
 
 
@@ -153,12 +342,16 @@ def write_bundle(
     working_sets: Iterable[str] | None = None,
     sign_key: bytes | None = None,
     progress: Progress | None = None,
+    damaged: Callable[[], int] | None = None,
 ) -> ExportResult:
     """Write the entries of ``store`` that ``select`` accepts (all, if None), and
     the working sets named in ``working_sets`` with the order of their keys (their
     entries are exported too, first), to the bundle ``path`` (atomically: a new
-    file renamed into place). Each entry is read and checked with ``signer``;
-    one that fails is left out and counted."""
+    file renamed into place). Each entry is read and checked with ``signer``: one
+    that fails is left out and counted (``unreadable``); one gone since the listing
+    (evicted by another process) is counted apart (``evicted``). ``damaged()``:
+    how many entries the store has reported damaged so far (its ``report``), to
+    tell an entry it removed as damaged from one evicted."""
     path = Path(path)
     sets = []
     wanted: dict[str, None] = {}
@@ -177,42 +370,68 @@ def write_bundle(
     cctx = zstandard.ZstdCompressor(level=3, write_content_size=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd2, tmp2 = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w+b") as values:
-            rows = []
-            for e in chosen:
-                raw = _read_checked(store, signer, e)
-                if raw is None:
-                    result.unreadable += 1
+        with os.fdopen(fd, "w+b") as values, os.fdopen(fd2, "w+b") as records:
+            manifest = hashlib.sha256()
+
+            def put(rec: bytes) -> None:
+                records.write(rec)
+                manifest.update(rec)
+
+            head = _dumps({"bundle_format": BUNDLE_FORMAT, "entry_format": ENTRY_FORMAT,
+                           "created": time.time()})  # fmt: skip
+            put(_LENGTH.pack(len(head)) + head)
+            exported: set[str] = set()
+            for i, e in enumerate(chosen):
+                got = _read_checked(store, signer, e, damaged)
+                if isinstance(got, str):
+                    setattr(result, got, getattr(result, got) + 1)
                     continue
-                packed = cctx.compress(raw)
-                rows.append(_manifest_row(e, raw, packed, values.tell()))
+                packed = cctx.compress(got)
+                rec = _record(_manifest_row(e, got, packed, values.tell()))
+                if rec is None:
+                    result.too_large += 1
+                    continue
+                put(rec)
                 values.write(packed)
+                exported.add(e.key)
                 result.entries += 1
-                result.raw_bytes += len(raw)
+                result.raw_bytes += len(got)
                 if progress is not None:
-                    progress("export", result.entries, len(chosen), result.raw_bytes, total)
-            exported = {r["key"] for r in rows}
-            manifest = {
-                "bundle_format": BUNDLE_FORMAT,
-                "entry_format": ENTRY_FORMAT,
-                "created": time.time(),
-                "entries": rows,
-                "working_sets": [
-                    {"name": s["name"], "keys": [k for k in s["keys"] if k in exported]}
-                    for s in sets
-                ],
-            }
+                    progress("export", i + 1, len(chosen), result.raw_bytes, total)
+            n_sets = 0
+            for s in sets:
+                keys = [k for k in s["keys"] if k in exported]
+                for at in range(0, max(len(keys), 1), _SET_SLICE):
+                    rec = _record({"name": s["name"], "keys": keys[at : at + _SET_SLICE]})
+                    if rec is not None:  # None: a name too long to carry
+                        put(rec)
+                        n_sets += 1
             result.working_sets = len(sets)
-            _write_bundle(path, tmp, values, manifest, sign_key)
-    except BaseException:
+            header = MAGIC + _HEADER.pack(
+                BUNDLE_FORMAT, result.entries, n_sets, records.tell(), manifest.digest(),
+                bytes(32),
+            )[:-32]  # fmt: skip
+            tag = (
+                hmac.new(sign_key, _SIGNED_DOMAIN + header, hashlib.sha256).digest()
+                if sign_key is not None
+                else bytes(32)
+            )
+            _write_bundle(path, header + tag, records, values)
+    finally:
         Path(tmp).unlink(missing_ok=True)
-        raise
+        Path(tmp2).unlink(missing_ok=True)
     result.bundle_bytes = path.stat().st_size
     return result
 
 
-def _read_checked(store: Any, signer: Signer, e: Any) -> bytes | None:
+def _read_checked(
+    store: Any, signer: Signer, e: Any, damaged: Callable[[], int] | None
+) -> bytes | str:
+    """The entry's bytes, checked; or why not: "evicted" (gone since the listing),
+    "unreadable" (it failed a check, or the store found it damaged)."""
+    before = damaged() if damaged is not None else 0
     try:
         got = store.get_entry(
             e.key,
@@ -221,17 +440,14 @@ def _read_checked(store: Any, signer: Signer, e: Any) -> bytes | None:
             admit=lambda x: signer.admit(e.key, x.raw_size, x.extra),
         )
         if got is None:
-            return None
+            if damaged is not None and damaged() > before:
+                return "unreadable"
+            return "evicted" if e.key not in store else "unreadable"
         raw, entry = got
         signer.check(e.key, raw, entry.extra)
     except Exception:  # noqa: BLE001 - a damaged or foreign entry is left out, counted
-        return None
+        return "unreadable"
     return raw
-
-
-#: The entry metadata a bundle carries and an import stores (`Store.put`'s meta).
-_META = ("function_name", "backend", "device_kind", "jax_version", "jaxlib_version",
-         "compile_seconds")  # fmt: skip
 
 
 def _manifest_row(e: Any, raw: bytes, packed: bytes, offset: int) -> dict[str, Any]:
@@ -247,205 +463,389 @@ def _manifest_row(e: Any, raw: bytes, packed: bytes, offset: int) -> dict[str, A
     }
 
 
-def _write_bundle(path: Path, tmp: str, values: IO[bytes], manifest: dict, key) -> None:
-    """Prepend magic, header and manifest to the values (in ``tmp``) and rename."""
-    text = json.dumps(manifest, separators=(",", ":"), sort_keys=True).encode()
-    tag = hmac.new(key, text, hashlib.sha256).digest() if key is not None else bytes(32)
-    header = MAGIC + _HEADER.pack(BUNDLE_FORMAT, len(text), hashlib.sha256(text).digest(), tag)
-    values.flush()
-    values.seek(0)
+def _write_bundle(path: Path, header: bytes, records: IO[bytes], values: IO[bytes]) -> None:
+    """Header, records and values into a new file renamed over ``path``."""
     fd, out = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(header)
-            f.write(text)
-            while chunk := values.read(1 << 20):
-                f.write(chunk)
+            for part in (records, values):
+                part.flush()
+                part.seek(0)
+                while chunk := part.read(_CHUNK):
+                    f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
         os.replace(out, path)
     except BaseException:
         Path(out).unlink(missing_ok=True)
         raise
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 # ------------------------------------------------------------------------ import
 
 
-def read_manifest(path: str | os.PathLike, verify_key: bytes | None = None) -> dict[str, Any]:
-    """The bundle's manifest, after checking the header, the manifest's digest and
-    (with ``verify_key``) its signature. Raises `BundleError`."""
-    with open(path, "rb") as f:
-        return _manifest(f, Path(path), verify_key).manifest
-
-
 @dataclasses.dataclass(frozen=True)
-class _Parsed:
-    manifest: dict[str, Any]
-    start: int  # where the values begin
-    values_bytes: int
-    signed: bool
+class _Header:
+    entries: int
+    sets: int
+    length: int
+    digest: bytes
+    tag: bytes
+    signed_part: bytes  # what the tag is an HMAC of
 
 
-def _manifest(f: IO[bytes], path: Path, verify_key: bytes | None) -> _Parsed:
+def _header(f: IO[bytes], path: Path) -> _Header:
     head = f.read(_START)
     if len(head) < len(MAGIC) or head[: len(MAGIC)] != MAGIC:
         raise BundleError(f"{path} is not a pcache bundle")
+    if len(head) >= len(MAGIC) + 2:
+        (fmt,) = struct.unpack_from(">H", head, len(MAGIC))
+        if fmt != BUNDLE_FORMAT:
+            raise BundleError(
+                f"{path} has bundle format {fmt}; this pcache reads format {BUNDLE_FORMAT}"
+                + (" (export it again with this pcache)" if fmt < BUNDLE_FORMAT else "")
+            )
     if len(head) < _START:
         raise BundleError(f"{path} is truncated (in its header)")
-    fmt, length, digest, tag = _HEADER.unpack(head[len(MAGIC) :])
-    if fmt != BUNDLE_FORMAT:
-        raise BundleError(
-            f"{path} has bundle format {fmt}; this pcache reads format {BUNDLE_FORMAT}"
-        )
+    _, entries, sets, length, digest, tag = _HEADER.unpack(head[len(MAGIC) :])
     if length > MAX_MANIFEST_BYTES:
         raise BundleError(f"{path}: its manifest claims {length} bytes; refused")
-    text = f.read(length)
-    if len(text) != length:
-        raise BundleError(f"{path} is truncated (in its manifest)")
-    if not hmac.compare_digest(hashlib.sha256(text).digest(), digest):
+    # Every record is at least its length and "{}": the counts are bounded by the length.
+    if (1 + entries + sets) * (_LENGTH.size + 2) > length:
+        raise BundleError(f"{path}: its header claims more records than its manifest holds")
+    return _Header(entries, sets, length, digest, tag, _SIGNED_DOMAIN + head[:-32])
+
+
+def _hash_manifest(f: IO[bytes], path: Path, h: _Header) -> None:
+    """The manifest's digest, read in chunks (none of it parsed or kept)."""
+    f.seek(_START)
+    d, left = hashlib.sha256(), h.length
+    while left:
+        chunk = f.read(min(left, _CHUNK))
+        if not chunk:
+            raise BundleError(f"{path} is truncated (in its manifest)")
+        d.update(chunk)
+        left -= len(chunk)
+    if not hmac.compare_digest(d.digest(), h.digest):
         raise BundleError(f"{path}: its manifest does not match its digest (edited or damaged)")
-    signed = tag != bytes(32)
+
+
+def _trust(path: Path, h: _Header, verify_key: bytes | None, trust_unsigned: bool) -> bool:
+    """True: signed with ``verify_key``; False: accepted unsigned as asked; else
+    raises. A tag nobody checked counts for nothing."""
+    tagged = h.tag != bytes(32)
     if verify_key is not None:
-        want = hmac.new(verify_key, text, hashlib.sha256).digest()
-        if not signed or not hmac.compare_digest(want, tag):
+        want = hmac.new(verify_key, h.signed_part, hashlib.sha256).digest()
+        if not tagged or not hmac.compare_digest(want, h.tag):
             raise BundleError(
-                f"{path} is {'signed with another key' if signed else 'not signed'}; "
+                f"{path} is {'signed with another key' if tagged else 'not signed'}; "
                 "--verify-key accepts only bundles signed with that key"
             )
+        return True
+    if trust_unsigned:
+        return False
+    raise BundleError(
+        f"{path} is {'signed, but no key to check it was given' if tagged else 'not signed'}: "
+        "nothing vouches that its executables are the programs it says (a bundle with "
+        "swapped entries runs the wrong program). Pass --verify-key with the key it was "
+        "signed with, or --trust-unsigned to trust whoever could have written this file"
+    )
+
+
+@dataclasses.dataclass
+class _Parsed:
+    head: dict[str, Any]
+    entries: list[_Entry]
+    sets: list[tuple[str, list[str]]]
+    values_bytes: int
+
+
+def _parse(
+    f: IO[bytes], path: Path, h: _Header, max_value_size: int, keep: bool = False
+) -> tuple[_Parsed, list[dict[str, Any]]]:
+    """Every record, checked (bounded: see the module's docstring), hashed again
+    (the file may have changed since `_hash_manifest`). ``keep``: the entry records
+    too (for `read_manifest`)."""
+    f.seek(_START)
+    d, left, at = hashlib.sha256(), h.length, _START
+    kept: list[dict[str, Any]] = []
+
+    def record(what: str) -> tuple[Any, int, int, bytes]:
+        nonlocal left, at
+        if left < _LENGTH.size:
+            raise ValueError(f"the manifest ends before {what}")
+        raw_len = f.read(_LENGTH.size)
+        if len(raw_len) < _LENGTH.size:
+            raise ValueError(f"the manifest ends before {what}")
+        (n,) = _LENGTH.unpack(raw_len)
+        if n > MAX_RECORD_BYTES:
+            raise ValueError(f"{what} is a record of {n} bytes (at most {MAX_RECORD_BYTES})")
+        if n > left - _LENGTH.size:
+            raise ValueError(f"{what} runs past the manifest")
+        text = f.read(n)
+        if len(text) != n:
+            raise ValueError(f"the manifest ends in {what}")
+        d.update(raw_len)
+        d.update(text)
+        left -= _LENGTH.size + n
+        at += _LENGTH.size + n
+        try:
+            obj = _loads(text)
+        except ValueError as exc:
+            raise ValueError(f"{what}: {exc}") from None
+        return obj, at - n, n, hashlib.sha256(text).digest()
+
     try:
-        manifest = json.loads(text)
-        end = _check_manifest(manifest)
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        head = _check_head(record("the head")[0])
+        entries: list[_Entry] = []
+        seen: set[str] = set()
+        end = 0
+        for i in range(h.entries):
+            obj, rec_at, rec_len, rec_digest = record(f"entry {i}")
+            e = _check_entry(obj, i, end, max_value_size)
+            if e["key"] in seen:
+                raise ValueError(f"entry {e['key'][:12]} is in the bundle twice")
+            seen.add(e["key"])
+            end += e["size"]
+            entries.append(
+                _Entry(
+                    e["key"],
+                    {name: e[name] for name in _META},
+                    e["raw_size"],
+                    e["size"],
+                    e["offset"],
+                    e["sha256"],
+                    e["packed_sha256"],
+                    rec_at,
+                    rec_len,
+                    rec_digest,
+                )  # fmt: skip
+            )
+            if keep:
+                kept.append(e)
+        sets: list[tuple[str, list[str]]] = []
+        for _ in range(h.sets):
+            name, keys = _check_set(record("a working set")[0])
+            if any(k not in seen for k in keys):
+                raise ValueError(f"working set {name[:60]!r} names a key not in the bundle")
+            if sets and sets[-1][0] == name:
+                sets[-1][1].extend(keys)
+            else:
+                sets.append((name, keys))
+        if left:
+            raise ValueError(f"{left} bytes after the last record")
+    except ValueError as exc:
         raise BundleError(f"{path}: malformed manifest ({exc})") from None
-    return _Parsed(manifest, _START + length, end, signed)
+    if not hmac.compare_digest(d.digest(), h.digest):
+        raise BundleError(f"{path}: its manifest changed while it was read")
+    return _Parsed(head, entries, sets, end), kept
 
 
-def _check_manifest(m: Any) -> int:
-    """Types and ranges of everything import acts on (the digest proves the bytes
-    are the exporter's, not that the exporter was well-behaved)."""
-    if not isinstance(m, dict) or m.get("bundle_format") != BUNDLE_FORMAT:
-        raise ValueError("bundle_format")
-    if not isinstance(m.get("entries"), list) or not isinstance(m.get("working_sets"), list):
-        raise ValueError("entries / working_sets")
-    end = 0
-    for e in m["entries"]:
-        for name in ("key", "sha256", "packed_sha256"):
-            if not isinstance(e.get(name), str) or not e[name]:
-                raise ValueError(f"entry {name}")
-        for name in ("raw_size", "size", "offset"):
-            if type(e.get(name)) is not int or e[name] < 0:
-                raise ValueError(f"entry {name}")
-        if e["offset"] != end:
-            raise ValueError("entry offsets are not contiguous")
-        end += e["size"]
-        for name in ("function_name", "backend", "device_kind", "jax_version", "jaxlib_version"):
-            if not isinstance(e.get(name, ""), str):
-                raise ValueError(f"entry {name}")
-        if not isinstance(e.get("compile_seconds", 0.0), (int, float)):
-            raise ValueError("entry compile_seconds")
-        if not isinstance(e.get("extra", {}), dict):
-            raise ValueError("entry extra")
-    for s in m["working_sets"]:
-        if not isinstance(s.get("name"), str) or not isinstance(s.get("keys"), list):
-            raise ValueError("working set")
-        if not all(isinstance(k, str) for k in s["keys"]):
-            raise ValueError("working set keys")
-    return end
+def read_manifest(path: str | os.PathLike, verify_key: bytes | None = None) -> dict[str, Any]:
+    """The bundle's manifest as one object (`schemas/bundle-manifest.schema.json`),
+    after checking the header, the manifest's digest, (with ``verify_key``) its
+    signature and every record. Raises `BundleError`. For inspection: it holds
+    every entry's record."""
+    path = Path(path)
+    from pcache.store import MAX_VALUE_SIZE
+
+    with _open_bundle(path) as f:
+        h = _header(f, path)
+        _hash_manifest(f, path, h)
+        if verify_key is not None:
+            _trust(path, h, verify_key, False)
+        parsed, rows = _parse(f, path, h, MAX_VALUE_SIZE, keep=True)
+    return {
+        **parsed.head,
+        "entries": rows,
+        "working_sets": [{"name": n, "keys": k} for n, k in parsed.sets],
+    }
+
+
+@contextlib.contextmanager
+def _open_bundle(path: Path) -> Iterator[IO[bytes]]:
+    try:
+        f = open(path, "rb")  # noqa: SIM115
+    except OSError as exc:
+        raise BundleError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with f:
+        yield f
+
+
+class _Window:
+    """Reads at most ``size`` bytes of ``f`` from where it is, hashing them."""
+
+    def __init__(self, f: IO[bytes], size: int) -> None:
+        self.f, self.left, self.digest = f, size, hashlib.sha256()
+        self.pending = b""
+
+    def peek(self, n: int) -> bytes:
+        self.pending = self._take(n)
+        return self.pending
+
+    def _take(self, n: int) -> bytes:
+        data = self.f.read(min(n, self.left))
+        self.left -= len(data)
+        self.digest.update(data)
+        return data
+
+    def read(self, n: int = -1) -> bytes:
+        if self.pending:
+            data, self.pending = self.pending, b""
+            return data
+        return self._take(self.left if n < 0 else n)
+
+    def drain(self) -> None:
+        self.pending = b""
+        while self.left and self._take(_CHUNK):
+            pass
+
+
+def _inflate(window: _Window, e: _Entry, keep: bool) -> bytes | str:
+    """The entry's executable (``keep``; else b""), or what is wrong with it (its
+    bytes not matching their digest first). Its frame must declare the signed
+    size, and inflating stops past it."""
+    got = _inflate_frame(window, e, keep)
+    window.drain()
+    if window.digest.hexdigest() != e.packed_sha256:
+        return "its value does not match its digest"
+    return got
+
+
+def _inflate_frame(window: _Window, e: _Entry, keep: bool) -> bytes | str:
+    try:
+        params = zstandard.get_frame_parameters(window.peek(_FRAME_HEADER_MAX))
+    except zstandard.ZstdError:
+        return "its value is not a zstd frame"
+    if params.content_size == zstandard.CONTENTSIZE_UNKNOWN:
+        return "its value's frame declares no size"
+    if params.content_size != e.raw_size:
+        return f"its value's frame declares {params.content_size} bytes, not {e.raw_size}"
+    parts, total, digest = [], 0, hashlib.sha256()
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(
+            window, read_size=1 << 17, read_across_frames=True, closefd=False
+        )
+        while chunk := reader.read(min(_CHUNK, e.raw_size - total + 1)):
+            total += len(chunk)
+            if total > e.raw_size:
+                return f"its value inflates past {e.raw_size} bytes"
+            digest.update(chunk)
+            if keep:
+                parts.append(chunk)
+    except zstandard.ZstdError as exc:
+        return f"its value does not inflate ({exc})"
+    if total != e.raw_size or digest.hexdigest() != e.sha256:
+        return "its value does not inflate to its digest"
+    return b"".join(parts)
 
 
 def read_bundle(
     store: Any,
     signer: Signer,
     path: str | os.PathLike,
-    machine: Machine,
+    machine: Machine | Callable[[], Machine],
     *,
     verify_key: bytes | None = None,
+    trust_unsigned: bool = False,
     max_bytes: int | None = None,
     progress: Progress | None = None,
 ) -> ImportResult:
-    """Store the entries of bundle ``path`` that can load on ``machine``, signed with
-    ``signer`` (see the module's docstring). Raises `BundleError`, having stored
-    nothing, for a bundle that is not whole; skips (and counts, by reason) entries
-    for another machine, already present, or beyond ``max_bytes`` of stored values
-    in all. Idempotent."""
+    """Store the entries of bundle ``path`` that can load on ``machine`` (or what a
+    callable returns, called once the bundle passed its checks), signed with
+    ``signer`` (see the module's docstring). Needs a signature checked with
+    ``verify_key``, or ``trust_unsigned``. Raises `BundleError`, having stored
+    nothing, for a bundle that is not whole, untrusted, or malformed; skips (and
+    counts, by reason) entries for another machine, already present, or beyond
+    ``max_bytes`` of stored values in all. Idempotent."""
     path = Path(path)
-    with open(path, "rb") as f:
-        parsed = _manifest(f, path, verify_key)
-        manifest, start, total = parsed.manifest, parsed.start, parsed.values_bytes
-        entries = manifest["entries"]
-        result = ImportResult(str(path), entries=len(entries), signed=parsed.signed)
-        # Pass 1: the whole file, hashed, before anything is stored.
-        f.seek(0, os.SEEK_END)
-        if f.tell() != start + total:
+    max_value_size = getattr(store, "max_value_size", 4 << 30)
+    with _open_bundle(path) as f:
+        h = _header(f, path)
+        _hash_manifest(f, path, h)
+        signed = _trust(path, h, verify_key, trust_unsigned)
+        parsed, _ = _parse(f, path, h, max_value_size)
+        entries, total = parsed.entries, parsed.values_bytes
+        start = _START + h.length
+        result = ImportResult(
+            str(path), entries=len(entries), signed=signed, trusted_unsigned=not signed
+        )
+        size = f.seek(0, os.SEEK_END)
+        if size != start + total:
             raise BundleError(
-                f"{path} is {'truncated' if f.tell() < start + total else 'longer than it says'}"
-                f" ({f.tell()} bytes, its manifest says {start + total})"
+                f"{path} is {'truncated' if size < start + total else 'longer than it says'}"
+                f" ({size} bytes, its manifest says {start + total})"
             )
+        if callable(machine):
+            machine = machine()
+        # What would be stored: decided (from the metadata alone) before a value is read.
+        plan: set[str] = set()
+        used = _stored_bytes(store)
+        for e in entries:
+            why = machine.why_not(e.meta)
+            if parsed.head["entry_format"] != ENTRY_FORMAT:
+                why = f"entry format {parsed.head['entry_format']!r} (here {ENTRY_FORMAT})"
+            if why is not None:
+                result.skip(f"not for this machine: {why}")
+            elif e.key in store:
+                result.present += 1
+            elif max_bytes is not None and used + e.raw_size > max_bytes:
+                result.skip("over the store's size limit")
+            else:
+                plan.add(e.key)
+                used += e.raw_size
+        # Every value hashed; every one to be stored inflated (bounded) and checked.
         f.seek(start)
         done = 0
         for i, e in enumerate(entries):
-            packed = f.read(e["size"])
-            if hashlib.sha256(packed).hexdigest() != e["packed_sha256"]:
-                raise BundleError(f"{path}: entry {e['key'][:12]} does not match its digest")
-            done += len(packed)
+            window = _Window(f, e.size)
+            if e.key in plan:
+                got = _inflate(window, e, keep=False)
+                if isinstance(got, str):
+                    raise BundleError(f"{path}: entry {e.key[:12]}: {got}")
+            else:
+                window.drain()
+                if window.digest.hexdigest() != e.packed_sha256:
+                    raise BundleError(f"{path}: entry {e.key[:12]} does not match its digest")
+            done += e.size
             if progress is not None:
                 progress("verify", i + 1, len(entries), done, total)
-        # Pass 2: store, entry by entry (each put is atomic).
-        dctx = zstandard.ZstdDecompressor()
-        used = _stored_bytes(store)
-        done = 0
-        for i, e in enumerate(entries):
-            if progress is not None:
-                progress("import", i + 1, len(entries), done, total)
-            why = machine.why_not(e)
-            if manifest.get("entry_format") != ENTRY_FORMAT:
-                why = f"entry format {manifest.get('entry_format')!r} (here {ENTRY_FORMAT})"
-            if why is not None:
-                result.skip(f"not for this machine: {why}")
-                continue
-            if e["key"] in store:
-                result.present += 1
-                continue
-            if max_bytes is not None and used + e["raw_size"] > max_bytes:
-                result.skip("over the store's size limit")
-                continue
-            f.seek(start + e["offset"])
-            packed = f.read(e["size"])
-            raw = _inflate(dctx, packed, e["raw_size"])
-            if raw is None or hashlib.sha256(raw).hexdigest() != e["sha256"]:
-                raise BundleError(f"{path}: entry {e['key'][:12]} does not inflate to its digest")
-            extra = signer.seal(e["key"], raw, dict(e.get("extra") or {}))
-            meta = {name: e[name] for name in _META if name in e}
-            store.put(e["key"], raw, meta={**meta, "extra": extra})
-            used += len(raw)
-            done += e["size"]
-            result.imported += 1
-            result.bytes_imported += len(raw)
-    present = {e["key"] for e in entries if e["key"] in store}
-    for s in manifest["working_sets"]:
-        keys = [k for k in s["keys"] if k in present]
+        # Then store; a failure (the file changed since, a full disk) undoes this import.
+        stored: list[str] = []
+        try:
+            done = 0
+            todo = [e for e in entries if e.key in plan]
+            for i, e in enumerate(todo):
+                f.seek(start + e.offset)
+                raw = _inflate(_Window(f, e.size), e, keep=True)
+                f.seek(e.record_at)
+                text = f.read(e.record_len)
+                if isinstance(raw, str) or hashlib.sha256(text).digest() != e.record_digest:
+                    raise BundleError(f"{path} changed while it was imported")
+                extra = signer.seal(e.key, raw, _loads(text)["extra"])
+                store.put(e.key, raw, meta={**e.meta, "extra": extra})
+                stored.append(e.key)
+                done += e.size
+                result.imported += 1
+                result.bytes_imported += len(raw)
+                if progress is not None:
+                    progress("import", i + 1, len(todo), done, total)
+        except BaseException:
+            for key in stored:
+                with contextlib.suppress(Exception):
+                    store.delete(key)
+            raise
+    present = {e.key for e in entries if e.key in store}
+    for name, keys in parsed.sets:
+        keys = [k for k in dict.fromkeys(keys) if k in present]
         if keys:
             # The order the exporting run used them in: a run of that program here
             # preloads them as if it had run before (merged ahead of any set here).
-            old = [k for k in store.key_set(s["name"]) if k not in set(keys)]
-            store.put_key_set(s["name"], keys + old)
+            old = [k for k in store.key_set(name) if k not in set(keys)]
+            store.put_key_set(name, keys + old)
             result.working_sets += 1
     return result
-
-
-def _inflate(dctx: zstandard.ZstdDecompressor, packed: bytes, size: int) -> bytes | None:
-    """Decompress to exactly ``size`` bytes, or None (never inflates past it)."""
-    try:
-        params = zstandard.get_frame_parameters(packed)
-        if params.content_size != size:
-            return None
-        raw = dctx.decompress(packed, max_output_size=size)
-    except zstandard.ZstdError:
-        return None
-    return raw if len(raw) == size else None
 
 
 def _stored_bytes(store: Any) -> int:
@@ -490,15 +890,15 @@ def _signer(directory: Path, *, create: bool) -> Signer:
         ) from None
 
 
-def _open(directory: Path, *, create: bool, max_bytes: int | None = None) -> Any:
+def _open(directory: Path, *, create: bool, max_bytes: int | None = None, **kw: Any) -> Any:
     from pcache.store import Store
 
     if (directory / Layout.STORE_DB).exists():  # a bare store directory
-        return Store(directory, max_bytes=max_bytes)
+        return Store(directory, max_bytes=max_bytes, **kw)
     inner = Layout(directory).store
     if not create and not (inner / Layout.STORE_DB).exists():
         raise BundleError(f"{directory} holds no pcache store; nothing has been cached there")
-    return Store(inner, max_bytes=max_bytes)
+    return Store(inner, max_bytes=max_bytes, **kw)
 
 
 def export_dir(
@@ -521,7 +921,8 @@ def export_dir(
     directory = Path(directory)
     patterns, functions, backends = tuple(working_sets), tuple(functions), tuple(backends)
     signer = _signer(directory, create=False)
-    store = _open(directory, create=False)
+    damage: list[str] = []  # entries the store found damaged (and removed) while read
+    store = _open(directory, create=False, report=lambda msg, *_: damage.append(msg))
     try:
         sets = [name for name, _, _ in store.key_sets() if any(p in name for p in patterns)]
         if patterns and not sets:
@@ -548,6 +949,7 @@ def export_dir(
             working_sets=sets,
             sign_key=sign_key,
             progress=progress,
+            damaged=damage.__len__,
         )
     finally:
         store.close()
@@ -556,9 +958,10 @@ def export_dir(
 def import_dir(
     directory: str | os.PathLike,
     path: str | os.PathLike,
-    machine: Machine,
+    machine: Machine | Callable[[], Machine],
     *,
     verify_key: bytes | None = None,
+    trust_unsigned: bool = False,
     max_bytes: int | None = None,
     progress: Progress | None = None,
 ) -> ImportResult:
@@ -574,6 +977,7 @@ def import_dir(
             path,
             machine,
             verify_key=verify_key,
+            trust_unsigned=trust_unsigned,
             max_bytes=max_bytes,
             progress=progress,
         )

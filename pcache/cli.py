@@ -1122,7 +1122,8 @@ def export_(
 
     Filters combine: an entry is exported if it is in a selected working set, or
     matches every other filter given. Each entry is checked with this directory's
-    secret first (one that fails is left out and counted).
+    secret first (one that fails is left out and counted; so is one evicted by
+    another process between the listing and its reading).
     """
     from pcache import _bundle
 
@@ -1147,6 +1148,12 @@ def export_(
             raise click.ClickException(str(exc)) from None
         except OSError as exc:
             raise click.ClickException(f"cannot write {bundle}: {exc}") from exc
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+            raise click.ClickException(
+                f"export to {bundle} failed ({type(exc).__name__}: {exc})"
+            ) from exc
     if as_json:
         _echo_json(result.to_json())
         return
@@ -1158,6 +1165,13 @@ def export_(
     )
     if result.unreadable:
         click.echo(f"Left out {result.unreadable} entries that failed their checks here.")
+    if result.evicted:
+        click.echo(
+            f"Left out {result.evicted} entries evicted (by another process) after they "
+            "were listed; nothing was wrong with them."
+        )
+    if result.too_large:
+        click.echo(f"Left out {result.too_large} entries too large for a bundle's records.")
 
 
 @cli.command(name="import")
@@ -1166,6 +1180,12 @@ def export_(
     "--verify-key",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Accept the bundle only if it was signed with this key file ('export --sign-key').",
+)
+@click.option(
+    "--trust-unsigned",
+    is_flag=True,
+    help="Import a bundle without a signature checked by --verify-key: trust whoever "
+    "could have written the file to have put the right executable under each key.",
 )
 @click.option(
     "--device-check/--no-device-check",
@@ -1181,6 +1201,7 @@ def import_(
     ctx: click.Context,
     bundle: Path,
     verify_key: Path | None,
+    trust_unsigned: bool,
     device_check: bool,
     max_size: int | None,
     progress: bool | None,
@@ -1189,10 +1210,12 @@ def import_(
     """Store the entries of BUNDLE in this cache, signed with its secret.
 
     Importing is a trust decision: an entry is a compiled program, and loading one
-    can run anything. Import only bundles you would run; --verify-key accepts only
-    those signed with a key you hold. The bundle is checked whole (every digest)
-    before anything is stored; entries for another JAX, backend or device kind are
-    skipped and counted. Importing again changes nothing.
+    can run anything. Import only bundles you would run: --verify-key accepts only
+    those signed with a key you hold; a bundle without such a signature needs
+    --trust-unsigned (nothing else vouches that each executable is the program it
+    is stored for). The bundle is checked whole (every record and digest) before
+    anything is stored, and a bad one stores nothing; entries for another JAX,
+    backend or device kind are skipped and counted. Importing again changes nothing.
     """
     from pcache import _bundle
 
@@ -1203,8 +1226,9 @@ def import_(
             result = _bundle.import_dir(
                 directory,
                 bundle,
-                _bundle.probe_machine(device_check),
+                lambda: _bundle.probe_machine(device_check),
                 verify_key=key,
+                trust_unsigned=trust_unsigned,
                 max_bytes=_limit(max_size),
                 progress=_progress(sys.stderr.isatty() if progress is None else progress),
             )
@@ -1212,6 +1236,12 @@ def import_(
             raise click.ClickException(f"{exc}; nothing was imported") from None
         except OSError as exc:
             raise click.ClickException(f"cannot import into {directory}: {exc}") from exc
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+            raise click.ClickException(
+                f"import of {bundle} failed ({type(exc).__name__}: {exc}); nothing was imported"
+            ) from exc
     if as_json:
         _echo_json(result.to_json())
         return

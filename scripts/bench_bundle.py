@@ -5,8 +5,8 @@ copied directory of JAX's own persistent cache.
     .venv/bin/python scripts/bench_bundle.py
 
 The "CI job" runs the demo's seed patterns once with pcache (cold) and exports the
-cache (`pcache export`); the "image build" imports the bundle into an empty
-directory (`pcache import`, another secret); the "first request" is a new process
+cache (`pcache export --sign-key`); the "image build" imports the bundle into an
+empty directory (`pcache import --verify-key`, another secret); the "first request" is a new process
 over that directory. Printed per run: time to the first result of every pattern
 (interpreter and imports included), the ratio to stock JAX, and backend compiles
 and lowerings over all the calls the demo makes of each pattern.
@@ -63,8 +63,15 @@ def main() -> None:
         t = Path(tmp)
         rows = [("stock JAX", child(t / "unused", stock=True))]
         rows.append(("pcache, cold (the CI job)", child(t / "ci")))
-        export_s = cli("--dir", str(t / "ci"), "export", str(t / "warm.pcb"), "--all")
-        import_s = cli("--dir", str(t / "image"), "import", str(t / "warm.pcb"))
+        key = t / "ci.key"  # the bundle is signed and checked, as the README advises
+        key.write_bytes(os.urandom(32).hex().encode())
+        key.chmod(0o600)
+        export_s = cli(
+            "--dir", str(t / "ci"), "export", str(t / "warm.pcb"), "--all", "--sign-key", str(key)
+        )  # fmt: skip
+        import_s = cli(
+            "--dir", str(t / "image"), "import", str(t / "warm.pcb"), "--verify-key", str(key)
+        )  # fmt: skip
         rows.append(("pcache, from the bundle", child(t / "image")))
         jax_env = {
             "JAX_COMPILATION_CACHE_DIR": str(t / "jax-ci"),
