@@ -22,6 +22,7 @@ warning.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import errno
 import hashlib
 import logging
@@ -184,7 +185,7 @@ class Runtime:
         try:
             key = _remote.read_fleet_key(config.secret_file)
             return _remote.Remote(config, key, report=self._remote_report)
-        except Exception as exc:  # a bad fleet key or URL: local caching goes on
+        except Exception as exc:  # a bad fleet key, URL or namespace: local caching goes on
             self.remote_off_reason = str(exc)
             self.stats.error("remote settings")
             self.stats.add("remote_errors")
@@ -193,6 +194,7 @@ class Runtime:
                 _remote.redact(config.url),
                 exc,
             )
+            self._remote_state_file("off", str(exc), _remote.redact(config.url))
             return None
 
     def remote_info(self) -> dict[str, Any] | None:
@@ -210,28 +212,71 @@ class Runtime:
             "namespace": rem.config.namespace,
             "prefix": rem.prefix,
             "key_id": rem.key_id,
-            "state": rem.state,
-            "reason": rem.state_reason,
+            **rem.info(),  # state, reason, failures, retry_in, slow_for, round_trip_ms
         }
+
+    def _remote_state_file(self, state: str, reason: str, url: str = "") -> None:
+        """Record a change of the remote tier's state in the cache directory, for
+        `pcache stats` (the last change any process of this directory saw)."""
+        import json
+
+        from pcache._remote import STATE_FILE
+
+        rem = getattr(self, "remote", None)
+        data = {
+            "state": state,
+            "reason": reason[:500],
+            "url": url or (rem.url if rem is not None else ""),
+            "pid": os.getpid(),
+            "time": time.time(),
+        }
+        if rem is not None:
+            data.update(rem.info())
+            data["state"] = state
+        path = self.path / STATE_FILE
+        tmp = path.with_name(f".{STATE_FILE}.{os.getpid()}.{threading.get_ident()}")
+        try:
+            tmp.write_text(json.dumps(data))
+            os.replace(tmp, path)
+        except OSError as exc:  # a read-only directory: stats just do not show it
+            logger.debug("pcache: %s: %s", path, exc)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
     def _remote_report(self, what: str, cause: str, exc: BaseException | None) -> None:
         """What the remote tier reports: a failed command (it is off, or read-only
         when full, from now on) or a failed writer job. Counted and logged once per
         cause; never raised (it may come from the writer thread)."""
+        rem = getattr(self, "remote", None)
+        if cause == "remote recovered":  # not an error: the breaker closed again
+            self.stats.add("remote_recoveries")
+            self._bump({"remote_recoveries": 1})
+            logger.info("pcache: the remote tier %s answers again (%s)", rem and rem.url, exc)
+            self._remote_state_file("on", f"recovered {exc}")
+            return
         self.stats.add("remote_errors")
         self.stats.error(cause)
         self._bump({"remote_errors": 1})
-        rem = self.remote
         if cause == "remote full":
             message = (
                 "pcache: the remote tier %s is full (%s: %s); reading from it only for the "
                 "rest of this process"
             )
+            self._remote_state_file("read-only", f"full: {exc}")
         elif cause == "remote unavailable":
+            self.stats.add("remote_breaker_opens")
+            self._bump({"remote_breaker_opens": 1})
             message = (
-                "pcache: the remote tier %s failed (%s: %s); it is off for the rest of this "
-                "process, the local cache keeps working"
+                "pcache: the remote tier %s failed (%s: %s); it is off until it answers again "
+                "(retried after a pause that grows while it fails), the local cache keeps "
+                "working"
             )
+            self._remote_state_file("open", rem.state_reason if rem else str(exc))
+        elif cause == "remote slow":
+            self.stats.add("remote_slow_skips")
+            self._bump({"remote_slow_skips": 1})
+            message = "pcache: the remote tier %s is too slow to pay off (%s: %s)"
+            self._remote_state_file("slow", str(exc))
         else:
             self._log_once(
                 cause,
@@ -423,7 +468,9 @@ class Runtime:
         exe = self._take_preloaded(key, accept)
         if exe is None:
             exe = self._load_from_store(key, load)
-        if exe is None:
+        if exe is not None:
+            self._remote_offer(digest)
+        else:
             self.stats.add("local_misses")
             if self.remote is not None:
                 exe, _ = self._load_from_remote(key.digest, load, key)
@@ -653,6 +700,7 @@ class Runtime:
         except (TypeError, ValueError):
             compile_s = 0.0
         saved = max(0.0, compile_s - load_s)
+        rem.note_compile(compile_s)
         self.stats.add("remote_hits")
         self.stats.add("remote_bytes_read", n)
         self.stats.add("seconds_saved", saved)
@@ -661,7 +709,9 @@ class Runtime:
         if key is not None:
             self._memory_put(digest, exe, n)
         meta = {k: v for k, v in head.meta.items() if k in _META_KEYS}
-        self._write(digest, got.raw, {**meta, "extra": dict(head.extra)})
+        raw = got.raw
+        # The local copy is written by the writer thread, off the critical path.
+        rem.submit(lambda: self._write(digest, raw, {**meta, "extra": dict(head.extra)}))
         return exe, ""
 
     def _remote_report_entry(self, cause: str, detail: str, count: bool = True) -> None:
@@ -680,10 +730,18 @@ class Runtime:
         """Once per process, at the first remote miss: say so if hosts with other
         fleet keys write this namespace (their entries are invisible here)."""
         try:
-            others = rem.other_keys()
+            others, bad = rem.other_keys()
         except Exception as exc:
             self._remote_error("remote read", exc)
             return
+        if bad:  # not written by pcache: shown quoted and cut (`_remote._quote`)
+            self.stats.error("remote key ids")
+            logger.warning(
+                "pcache: the remote namespace %r holds key ids pcache never writes (%s); "
+                "ignored. Someone else writes this Redis.",
+                rem.config.namespace,
+                ", ".join(bad),
+            )
         if others:
             self.stats.error("remote fleet key")
             logger.warning(
@@ -732,7 +790,7 @@ class Runtime:
             return
         if not rem.writable:
             if lease is not None:
-                self._remote_release(lease)
+                rem.submit(lambda: self._remote_release(lease))
             return
 
         def job() -> None:
@@ -753,6 +811,59 @@ class Runtime:
                     self._remote_release(lease, stored=n is not None)
 
         rem.submit(job)
+
+    def _remote_offer(self, digest: str) -> None:
+        """A local hit: if the remote lacks the entry (a new or flushed remote, one
+        that was down when it was compiled), upload it, on the writer thread (once
+        per entry and process, rate-limited: `pcache._remote.Remote.offer`)."""
+        rem = self.remote
+        if rem is None or self._forked or not rem.offer(digest):
+            return
+
+        def job() -> None:
+            if rem.exists(digest) is not False:
+                return  # there, or the remote cannot tell now
+            try:
+                n = self.upload(digest)
+            except Exception as exc:
+                self.stats.add("remote_errors")
+                self.background_error("remote upload", exc)
+                return
+            if n:
+                self.stats.add("remote_uploads")
+                self._bump({"remote_uploads": 1})
+
+        rem.submit(job)
+
+    def upload(self, digest: str, replace: bool = False) -> int | None:
+        """Write the local entry ``digest`` (verified with this directory's secret)
+        to the remote: bytes sent, 0 if it was there, None if not written (no such
+        local entry, one that fails its HMAC, a remote that cannot take it). Runs
+        on the caller's thread (`pcache remote push`, the writer thread)."""
+        rem = self.remote
+        if rem is None:
+            return None
+
+        def admit(entry: Any) -> None:
+            self.signer.admit(digest, entry.raw_size, entry.extra)
+
+        try:
+            got = self.store.get_entry(digest, verify=False, admit=admit)
+        except PcacheError:
+            return None  # another format, or not this directory's: never uploaded
+        if got is None:
+            return None
+        raw, entry = got
+        if not self.entry_ok(digest, raw, entry.extra):
+            return None
+        meta: dict[str, Any] = {k: getattr(entry, k, None) for k in _META_KEYS}
+        meta = {k: v for k, v in meta.items() if v not in (None, "")}
+        n = rem.put(digest, raw, {**meta, "extra": dict(entry.extra)}, replace=replace)
+        if n:
+            self.stats.add("remote_writes")
+            self.stats.add("remote_bytes_written", n)
+            self._bump({"remote_writes": 1, "remote_bytes_written": n})
+        return n
 
     def _remote_release(self, lease: Any, stored: bool = False) -> None:
         """Release ``lease``; not ``stored``: waiters compile at once (no entry is
@@ -930,6 +1041,8 @@ class Runtime:
                 self._remote_release(lease)
             raise
         self.stats.add("compiles")
+        if self.remote is not None:
+            self.remote.note_compile(compiled.compile_seconds)
         nbytes = len(compiled.serialized) if compiled.serialized is not None else 1 << 20
         if compiled.keep_in_memory:
             kept = compiled.executable if compiled.memory_value is None else compiled.memory_value
@@ -958,6 +1071,8 @@ class Runtime:
         digest = "hlo-" + key
         got = self._read_verified(digest, lambda raw, _replay: load(raw))
         exe = None if got is None else got[0]
+        if exe is not None:
+            self._remote_offer(digest)
         if exe is None and self.remote is not None:
             exe, _ = self._load_from_remote(digest, lambda raw, _replay: load(raw))
         self.stats.add("hlo_hits" if exe is not None else "hlo_misses")

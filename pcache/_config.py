@@ -245,10 +245,8 @@ class Settings:
                 lease=parse_age(pick(remote_lease, env.remote_lease, _remote.DEFAULT_LEASE)),
                 wait=lock_timeout_s,
             )
-            if not _remote.NAMESPACE_RE.match(remote_config.namespace):
-                raise ConfigError(
-                    f"remote namespace {remote_config.namespace!r}: use 1-64 of A-Z a-z 0-9 . _ -"
-                )
+            # A malformed namespace switches the remote tier off (one warning, when it
+            # is opened: `pcache._remote.Remote`), never the local tier.
             if remote_config.timeout <= 0 or remote_config.lease <= 0:
                 raise ConfigError("remote timeout and lease must be positive")
         return cls(
@@ -321,7 +319,8 @@ ENV_VARS = {
         "owner may read (without it the remote tier is off)"
     ),
     "JAX_PCACHE_REMOTE_NAMESPACE": (
-        "keeps fleets apart in one Redis (1-64 of A-Z a-z 0-9 . _ -); default 'default'"
+        "keeps fleets apart in one Redis (1-64 of A-Z a-z 0-9 . _ -; another one switches the "
+        "remote tier off); default 'default'"
     ),
     "JAX_PCACHE_REMOTE_READ_ONLY": f"read the remote tier, never write it ({BOOL_FORMS})",
     "JAX_PCACHE_REMOTE_TTL": (
@@ -330,7 +329,8 @@ ENV_VARS = {
     ),
     "JAX_PCACHE_REMOTE_TIMEOUT": (
         f"per-command and connect timeout of the remote tier ({AGE_FORMS}); default 2s; a "
-        "remote that fails or times out is off for the rest of the process"
+        "remote that fails or times out is off until it answers again (retried after a pause "
+        "that grows while it fails)"
     ),
     "JAX_PCACHE_REMOTE_LEASE": (
         "how long a host's claim on compiling a program lasts without renewal (renewed while "

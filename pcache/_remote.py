@@ -39,8 +39,10 @@ on it longer than the timeout per command, or the lock timeout for a lease.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import hmac
 import json
@@ -70,9 +72,31 @@ TAG_BYTES = 64  # a head starts with its HMAC (hex): what tells two heads apart
 VOID = b"void"  # a lease given up by a host that will store nothing
 VOID_SECONDS = 10.0
 DEFAULT_CHUNK_BYTES = 1 << 20
+CHUNK_BATCH = 64  # chunks read per command
 DEFAULT_TIMEOUT = 2.0
 DEFAULT_LEASE = 30.0
 POLL = (0.02, 0.25)  # a waiter's first and longest pause between looks
+LEASE_TOKEN_LEN = 48  # 16 hex of nonce, 32 of HMAC under the fleet key
+LEASE_SLACK_MS = 1000  # a lease's expiry may exceed the setting by this much (renewals)
+#: The circuit breaker: open this long after a failure, twice as long after each
+#: further failure in a row, at most the second.
+BREAKER_OPEN = (2.0, 120.0)
+#: Latency: the remote is skipped when ``LOOKUP_ROUND_TRIPS`` round trips (the
+#: fastest of the last ``RTT_SAMPLES``) cost more than a compile here (what a hit
+#: saves; `DEFAULT_SAVING` until one is seen, never under `MIN_SAVING`), for
+#: `SLOW_SKIP` (doubling each time, up to the second), then measured again.
+LOOKUP_ROUND_TRIPS = 3
+RTT_SAMPLES = 3
+DEFAULT_SAVING = 0.25
+MIN_SAVING = 0.01
+SLOW_SKIP = (30.0, 600.0)
+#: Uploads of local entries the remote lacks (`Remote.offer`).
+UPLOAD_RATE = 20.0  # checks a second
+UPLOAD_BURST = 64
+UPLOAD_BACKLOG = 256  # never with this many writes pending
+KEY_IDS_READ = 64  # members of the key-ids set read, each cut to MAX_KEY_ID_BYTES + 1
+MAX_KEY_ID_BYTES = 64
+STATE_FILE = "remote-state.json"  # in the cache directory: the last state change
 NAMESPACE_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 #: Entry metadata only the local directory's secret vouches for: never sent.
 _LOCAL_ONLY = ("hmac", "head_hmac", "format")
@@ -102,6 +126,35 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
   return redis.call('pexpire', KEYS[1], ARGV[2])
 end
 return 0
+"""
+#: Replace a lease pcache did not write (the one seen: its first bytes and length).
+_TAKE = """
+if redis.call('getrange', KEYS[1], 0, 63) ~= ARGV[1] then return 0 end
+if redis.call('strlen', KEYS[1]) ~= tonumber(ARGV[2]) then return 0 end
+redis.call('set', KEYS[1], ARGV[3], 'PX', ARGV[4])
+return 1
+"""
+#: Chunks, read only if together they are at most ARGV[1] bytes: {-1} when one is
+#: missing, {-2} when they are longer.
+_CHUNKS = """
+local total = 0
+for _, k in ipairs(KEYS) do
+  local n = redis.call('strlen', k)
+  if n == 0 then return {-1} end
+  total = total + n
+end
+if total > tonumber(ARGV[1]) then return {-2} end
+return redis.call('mget', unpack(KEYS))
+"""
+#: Members of the key-ids set scored since ARGV[1]: at most ARGV[2], each cut to
+#: ARGV[3] bytes.
+_KEY_IDS = """
+local out = {}
+local got = redis.call('zrangebyscore', KEYS[1], ARGV[1], '+inf', 'LIMIT', 0, ARGV[2])
+for _, m in ipairs(got) do
+  table.insert(out, string.sub(m, 1, tonumber(ARGV[3])))
+end
+return out
 """
 
 
@@ -238,6 +291,10 @@ class Lease:
 Report = Callable[[str, str, BaseException | None], None]  # (what, cause, exception)
 
 
+class _Down(Exception):
+    """A command failed (already reported): the caller gives up quietly."""
+
+
 class Remote:
     """One process's connection to the fleet's remote tier."""
 
@@ -251,7 +308,10 @@ class Remote:
         self.host_class = host_class()
         ns = config.namespace
         if not NAMESPACE_RE.match(ns):
-            raise RemoteError(f"remote namespace {ns!r}: use 1-64 of A-Z a-z 0-9 . _ -")
+            raise RemoteError(
+                f"remote namespace {ns[:80]!r}: use 1-64 of A-Z a-z 0-9 . _ - "
+                "(JAX_PCACHE_REMOTE_NAMESPACE)"
+            )
         # Each fleet key has its own key space: hosts with different keys never read,
         # wait for or overwrite each other's entries (`other_keys` tells them apart).
         self.space = f"{self.host_class}.{self.key_id}"
@@ -264,43 +324,149 @@ class Remote:
         self._oom = getattr(redis.exceptions, "OutOfMemoryError", ())
         self._response_error = redis.exceptions.ResponseError
         self.client = connect(config.url, config.timeout)
-        self.state = "read-only" if config.read_only else "on"
+        self.full = False  # out of memory: read from only, for the rest of the process
         self.state_reason = "JAX_PCACHE_REMOTE_READ_ONLY" if config.read_only else ""
         self._lock = threading.Lock()
+        # The circuit breaker: closed (``_open_until`` 0); open until ``_open_until``
+        # after ``_failures`` failures in a row; half-open once that time has passed
+        # (the next command is the probe: success closes it, failure opens it longer).
+        self._failures = 0
+        self._open_until = 0.0
+        # Latency: round trips of the commands a lookup waits for (the last few),
+        # against what a hit saves (compile seconds seen here); too slow: skipped
+        # until ``_slow_until``.
+        self._rtts: collections.deque[float] = collections.deque(maxlen=RTT_SAMPLES)
+        self._compile_s: float | None = None
+        self._slow_until = 0.0
+        self._slow_times = 0
         self._held: dict[str, str] = {}  # digest -> token of a lease this process holds
         self._renewer: threading.Thread | None = None
         self._jobs: queue.Queue | None = None
         self._writer: threading.Thread | None = None
+        self._offered: set[str] = set()  # digests offered for upload (`offer`)
+        self._bucket = (float(UPLOAD_BURST), time.monotonic())
         self._cctx = zstandard.ZstdCompressor(level=3, write_content_size=True)
         self.writer_name = f"{socket.gethostname()}:{os.getpid()}"
         self._release = self.client.register_script(_RELEASE)
         self._renew = self.client.register_script(_RENEW)
+        self._take = self.client.register_script(_TAKE)
+        self._chunks = self.client.register_script(_CHUNKS)
+        self._ids = self.client.register_script(_KEY_IDS)
         me = weakref.ref(self)  # the fork hook must not keep a closed tier alive
         os.register_at_fork(after_in_child=lambda: (r := me()) and r._after_fork())
 
     # -- state ------------------------------------------------------------------------
 
     @property
+    def state(self) -> str:
+        """on, read-only (configured, or the server is full), open (failing: off
+        until a retry), half-open (the next command is the retry), slow (skipped:
+        its latency exceeds what it saves)."""
+        now = time.monotonic()
+        if self._open_until:
+            return "open" if now < self._open_until else "half-open"
+        if now < self._slow_until:
+            return "slow"
+        return "read-only" if self.config.read_only or self.full else "on"
+
+    @property
     def readable(self) -> bool:
-        return self.state != "off"
+        return self.state in ("on", "read-only", "half-open")
 
     @property
     def writable(self) -> bool:
-        return self.state == "on"
+        return self.state in ("on", "half-open") and not (self.config.read_only or self.full)
+
+    def info(self) -> dict[str, Any]:
+        """The breaker and latency state, for stats."""
+        now = time.monotonic()
+        with self._lock:
+            rtt = min(self._rtts) if self._rtts else None
+            return {
+                "state": self.state,
+                "reason": self.state_reason,
+                "failures": self._failures,
+                "retry_in": max(0.0, self._open_until - now) if self._open_until else None,
+                "slow_for": max(0.0, self._slow_until - now) if now < self._slow_until else None,
+                "round_trip_ms": None if rtt is None else rtt * 1000,
+            }
 
     def _fail(self, what: str, exc: BaseException) -> None:
-        """A command failed: the remote is off for the rest of the process (only
-        read from, if it is full), reported once by the runtime."""
+        """A command failed: the breaker opens (for longer after each failure in a
+        row; only read from, for the rest of the process, if the server is full)."""
         full = isinstance(exc, self._oom) or (
             isinstance(exc, self._response_error) and str(exc).startswith("OOM")
         )
         with self._lock:
-            if full and self.state == "on":
-                self.state, self.state_reason = "read-only", f"full: {exc}"
-            elif not full:
-                self.state, self.state_reason = "off", f"{what}: {type(exc).__name__}: {exc}"
+            if full:
+                self.full = True
+                self.state_reason = f"full: {_short(exc)}"
+            else:
+                self._failures += 1
+                wait = min(BREAKER_OPEN[0] * 2 ** (self._failures - 1), BREAKER_OPEN[1])
+                self._open_until = time.monotonic() + wait
+                self.state_reason = (
+                    f"{what}: {type(exc).__name__}: {_short(exc)} (retrying in {wait:.0f} s)"
+                )
             self._held.clear()
         self._report(what, "remote full" if full else "remote unavailable", exc)
+
+    def _ok(self) -> None:
+        if not self._open_until:
+            return
+        with self._lock:
+            if not self._open_until:
+                return
+            failures, self._failures, self._open_until = self._failures, 0, 0.0
+            self.state_reason = ""
+        self._report("probe", "remote recovered", RuntimeError(f"after {failures} failures"))
+
+    def _cmd(self, what: str, fn: Callable[[], Any], timed: bool = False) -> Any:
+        """Run one command (or pipeline, or script): the breaker learns of its
+        outcome; ``timed``: a round trip a lookup waits for (latency check).
+        Raises `_Down` (reported) when it fails."""
+        t0 = time.monotonic()
+        try:
+            out = fn()
+        except self._redis_errors as exc:
+            if isinstance(exc, self._response_error) and "WRONGTYPE" in str(exc):
+                # A key pcache never writes so (a list where a string belongs): bad
+                # data, not a failing server. This operation is given up.
+                self._report(what, "remote wrong type", ValueError(_short(exc)))
+                raise _Down from exc
+            self._fail(what, exc)
+            raise _Down from exc
+        if timed:
+            self._sample(time.monotonic() - t0)
+        self._ok()
+        return out
+
+    def note_compile(self, seconds: float) -> None:
+        """A compile this host did or was spared (what a hit saves)."""
+        with self._lock:
+            if seconds > 0:
+                c = self._compile_s
+                self._compile_s = seconds if c is None else 0.8 * c + 0.2 * seconds
+
+    def _sample(self, seconds: float) -> None:
+        with self._lock:
+            self._rtts.append(seconds)
+            if len(self._rtts) < RTT_SAMPLES:
+                return
+            rtt = min(self._rtts)  # the floor: a loaded host's hiccups are not latency
+            saves = max(self._compile_s or DEFAULT_SAVING, MIN_SAVING)
+            if rtt * LOOKUP_ROUND_TRIPS <= saves:
+                return
+            self._slow_times += 1
+            wait = min(SLOW_SKIP[0] * 2 ** (self._slow_times - 1), SLOW_SKIP[1])
+            self._slow_until = time.monotonic() + wait
+            self._rtts.clear()  # measured afresh when the skip ends
+            why = (
+                f"round trips of {rtt * 1000:.0f} ms, {LOOKUP_ROUND_TRIPS} per lookup, cost more "
+                f"than a hit saves (compiles of {saves * 1000:.0f} ms); skipped for {wait:.0f} s"
+            )
+            self.state_reason = f"slow: {why}"
+        self._report("latency", "remote slow", TimeoutError(why))
 
     def _after_fork(self) -> None:
         self._lock = threading.Lock()
@@ -316,14 +482,15 @@ class Remote:
     # -- reading ----------------------------------------------------------------------
 
     def get(self, digest: str) -> Fetched:
-        """The entry ``digest``, verified, or why not (never raises)."""
+        """The entry ``digest``, verified, or why not (never raises). Nothing is read
+        unbounded: the head is at most `MAX_HEAD_BYTES`, and the value's chunks are
+        read only if together they are exactly the size the signed head gives."""
         if not self.readable:
             return Fetched(None, miss="off")
         name = self._k("e", digest)
         try:
-            blob = self.client.getrange(name, 0, MAX_HEAD_BYTES)
-        except self._redis_errors as exc:
-            self._fail("read", exc)
+            blob = self._cmd("read", lambda: self.client.getrange(name, 0, MAX_HEAD_BYTES), True)
+        except _Down:
             return Fetched(None, miss="off")
         if not blob:
             return Fetched(None, miss="missing")
@@ -332,19 +499,30 @@ class Remote:
             self._note_stale(digest, blob)
             return Fetched(None, miss=why[0], detail=why[1])
         keys = [self._k("c", digest, head.id, i) for i in range(head.chunks)]
+        parts: list[bytes] = []
+        left = head.packed_size
         try:
-            parts: list[bytes | None] = []
-            for i in range(0, len(keys), 64):
-                parts += self.client.mget(keys[i : i + 64])
+            for i in range(0, len(keys), CHUNK_BATCH):
+                batch = keys[i : i + CHUNK_BATCH]
+                got = self._cmd("read", lambda b=batch, n=left: self._chunks(keys=b, args=[n]))
+                if got and isinstance(got[0], int):  # a chunk missing, or too long
+                    self._note_stale(digest, blob)
+                    if got[0] == -1:
+                        return Fetched(
+                            None, miss="incomplete", detail=f"{digest[:12]}: a chunk is gone"
+                        )
+                    return Fetched(
+                        None,
+                        miss="tampered",
+                        detail=f"{digest[:12]}: its chunks are longer than its head says",
+                    )
+                parts += got
+                left -= sum(len(p) for p in got)
             if self.config.ttl and self.writable:
-                self._refresh(name, keys)
-        except self._redis_errors as exc:
-            self._fail("read", exc)
+                self._cmd("read", lambda: self._refresh(name, keys))
+        except _Down:
             return Fetched(None, miss="off")
-        if any(p is None for p in parts):
-            self._note_stale(digest, blob)
-            return Fetched(None, miss="incomplete", detail=f"{digest[:12]}: a chunk is gone")
-        packed = b"".join(parts)  # type: ignore[arg-type]
+        packed = b"".join(parts)
         raw = None
         if len(packed) == head.packed_size:
             with contextlib.suppress(Exception):  # a frame that lies about its size, ...
@@ -362,8 +540,12 @@ class Remote:
     def note_unusable(self, digest: str) -> None:
         """The entry ``digest`` verified but could not be loaded here: a waiter
         waits for a new one, not for this one (`claim`)."""
-        with contextlib.suppress(*self._redis_errors):
-            blob = self.client.getrange(self._k("e", digest), 0, TAG_BYTES - 1)
+        if not self.readable:
+            return
+        with contextlib.suppress(_Down):
+            blob = self._cmd(
+                "read", lambda: self.client.getrange(self._k("e", digest), 0, TAG_BYTES - 1)
+            )
             if blob:
                 self._note_stale(digest, blob)
 
@@ -373,16 +555,33 @@ class Remote:
                 self._stale.clear()
             self._stale[digest] = blob[:TAG_BYTES]
 
-    def other_keys(self, within: float = 86400.0) -> list[str]:
+    def other_keys(self, within: float = 86400.0) -> tuple[list[str], list[str]]:
         """Ids of the other fleet keys whose hosts wrote to this namespace in the
         last ``within`` seconds (hosts given another key file, or a key being
-        rotated): their entries are invisible to this host."""
+        rotated): their entries are invisible to this host. Second: members of the
+        set pcache never writes (not a key id), as ``repr``s of at most 24 bytes
+        (for a log: no newline or terminal escape gets through). Reads at most
+        `KEY_IDS_READ` members of at most `MAX_KEY_ID_BYTES` + 1 bytes each (cut
+        server-side)."""
+        if not self.readable:
+            return [], []
         try:
-            ids = self.client.zrangebyscore(self._key_ids, time.time() - within, "+inf")
-        except self._redis_errors as exc:
-            self._fail("read", exc)
-            return []
-        return sorted({i.decode(errors="replace") for i in ids} - {self.key_id})
+            got = self._cmd(
+                "read",
+                lambda: self._ids(
+                    keys=[self._key_ids],
+                    args=[time.time() - within, KEY_IDS_READ, MAX_KEY_ID_BYTES + 1],
+                ),
+            )
+        except _Down:
+            return [], []
+        ids, bad = set(), []
+        for m in got if isinstance(got, list) else []:
+            if isinstance(m, bytes) and re.fullmatch(rb"[0-9a-f]{16}", m):
+                ids.add(m.decode())
+            elif len(bad) < 3:
+                bad.append(_quote(m))
+        return sorted(ids - {self.key_id}), bad
 
     def _verify_head(
         self, name: str, digest: str, blob: bytes
@@ -406,7 +605,7 @@ class Remote:
                 and isinstance(head.extra, dict)
                 and all(isinstance(v, int) and v >= 0 for v in (head.raw_size, head.packed_size))
                 and isinstance(head.chunks, int)
-                and 0 <= head.chunks <= head.packed_size + 1
+                and 0 < head.chunks <= head.packed_size
                 and re.fullmatch(r"[0-9a-f]{1,64}", str(head.id)) is not None
             )
         except (KeyError, TypeError):
@@ -422,12 +621,14 @@ class Remote:
             pipe.pexpire(k, ms)
         pipe.execute()
 
-    def exists(self, digest: str) -> bool:
+    def exists(self, digest: str) -> bool | None:
+        """Whether the entry's head is there (None: the remote cannot tell now)."""
+        if not self.readable:
+            return None
         try:
-            return bool(self.client.exists(self._k("e", digest)))
-        except self._redis_errors as exc:
-            self._fail("read", exc)
-            return False
+            return bool(self._cmd("read", lambda: self.client.exists(self._k("e", digest))))
+        except _Down:
+            return None
 
     # -- writing ----------------------------------------------------------------------
 
@@ -448,7 +649,7 @@ class Remote:
         extra = {k: v for k, v in (meta.pop("extra", None) or {}).items() if k not in _LOCAL_ONLY}
         packed = self._cctx.compress(raw)
         size = self.config.chunk_bytes
-        chunks = [packed[i : i + size] for i in range(0, len(packed), size)] or [b""]
+        chunks = [packed[i : i + size] for i in range(0, len(packed), size)]
         wid = secrets.token_hex(8)
         fields = {
             "digest": digest,
@@ -476,38 +677,79 @@ class Remote:
             )
             return None
         px = int(self.config.ttl * 1000) if self.config.ttl else None
+        client = self.client
         try:
-            old = self.client.getrange(name, 0, MAX_HEAD_BYTES)
+            # Whether an entry is there (its tag); the whole head (bounded) only when
+            # it is replaced, for the ids of the chunks to drop.
+            end = MAX_HEAD_BYTES if replace else TAG_BYTES - 1
+            old = self._cmd("write", lambda: client.getrange(name, 0, end))
             if old and not replace:
                 return 0
-            pipe = self.client.pipeline(transaction=False)
-            for i, c in enumerate(chunks):
-                pipe.set(self._k("c", digest, wid, i), c, px=px)
-            pipe.execute()
-            if not self.client.set(name, blob, px=px, nx=not replace):
+
+            def send() -> None:
+                pipe = client.pipeline(transaction=False)
+                for i, c in enumerate(chunks):
+                    pipe.set(self._k("c", digest, wid, i), c, px=px)
+                pipe.execute()
+
+            self._cmd("write", send)
+            if not self._cmd("write", lambda: client.set(name, blob, px=px, nx=not replace)):
                 # Another host's entry came first: ours is not needed.
-                self.client.delete(*[self._k("c", digest, wid, i) for i in range(len(chunks))])
+                self._cmd(
+                    "write",
+                    lambda: client.delete(
+                        *[self._k("c", digest, wid, i) for i in range(len(chunks))]
+                    ),
+                )
                 return 0
             if old:  # the replaced entry's chunks (its head is not trusted: ids only)
                 self._drop_chunks(digest, old, keep=wid)
             if not self._announced:  # which keys write here (`other_keys`), for 30 days
                 now = time.time()
-                pipe = self.client.pipeline(transaction=False)
-                pipe.zadd(self._key_ids, {self.key_id: now})
-                pipe.zremrangebyscore(self._key_ids, "-inf", now - 30 * 86400)
-                pipe.execute()
+
+                def announce() -> None:
+                    pipe = client.pipeline(transaction=False)
+                    pipe.zadd(self._key_ids, {self.key_id: now})
+                    pipe.zremrangebyscore(self._key_ids, "-inf", now - 30 * 86400)
+                    pipe.execute()
+
+                self._cmd("write", announce)
                 self._announced = True
-        except self._redis_errors as exc:
-            self._fail("write", exc)
+        except _Down:
             return None
         return len(packed) + len(blob)
 
     def _drop_chunks(self, digest: str, old_head: bytes, keep: str) -> None:
-        with contextlib.suppress(Exception):  # an unsigned head: ids only, if any
+        with contextlib.suppress(Exception):  # an unsigned head (at most 1 MiB): ids only
             fields = json.loads(old_head.partition(b"\n")[2])
             wid, n = str(fields["id"]), int(fields["chunks"])
             if wid != keep and re.fullmatch(r"[0-9a-f]{1,64}", wid) and 0 < n <= 1 << 16:
-                self.client.delete(*[self._k("c", digest, wid, i) for i in range(n)])
+                self._cmd(
+                    "write",
+                    lambda: self.client.delete(*[self._k("c", digest, wid, i) for i in range(n)]),
+                )
+
+    def offer(self, digest: str) -> bool:
+        """Whether to check (and upload) a local entry the remote may lack: once
+        per digest and process, at most `UPLOAD_RATE` a second (`UPLOAD_BURST` at
+        once), never with a writer backlog."""
+        if not self.writable:
+            return False
+        now = time.monotonic()
+        with self._lock:
+            if digest in self._offered or len(self._offered) >= 1 << 16:
+                return False
+            jobs = self._jobs
+            if jobs is not None and jobs.unfinished_tasks >= UPLOAD_BACKLOG:
+                return False
+            tokens, last = self._bucket
+            tokens = min(float(UPLOAD_BURST), tokens + (now - last) * UPLOAD_RATE)
+            if tokens < 1:
+                self._bucket = (tokens, now)
+                return False
+            self._bucket = (tokens - 1, now)
+            self._offered.add(digest)
+        return True
 
     def submit(self, job: Callable[[], None]) -> None:
         """Run ``job`` on the writer thread (in order), or here if none can start."""
@@ -568,39 +810,100 @@ class Remote:
 
     # -- single-flight ----------------------------------------------------------------
 
+    def _token(self, name: str) -> str:
+        nonce = secrets.token_hex(8)
+        return nonce + self._lease_mac(name, nonce)
+
+    def _lease_mac(self, name: str, nonce: str) -> str:
+        msg = b"pcache-lease\0" + name.encode() + b"\0" + nonce.encode()
+        return hmac.new(self._key, msg, hashlib.sha256).hexdigest()[:32]
+
+    def _lease_kind(self, name: str, value: bytes, length: int, pttl: int) -> str:
+        """What the lease ``name`` is: ``none`` (no lease), ``void`` (its holder
+        stores nothing), ``live`` (a holder of the fleet key is compiling),
+        ``long`` (a holder's, with an expiry beyond this host's lease setting),
+        or ``forged`` (not pcache's: another shape, no expiry, too long)."""
+        if pttl == -2 or (length == 0 and pttl < 0):
+            return "none"
+        ms = max(1, int(self.config.lease * 1000))
+        if pttl == -1 or pttl > ms + LEASE_SLACK_MS:
+            forged = "forged"
+        else:
+            forged = ""
+        if value == VOID and length == len(VOID):
+            return forged or "void"
+        if length == LEASE_TOKEN_LEN and re.fullmatch(rb"[0-9a-f]{48}", value):
+            nonce, mac = value[:16].decode(), value[16:].decode()
+            if hmac.compare_digest(self._lease_mac(name, nonce), mac):
+                return "long" if forged else "live"
+        return "forged"
+
     def claim(self, digest: str, wait: float | None = None) -> Lease:
         """Take the lease for ``digest``, or wait (at most ``wait`` seconds, default
         ``config.wait``) for the host that holds it: until it stores an entry
         (``ready``), says it will store none (``absent``: compile here, no lease),
         or its lease ends without one (we take over). A host that may not write
-        takes no lease, but waits the same way."""
+        takes no lease, but waits the same way.
+
+        Leases are signed with the fleet key, and read bounded (`TAG_BYTES`): one
+        pcache did not write (no expiry, one beyond the lease, another shape) is
+        void: a writer takes it over at once, a reader compiles without it."""
         if not self.readable:
             return Lease("off", digest)
         wait = self.config.wait if wait is None else max(0.0, wait)
-        token = secrets.token_hex(16)
         name, head = self._k("l", digest), self._k("e", digest)
+        token = self._token(name)
         with self._lock:  # the unusable head our lookup found is not "ready"
             stale = self._stale.pop(digest, None)
         ms = max(1, int(self.config.lease * 1000))
         start = time.monotonic()
         pause, took_over, waited = POLL[0], False, False
+        client = self.client
+
+        def look() -> list:
+            pipe = client.pipeline(transaction=False)
+            pipe.getrange(head, 0, TAG_BYTES - 1)
+            pipe.getrange(name, 0, TAG_BYTES - 1)
+            pipe.strlen(name)
+            pipe.pttl(name)
+            return pipe.execute()
+
         try:
             while True:
-                if self.writable and self.client.set(name, token, nx=True, px=ms):
+                if self.writable and self._cmd(
+                    "lease", lambda: client.set(name, token, nx=True, px=ms), True
+                ):
                     self._hold(digest, token)
                     spent = time.monotonic() - start if waited else 0.0
                     return Lease("held", digest, token, spent, took_over)
                 while True:
-                    pipe = self.client.pipeline(transaction=False)
-                    pipe.getrange(head, 0, TAG_BYTES - 1)
-                    pipe.get(name)
-                    tag, holder = pipe.execute()
+                    if not self.readable:
+                        return Lease("off", digest, waited=time.monotonic() - start)
+                    tag, value, length, pttl = self._cmd("lease", look, True)
                     spent = time.monotonic() - start if waited else 0.0
                     if tag and tag != stale:
                         return Lease("ready", digest, waited=spent)
-                    if holder == VOID:
+                    kind = self._lease_kind(name, value, length, pttl)
+                    if kind in ("void", "long"):
                         return Lease("absent", digest, waited=spent)
-                    if holder is None:  # released or expired without an entry
+                    if kind == "forged":
+                        self._report(
+                            "lease",
+                            "remote lease forged",
+                            ValueError(
+                                f"{digest[:12]}: a lease pcache did not write "
+                                f"({_quote(value)}, {length} bytes, expiry "
+                                f"{'none' if pttl == -1 else f'{pttl} ms'}); ignored"
+                            ),
+                        )
+                        if not self.writable:
+                            return Lease("absent", digest, waited=spent)
+                        args = [value, length, token, ms]
+                        if self._cmd("lease", lambda a=args: self._take(keys=[name], args=a)):
+                            self._hold(digest, token)
+                            return Lease("held", digest, token, spent, waited)
+                        continue  # it changed: look again
+                    if kind == "none":  # released or expired without an entry
                         if not self.writable:
                             return Lease("absent", digest, waited=spent)
                         took_over = waited
@@ -610,8 +913,7 @@ class Remote:
                         return Lease("timeout", digest, waited=time.monotonic() - start)
                     time.sleep(min(pause, left))
                     pause, waited = min(pause * 1.5, POLL[1]), True
-        except self._redis_errors as exc:
-            self._fail("lease", exc)
+        except _Down:
             return Lease("off", digest, waited=time.monotonic() - start)
 
     def release(self, lease: Lease, stored: bool = False) -> None:
@@ -625,13 +927,12 @@ class Remote:
         with self._lock:
             if self._held.get(lease.digest) == lease.token:
                 del self._held[lease.digest]
-        if self.state == "off":
-            return
+        if self._open_until and time.monotonic() < self._open_until:
+            return  # it expires on its own
         ms = 0 if stored else max(1, int(min(self.config.lease, VOID_SECONDS) * 1000))
-        try:
-            self._release(keys=[self._k("l", lease.digest)], args=[lease.token, ms])
-        except self._redis_errors as exc:
-            self._fail("lease", exc)
+        name = self._k("l", lease.digest)
+        with contextlib.suppress(_Down):
+            self._cmd("lease", lambda: self._release(keys=[name], args=[lease.token, ms]))
 
     def _hold(self, digest: str, token: str) -> None:
         with self._lock:
@@ -654,11 +955,11 @@ class Remote:
                     self._renewer = None
                     return
             for digest, token in held:
+                name = self._k("l", digest)
                 try:
-                    self._renew(keys=[self._k("l", digest)], args=[token, ms])
-                except self._redis_errors as exc:
-                    self._fail("lease", exc)
-                    return
+                    self._cmd("lease", lambda n=name, t=token: self._renew(keys=[n], args=[t, ms]))
+                except _Down:
+                    break
 
     # -- maintenance (pcache remote) ----------------------------------------------------
 
@@ -669,12 +970,36 @@ class Remote:
         return time.perf_counter() - t0
 
 
+def _short(exc: BaseException) -> str:
+    return str(exc)[:200]
+
+
+def _quote(value: object) -> str:
+    """``value`` for a log line: a ``repr`` of at most 24 bytes (no newline or
+    terminal escape survives ``repr``)."""
+    if isinstance(value, (bytes, str)) and len(value) > 24:
+        return repr(value[:24]) + "..."
+    return repr(value)
+
+
 # -- maintenance: what `pcache remote stats|gc` see and remove -----------------------------
 
 ROOT = "pcache"
 ORPHAN_AGE = (
     3600.0  # a chunk without its head is removed after this long (a write may be under way)
 )
+
+
+@functools.cache
+def _no_setinfo() -> dict[str, Any]:
+    """Client arguments for no CLIENT SETINFO on connect (two round trips fewer per
+    new connection: what a slow remote makes each new connection cost)."""
+    try:
+        import redis.driver_info  # noqa: F401  (redis-py >= 7)
+
+        return {"driver_info": None}
+    except ImportError:  # redis-py 5 and 6
+        return {"lib_name": None, "lib_version": None}
 
 
 def connect(url: str, timeout: float = DEFAULT_TIMEOUT):
@@ -690,6 +1015,7 @@ def connect(url: str, timeout: float = DEFAULT_TIMEOUT):
             socket_connect_timeout=timeout,
             retry=Retry(NoBackoff(), 0),
             retry_on_timeout=False,
+            **_no_setinfo(),
         )
     except ValueError as exc:  # redis-py's parse of a malformed URL
         raise RemoteError(f"remote {redact(url)!r}: {exc}") from None
@@ -697,7 +1023,8 @@ def connect(url: str, timeout: float = DEFAULT_TIMEOUT):
 
 @dataclasses.dataclass
 class _Key:
-    name: str
+    raw: bytes  # the key's name as the server has it (any bytes)
+    name: str  # decoded, undecodable bytes as surrogates (`_enc` gives them back)
     fmt: str  # "r1e3"
     namespace: str
     host: str
@@ -706,11 +1033,18 @@ class _Key:
     id: str = ""
 
 
-def _parse(name: str) -> _Key | None:
+def _enc(name: str) -> bytes:
+    return name.encode("utf-8", "surrogateescape")
+
+
+def _parse(raw: bytes | str) -> _Key | None:
+    if isinstance(raw, str):
+        raw = _enc(raw)
+    name = raw.decode("utf-8", "surrogateescape")
     parts = name.split(":", 5)
     if len(parts) != 6 or parts[0] != ROOT or parts[4] not in ("e", "c", "l"):
         return None
-    k = _Key(name, *parts[1:])
+    k = _Key(raw, name, *parts[1:])
     if k.kind == "c":
         rest = k.digest.rsplit(":", 2)
         if len(rest) != 3:
@@ -721,12 +1055,12 @@ def _parse(name: str) -> _Key | None:
 
 def _scan(client, match: str) -> Iterator[_Key]:
     for raw in client.scan_iter(match=match, count=1000):
-        k = _parse(raw.decode(errors="replace") if isinstance(raw, bytes) else raw)
+        k = _parse(raw)
         if k is not None:
             yield k
 
 
-def _lengths(client, names: list[str]) -> list[int]:
+def _lengths(client, names: list[bytes]) -> list[int]:
     """Bytes each key takes in the server (MEMORY USAGE: unlike a read, it leaves
     the key's idle time alone, which `gc --older-than` ages by)."""
     out: list[int] = []
@@ -743,16 +1077,16 @@ def inventory(client, namespace: str | None = None) -> dict[str, Any]:
     entries, chunks, leases and bytes; plus the server's memory settings."""
     groups: dict[tuple[str, str, str], dict[str, Any]] = {}
     keys = list(_scan(client, f"{ROOT}:*:{namespace}:*" if namespace else f"{ROOT}:*"))
-    sizes = _lengths(client, [k.name for k in keys])
+    sizes = _lengths(client, [k.raw for k in keys])
     current = f"r{REMOTE_FORMAT}e{ENTRY_FORMAT}"
     for k, n in zip(keys, sizes, strict=True):
         g = groups.setdefault(
             (k.fmt, k.namespace, k.host),
             {
-                "format": k.fmt,
+                "format": _printable(k.fmt),
                 "current_format": k.fmt == current,
-                "namespace": k.namespace,
-                "host_class": k.host,
+                "namespace": _printable(k.namespace),
+                "host_class": _printable(k.host),
                 "entries": 0,
                 "chunks": 0,
                 "leases": 0,
@@ -776,7 +1110,7 @@ def inventory(client, namespace: str | None = None) -> dict[str, Any]:
     }
 
 
-def _idle(client, names: list[str]) -> list[float | None]:
+def _idle(client, names: list[bytes]) -> list[float | None]:
     """Seconds since each key was last read or written (None: unknown)."""
     out: list[float | None] = []
     for i in range(0, len(names), 500):
@@ -812,8 +1146,8 @@ def gc(
     mine = [k for k in keys if k.fmt == current]
     heads = [k for k in mine if k.kind == "e"]
     chunks = [k for k in mine if k.kind == "c"]
-    head_idle = _idle(client, [h.name for h in heads]) if older_than is not None else []
-    chunk_idle = _idle(client, [c.name for c in chunks])
+    head_idle = _idle(client, [h.raw for h in heads]) if older_than is not None else []
+    chunk_idle = _idle(client, [c.raw for c in chunks])
     unknown = sum(1 for t in head_idle if t is None)
     if everything:
         old = heads
@@ -847,14 +1181,14 @@ def gc(
                 head_ids[e] = _head_id(client, e)
             if head_ids[e] and c.id != head_ids[e]:
                 doomed.append(c)  # a replaced writer's, or a race loser's
-    doomed = list({k.name: k for k in doomed}.values())
-    sizes = _lengths(client, [k.name for k in doomed])
+    doomed = list({k.raw: k for k in doomed}.values())
+    sizes = _lengths(client, [k.raw for k in doomed])
     if not dry_run:
         for i in range(0, len(doomed), 500):
-            client.delete(*[k.name for k in doomed[i : i + 500]])
+            client.delete(*[k.raw for k in doomed[i : i + 500]])
         if everything:
             for ns in {k.namespace for k in heads} | ({namespace} if namespace else set()):
-                client.delete(f"{prefix_root(ns)}key-ids")
+                client.delete(_enc(f"{prefix_root(ns)}key-ids"))
     return {
         "entries_removed": sum(1 for k in doomed if k.kind == "e"),
         "chunks_removed": sum(1 for k in doomed if k.kind == "c"),
@@ -869,12 +1203,19 @@ def _head_id(client, entry: tuple) -> str:
     """The writer id the current head of ``entry`` names (read, so made young:
     only for the rare digest with chunks of several writers)."""
     fmt, ns, host, digest = entry
-    name = f"{ROOT}:{fmt}:{ns}:{host}:e:{digest}"
+    name = _enc(f"{ROOT}:{fmt}:{ns}:{host}:e:{digest}")
     try:
         text = client.getrange(name, 0, MAX_HEAD_BYTES).partition(b"\n")[2]
         return str(json.loads(text).get("id"))
     except Exception:
         return ""
+
+
+def _printable(text: str) -> str:
+    """A key name's part for a terminal: undecodable bytes and control characters
+    escaped (a name can be anything a Redis writer chose)."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:200])
 
 
 def prefix_root(namespace: str) -> str:

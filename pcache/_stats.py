@@ -36,6 +36,10 @@ _COUNTERS = (
     "remote_errors",
     "remote_lease_waits",
     "remote_takeovers",
+    "remote_uploads",
+    "remote_breaker_opens",
+    "remote_recoveries",
+    "remote_slow_skips",
 )
 
 
@@ -112,6 +116,10 @@ class Stats:
                 "bytes_read": c["remote_bytes_read"],
                 "bytes_written": c["remote_bytes_written"],
                 "errors": c["remote_errors"],
+                "uploads": c["remote_uploads"],
+                "breaker_opens": c["remote_breaker_opens"],
+                "recoveries": c["remote_recoveries"],
+                "slow_skips": c["remote_slow_skips"],
             },
         }
         return out

@@ -12,7 +12,7 @@ Modelled on the maintenance commands of ccache and sccache (``ccache -s``, ``-c`
     pcache export BUNDLE [filters]   entries (and working sets) into one file
     pcache import BUNDLE             a bundle's entries, re-signed for this directory
     pcache env                       the JAX_PCACHE_* environment variables
-    pcache remote ping|stats|gc      the fleet's remote tier (Redis)
+    pcache remote ping|stats|gc|push the fleet's remote tier (Redis)
 
 Sizes and ages are parsed only by :mod:`pcache._config`; a malformed one is a
 usage error (exit 2) naming the accepted forms.  Errors of the store become a
@@ -556,10 +556,8 @@ def _stats_data(store: Store, directory: Path, limit: int, top: int) -> dict[str
             for r, n in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
         ]
     counters = {k: v for k, v in counters.items() if not k.startswith((_BYPASS, _NONPERSISTENT))}
-    remote = {
-        name: counters.pop(f"remote_{name}", 0)
-        for name in ("hits", "misses", "bytes_read", "bytes_written", "writes", "errors")
-    }
+    remote: dict[str, Any] = {name: counters.pop(f"remote_{name}", 0) for name in _REMOTE_COUNTERS}
+    remote["state"] = _remote_state(directory)
     fn_rows = list(functions.values())
     return {
         "directory": str(directory),
@@ -593,6 +591,36 @@ def _stats_data(store: Store, directory: Path, limit: int, top: int) -> dict[str
             "remote": remote,
         },
     }
+
+
+#: The remote tier's persisted counters (pcache._cache.Runtime bumps them).
+_REMOTE_COUNTERS = ("hits", "misses", "bytes_read", "bytes_written", "writes", "errors")
+_REMOTE_COUNTERS += ("uploads", "breaker_opens", "recoveries", "slow_skips")
+
+
+def _remote_state(directory: Path) -> dict[str, Any] | None:
+    """The last change of the remote tier's state a process of ``directory`` saw
+    (`pcache._remote.STATE_FILE`): on, off, open (failing, retried after a pause),
+    slow (skipped), read-only; None if none was ever recorded."""
+    from pcache._remote import STATE_FILE
+
+    try:
+        with open(directory / STATE_FILE, "rb") as f:
+            data = json.loads(f.read(1 << 16))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("state"), str):
+        return None
+    out: dict[str, Any] = {
+        "state": str(data["state"])[:20],
+        "reason": str(data.get("reason", ""))[:500],
+        "url": str(data.get("url", ""))[:500],
+    }
+    for name in ("pid", "time", "failures", "retry_in", "slow_for", "round_trip_ms"):
+        v = data.get(name)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+            out[name] = v
+    return out
 
 
 # Persisted counters naming why programs were not cached (pcache._cache.Runtime.bypass
@@ -655,13 +683,35 @@ def stats(ctx: click.Context, max_size: int | None, top: int, as_json: bool) -> 
     ]
     lines += [_counter_line(k, v) for k, v in data["counters"].items()]
     rem = data["tiers"]["remote"]
-    if any(rem.values()):
+    if any(rem[k] for k in _REMOTE_COUNTERS):
         lines.append(
             (
                 "Remote tier",
                 f"{rem['hits']:g} hits / {rem['misses']:g} misses, "
                 f"{format_size(rem['bytes_read'])} read, {rem['writes']:g} writes "
-                f"({format_size(rem['bytes_written'])}), {rem['errors']:g} errors",
+                f"({format_size(rem['bytes_written'])}), {rem['uploads']:g} uploads, "
+                f"{rem['errors']:g} errors",
+            )
+        )
+        if rem["breaker_opens"] or rem["slow_skips"]:
+            lines.append(
+                (
+                    "Remote recovery",
+                    f"off {rem['breaker_opens']:g} times (failing), back {rem['recoveries']:g} "
+                    f"times, skipped {rem['slow_skips']:g} times (too slow)",
+                )
+            )
+    if rem["state"] is not None:
+        st = rem["state"]
+        when = _ago(st["time"], time.time()) if "time" in st else "?"
+        why = "".join(c if c.isprintable() else "?" for c in st["reason"])
+        lines.append(
+            (
+                "Remote state",
+                f"{st['state']}"
+                + (f" ({why})" if why else "")
+                + f", last changed {when}"
+                + (f" by pid {st['pid']}" if "pid" in st else ""),
             )
         )
     width = max(len(k) for k, _ in lines)
@@ -1267,13 +1317,14 @@ def import_(
 )
 @click.pass_context
 def remote(ctx: click.Context, url: str | None) -> None:
-    """The remote tier a fleet shares (Redis or Valkey): ping, stats, gc.
+    """The remote tier a fleet shares (Redis or Valkey): ping, stats, gc, push.
 
     \b
     Examples:
         pcache remote --url redis://cache:6379/0 ping
         pcache remote stats --json
         pcache remote gc --older-than 14d --other-formats
+        pcache remote push    # a new remote, filled from this host's warm store
     """
     if not url:
         raise click.UsageError("no remote: pass --url or set JAX_PCACHE_REMOTE")
@@ -1426,6 +1477,83 @@ def remote_gc(
     click.echo(
         f"{verb} {result['entries_removed']} entries and {result['chunks_removed']} chunks "
         f"({format_size(result['bytes_removed'])}); {result['entries_kept']} entries kept"
+    )
+
+
+@remote.command()
+@click.option(
+    "--namespace",
+    help="The fleet's namespace [default: $JAX_PCACHE_REMOTE_NAMESPACE, else default].",
+)
+@click.option("--dry-run", is_flag=True, help="Count what would be pushed; write nothing.")
+@json_option
+@click.pass_context
+def push(ctx: click.Context, namespace: str | None, dry_run: bool, as_json: bool) -> None:
+    """Fill the remote from this host's local store (--dir): every entry it lacks.
+
+    Each entry is checked with the local directory's secret and signed with the
+    fleet key ($JAX_PCACHE_REMOTE_SECRET_FILE); it is shared with the hosts of
+    this host's class (CPU). For a new or flushed remote, from a warm host.
+    """
+    from pcache._cache import Runtime
+
+    directory = ctx.find_object(_State).resolve()
+    with _open_store(ctx) as store:  # the errors of a missing or damaged store
+        keys = [e.key for e in store.entries()]
+    try:
+        settings = Settings.resolve(
+            directory, remote=ctx.obj[1], remote_namespace=namespace, preload=0
+        )
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    rt = Runtime(settings)
+    try:
+        rem = rt.remote
+        if rem is None:
+            raise click.ClickException(f"remote tier off: {rt.remote_off_reason}")
+        if not rem.writable:
+            raise click.ClickException(f"remote {rem.url} is {rem.state}: {rem.state_reason}")
+        counts = {"pushed": 0, "present": 0, "skipped": 0, "bytes_written": 0}
+        for key in keys:
+            there = rem.exists(key)
+            if there is None:
+                raise click.ClickException(f"remote {rem.url}: {rem.state_reason}")
+            if there:
+                counts["present"] += 1
+            elif dry_run:
+                counts["pushed"] += 1
+            else:
+                n = rt.upload(key)
+                if n is None and not rem.writable:
+                    raise click.ClickException(f"remote {rem.url}: {rem.state_reason}")
+                if n:
+                    counts["pushed"] += 1
+                    counts["bytes_written"] += n
+                elif n == 0:
+                    counts["present"] += 1
+                else:  # another entry format, or not this directory's secret
+                    counts["skipped"] += 1
+        data = {
+            "url": rem.url,
+            "namespace": rem.config.namespace,
+            "prefix": rem.prefix,
+            **counts,
+            "dry_run": dry_run,
+        }
+    finally:
+        rt.close()
+    if as_json:
+        _echo_json(data)
+        return
+    verb = "Would push" if dry_run else "Pushed"
+    click.echo(
+        f"{verb} {data['pushed']} entries ({format_size(data['bytes_written'])}) to "
+        f"{data['url']} namespace {data['namespace']}; {data['present']} were there"
+        + (
+            f"; {data['skipped']} skipped (another format, or not signed here)"
+            if data["skipped"]
+            else ""
+        )
     )
 
 

@@ -10,9 +10,14 @@ sha256 of each result's bytes, backend compiles (jax.monitoring), pcache's
 counters, the pcache warnings logged, and the seconds the programs took.
 
 --kill-redis-after K  SIGKILL the Redis server after program K (a mid-run death)
+--resume-file F       with --kill-redis-after: after program K+1, create F.paused,
+                      wait until F exists (the test restarted Redis), then sleep
+                      --resume-sleep seconds before the next program
 --die-in-compile      SIGKILL this process inside its first compile: a host that
                       dies while it holds the program's lease
 --no-flush            print at once: the remote writes finish at exit
+--time-lookups        time each pcache lookup that hits, by tier (local, remote):
+                      "lookups" in the JSON (scripts/bench_fleet.py)
 --summary             print one line for people instead of JSON
 """
 
@@ -23,6 +28,7 @@ import hashlib
 import json
 import logging
 import os
+import resource
 import signal
 import sys
 import time
@@ -66,17 +72,45 @@ def program(i: int, scale: int = 1):
     return jax.jit(jax.value_and_grad(loss))
 
 
+def _time_lookups(out: dict[str, list[float]]) -> None:
+    """Time `Runtime.lookup` (memory, local store, remote): each call that hit the
+    local store or the remote, by tier."""
+    from pcache import _cache
+
+    real = _cache.Runtime.lookup
+
+    def timed(self, *a, **kw):
+        c = self.stats._c
+        disk, remote = c["disk_hits"], c["remote_hits"]
+        t0 = time.perf_counter()
+        exe = real(self, *a, **kw)
+        dt = time.perf_counter() - t0
+        if c["remote_hits"] > remote:
+            out["remote"].append(dt)
+        elif c["disk_hits"] > disk:
+            out["local"].append(dt)
+        return exe
+
+    _cache.Runtime.lookup = timed
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--programs", type=int, default=6)
     ap.add_argument("--scale", type=int, default=1, help="programs this many times deeper")
     ap.add_argument("--kill-redis-after", type=int, default=0)
     ap.add_argument("--redis-pid", type=int, default=0)
+    ap.add_argument("--resume-file", default="")
+    ap.add_argument("--resume-sleep", type=float, default=0.0)
     ap.add_argument("--die-in-compile", action="store_true")
     ap.add_argument("--stock", action="store_true", help="no pcache (JAX_PCACHE_* ignored)")
     ap.add_argument("--no-flush", action="store_true", help="leave remote writes to exit")
     ap.add_argument("--summary", action="store_true", help="one line for people, not JSON")
+    ap.add_argument("--time-lookups", action="store_true")
     args = ap.parse_args()
+    lookups: dict[str, list[float]] = {"local": [], "remote": []}
+    if args.time_lookups:
+        _time_lookups(lookups)
     if args.stock:
         for k in [k for k in os.environ if k.startswith("JAX_PCACHE_")]:
             del os.environ[k]
@@ -103,6 +137,12 @@ def main() -> int:
         digests.append(hashlib.sha256(data).hexdigest())
         if args.kill_redis_after and i + 1 == args.kill_redis_after:
             os.kill(args.redis_pid, signal.SIGKILL)
+        if args.resume_file and i == args.kill_redis_after:
+            with open(args.resume_file + ".paused", "w"):
+                pass  # program K+1 ran without Redis: the test may restart it now
+            while not os.path.exists(args.resume_file):
+                time.sleep(0.05)
+            time.sleep(args.resume_sleep)
     seconds = time.perf_counter() - t0
     stats = {}
     if not args.stock:
@@ -129,6 +169,9 @@ def main() -> int:
                 "seconds": seconds,
                 "stats": stats,
                 "warnings": warned.messages,
+                "lookups": lookups,
+                # peak resident memory of this process, in bytes
+                "maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             }
         ),
         flush=True,

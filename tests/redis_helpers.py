@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -39,10 +40,17 @@ def free_port() -> int:
 class RedisServer:
     """One redis-server on a loopback port, no persistence, in ``workdir``."""
 
-    def __init__(self, workdir: Path, *, unix_socket: Path | None = None, **config: str) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        unix_socket: Path | None = None,
+        port: int | None = None,
+        **config: str,
+    ) -> None:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port = 0 if unix_socket else free_port()
+        self.port = 0 if unix_socket else (port or free_port())
         self.unix_socket = unix_socket
         args = [server_binary(), "--port", str(self.port), "--bind", "127.0.0.1"]
         args += ["--save", "", "--appendonly", "no", "--dir", str(self.workdir)]
@@ -92,6 +100,60 @@ class RedisServer:
             except subprocess.TimeoutExpired:
                 self.kill()
         self.log.close()
+
+
+class LatencyProxy:
+    """A TCP proxy on loopback in front of ``upstream`` (host, port) that holds
+    every answer for ``delay`` seconds: a slow Redis (a far region, a congested
+    link), each round trip ``delay`` longer."""
+
+    def __init__(self, upstream: tuple[str, int], delay: float) -> None:
+        self.upstream, self.delay = upstream, delay
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.upstream)
+            except OSError:
+                client.close()
+                continue
+            threading.Thread(target=self._pump, args=(client, server, 0.0), daemon=True).start()
+            threading.Thread(
+                target=self._pump, args=(server, client, self.delay), daemon=True
+            ).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket, delay: float) -> None:
+        try:
+            while data := src.recv(1 << 16):
+                if delay:
+                    time.sleep(delay)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._closed = True
+        self.sock.close()
 
 
 def fleet_key(path: Path) -> Path:

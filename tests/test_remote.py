@@ -196,7 +196,7 @@ def test_redis_killed_mid_run(key, tmp_path, stock):
     assert res["digests"] == stock
     assert res["compiles"] == 6
     assert len(remote_warnings(res)) == 1, res["warnings"]
-    assert res["stats"]["remote"]["state"] == "off"
+    assert res["stats"]["remote"]["state"] in ("open", "half-open")  # retried later
 
 
 def test_redis_never_reachable(key, tmp_path, stock):
@@ -206,9 +206,10 @@ def test_redis_never_reachable(key, tmp_path, stock):
     assert time.monotonic() - t0 < 120
     assert res["digests"] == stock and res["compiles"] == 6
     (warning,) = remote_warnings(res)
-    assert "off for the rest of this process" in warning
-    assert res["stats"]["remote"]["state"] == "off"
-    assert res["stats"]["tiers"]["remote"]["errors"] == 1
+    assert "off until it answers again" in warning
+    assert res["stats"]["remote"]["state"] in ("open", "half-open")
+    # One failure, then one per retry (2 s, 4 s, ... apart), never one per program.
+    assert 1 <= res["stats"]["tiers"]["remote"]["errors"] <= 3
 
 
 def test_redis_answering_slowly(key, tmp_path, stock):
@@ -284,18 +285,19 @@ def test_tampered_remote_value(server, key, ns, tmp_path, stock, where):
 
 def test_holder_killed_while_holding_its_lease(server, key, ns, tmp_path, stock):
     """A host SIGKILLed inside its compile, holding the lease: another host waits
-    at most the lease (2 s) for it, then takes over."""
-    env = host_env(tmp_path / "a", server.url, key, ns, JAX_PCACHE_REMOTE_LEASE="2s")
+    at most the lease (8 s: longer than the next host takes to start on a loaded
+    machine) for it, then takes over."""
+    env = host_env(tmp_path / "a", server.url, key, ns, JAX_PCACHE_REMOTE_LEASE="8s")
     dead = start_host(env, "--die-in-compile")
     dead.communicate(timeout=300)
     assert dead.returncode == -9
     leases = [n for n in server.client().scan_iter(match=f"pcache:*:{ns}:*:l:*")]
     assert len(leases) == 1  # it died holding the first program's lease
-    res = run_host(host_env(tmp_path / "b", server.url, key, ns, JAX_PCACHE_REMOTE_LEASE="2s"))
+    res = run_host(host_env(tmp_path / "b", server.url, key, ns, JAX_PCACHE_REMOTE_LEASE="8s"))
     assert res["digests"] == stock and res["compiles"] == 6
     assert res["stats"]["remote_takeovers"] == 1
     assert res["warnings"] == []
-    assert res["seconds"] < 2 + 30  # one lease of waiting, plus six compiles
+    assert res["seconds"] < 8 + 30  # one lease of waiting, plus six compiles
 
 
 def test_fleet_key_must_be_private(server, ns, tmp_path, stock):
@@ -442,8 +444,10 @@ def test_passwords_never_reach_logs_or_stats():
 def test_settings_validation(tmp_path):
     with pytest.raises(ConfigError):
         Settings.resolve(tmp_path, environ={"JAX_PCACHE_REMOTE": "http://x"})
-    with pytest.raises(ConfigError):
-        Settings.resolve(tmp_path, remote="redis://x", remote_namespace="a b", environ={})
+    # A malformed namespace is the remote tier's error (it alone is switched off).
+    bad = Settings.resolve(tmp_path, remote="redis://x", remote_namespace="a b", environ={})
+    with pytest.raises(_remote.RemoteError, match="namespace"):
+        _remote.Remote(bad.remote, b"k" * 32)
     s = Settings.resolve(
         tmp_path,
         environ={
