@@ -624,6 +624,7 @@ def _parse(
             )
             if keep:
                 kept.append(e)
+            del obj, e  # one parsed record at a time: this one goes before the next is read
         sets: list[tuple[str, list[str]]] = []
         for _ in range(h.sets):
             name, keys = _check_set(record("a working set")[0])

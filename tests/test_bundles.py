@@ -696,3 +696,35 @@ def test_export_and_import_never_show_a_traceback(tmp_path, source):
     assert "Traceback" not in err
     rc, out, err, _ = child_cli("--dir", str(source), "export", "/proc/version")
     assert rc == 1 and "Traceback" not in err and err.startswith("Error: "), err
+
+
+def test_a_bundle_that_changes_while_it_is_stored_leaves_nothing(tmp_path, bundle):
+    """Every value is checked, then the file is edited in place (the last value's
+    bytes) before the entries are stored: the import stops at that entry and
+    removes the ones it stored before it."""
+    path = tmp_path / "changing.pcb"
+    path.write_bytes(bundle.read_bytes())
+    dest = tmp_path / "dest"
+
+    def progress(phase, done, total, nbytes, total_bytes):
+        if phase == "verify" and done == total:
+            with open(path, "r+b") as f:
+                f.seek(-10, os.SEEK_END)
+                byte = f.read(1)
+                f.seek(-10, os.SEEK_END)
+                f.write(bytes([byte[0] ^ 1]))
+
+    stored = []
+
+    def import_progress(phase, done, total, nbytes, total_bytes):
+        progress(phase, done, total, nbytes, total_bytes)
+        if phase == "import":
+            stored.append(done)
+
+    with pytest.raises(_bundle.BundleError, match="changed while it was imported"):
+        _bundle.import_dir(
+            dest, path, _bundle.probe_machine(False), trust_unsigned=True,
+            progress=import_progress,
+        )  # fmt: skip
+    assert stored == list(range(1, N))  # the entries before the last were stored...
+    assert stored_rows(dest) == 0  # ...and removed
