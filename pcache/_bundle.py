@@ -85,6 +85,7 @@ _SET_SLICE = 8192
 MAX_STRING = 4096
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _CHUNK = 1 << 20
+MAX_VALUE_SIZE = 4 << 30  # the store's default largest value (`Store.max_value_size`)
 _FRAME_HEADER_MAX = 18  # ZSTD_FRAMEHEADERSIZE_MAX
 
 __all__ = [
@@ -142,7 +143,7 @@ class ExportResult:
     working_sets: int = 0
     unreadable: int = 0  # entries of the source that failed their checks: left out
     evicted: int = 0  # listed, then gone before they were read (another process's gc)
-    too_large: int = 0  # metadata over a bundle's record limits: left out
+    not_carried: int = 0  # metadata an import would refuse (over the limits): left out
     signed: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -186,7 +187,9 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), sort_keys=True, allow_nan=False).encode()
 
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+#: A JSON string, or (failing that) a quote that starts none: matched in one pass,
+#: so an unterminated string costs one scan to the end, not one per quote after it.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|"', re.DOTALL)
 _NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
 #: A \uD800-\uDFFF escape that is not half of a pair (raw UTF-8 cannot encode one).
 #: An escaped backslash before "uD800" text also matches: such a record is refused too.
@@ -205,9 +208,15 @@ def _loads(text: bytes) -> Any:
     counted), then parsed without NaN or Infinity. Raises ValueError."""
     if len(text) > MAX_RECORD_BYTES:
         raise ValueError(f"a record of {len(text)} bytes (at most {MAX_RECORD_BYTES})")
-    bare = _STRING.sub(b"", text)
-    if b'"' in bare:
-        raise ValueError("an unterminated string")
+    parts, at = [], 0
+    for m in _STRING.finditer(text):
+        if m.end() - m.start() == 1:
+            raise ValueError("an unterminated string")
+        parts.append(text[at : m.start()])
+        at = m.end()
+    parts.append(text[at:])
+    bare = b"".join(parts)
+    del parts
     depth = 0
     for c in bare.translate(None, _NOT_BRACKETS):
         depth += 1 if c in b"[{" else -1
@@ -224,12 +233,15 @@ def _loads(text: bytes) -> Any:
     return obj
 
 
-def _record(obj: Any) -> bytes | None:
-    """``obj`` as a record, or None when it would be refused on import."""
-    text = _dumps(obj)
+def _record(obj: Any, check: Callable[[Any], Any] | None = None) -> bytes | None:
+    """``obj`` as a record, or None when import would refuse it (``check``: what
+    import checks it with, besides its size and nesting)."""
     try:
+        text = _dumps(obj)
         _loads(text)
-    except ValueError:
+        if check is not None:
+            check(obj)
+    except (ValueError, TypeError):
         return None
     return _LENGTH.pack(len(text)) + text
 
@@ -366,6 +378,7 @@ def write_bundle(
     elif not sets:
         chosen = list(by_key.values())
     result = ExportResult(str(path), signed=sign_key is not None)
+    max_value_size = getattr(store, "max_value_size", MAX_VALUE_SIZE)
     total = sum(e.raw_size for e in chosen)
     cctx = zstandard.ZstdCompressor(level=3, write_content_size=True)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -389,9 +402,10 @@ def write_bundle(
                     setattr(result, got, getattr(result, got) + 1)
                     continue
                 packed = cctx.compress(got)
-                rec = _record(_manifest_row(e, got, packed, values.tell()))
+                row = _manifest_row(e, got, packed, values.tell())
+                rec = _record(row, lambda r: _check_entry(r, 0, r["offset"], max_value_size))
                 if rec is None:
-                    result.too_large += 1
+                    result.not_carried += 1
                     continue
                 put(rec)
                 values.write(packed)
@@ -649,8 +663,6 @@ def read_manifest(path: str | os.PathLike, verify_key: bytes | None = None) -> d
     signature and every record. Raises `BundleError`. For inspection: it holds
     every entry's record."""
     path = Path(path)
-    from pcache.store import MAX_VALUE_SIZE
-
     with _open_bundle(path) as f:
         h = _header(f, path)
         _hash_manifest(f, path, h)
@@ -761,7 +773,7 @@ def read_bundle(
     counts, by reason) entries for another machine, already present, or beyond
     ``max_bytes`` of stored values in all. Idempotent."""
     path = Path(path)
-    max_value_size = getattr(store, "max_value_size", 4 << 30)
+    max_value_size = getattr(store, "max_value_size", MAX_VALUE_SIZE)
     with _open_bundle(path) as f:
         h = _header(f, path)
         _hash_manifest(f, path, h)

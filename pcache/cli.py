@@ -1220,8 +1220,8 @@ def export_(
             f"Left out {result.evicted} entries evicted (by another process) after they "
             "were listed; nothing was wrong with them."
         )
-    if result.too_large:
-        click.echo(f"Left out {result.too_large} entries too large for a bundle's records.")
+    if result.not_carried:
+        click.echo(f"Left out {result.not_carried} entries whose metadata a bundle cannot carry.")
 
 
 @cli.command(name="import")

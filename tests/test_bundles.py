@@ -530,12 +530,13 @@ def _last_text(old: bytes, new: bytes):
         (_last(extra={"hmac": "0" * 64}), "signature fields"),
         (_last(surprise=1), "other fields than an entry's"),
         (_last_text(b'"function_name":"', b'"function_name":"\\ud800'), "not UTF-8"),
+        (_last_text(b'"extra":{', b'"extra":{"x":"' + b'\\"' * 400_000), "unterminated string"),
     ],
     ids=[
         "negative seconds", "bool seconds", "huge seconds", "NaN seconds",
         "Infinity in extra", "NaN in extra", "bool size", "string size", "offset",
         "key", "int name", "long name", "list extra", "hmac in extra", "unknown field",
-        "lone surrogate",
+        "lone surrogate", "unterminated string",
     ],
 )  # fmt: skip
 def test_bad_metadata_in_the_last_entry_stores_nothing(tmp_path, bundle, change, message):
@@ -728,3 +729,23 @@ def test_a_bundle_that_changes_while_it_is_stored_leaves_nothing(tmp_path, bundl
         )  # fmt: skip
     assert stored == list(range(1, N))  # the entries before the last were stored...
     assert stored_rows(dest) == 0  # ...and removed
+
+
+def test_export_leaves_out_what_import_would_refuse(tmp_path, source):
+    """An entry whose metadata is over a bundle's limits (a 5,000-character function
+    name) is left out and counted, so every bundle export writes imports."""
+    import shutil
+
+    cache = tmp_path / "cache"
+    shutil.copytree(source, cache)
+    con = sqlite3.connect(cache / "store" / "store.db")
+    (key,) = con.execute("SELECT key FROM entries LIMIT 1").fetchone()
+    con.execute("UPDATE entries SET function_name = ? WHERE key = ?", ("f" * 5000, key))
+    con.commit()
+    con.close()
+    out = tmp_path / "out.pcb"
+    r = pcache_cli("--dir", str(cache), "export", str(out), "--all")
+    assert r.exit_code == 0, r.output
+    assert "Left out 1 entries whose metadata a bundle cannot carry." in r.output
+    r = pcache_cli("--dir", str(tmp_path / "dest"), "import", str(out), "--trust-unsigned")
+    assert r.exit_code == 0 and f"Imported {N - 1} of {N - 1}" in r.output, r.output
