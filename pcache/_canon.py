@@ -1046,9 +1046,11 @@ def _jaxpr_lines(jaxpr: Any, consts: Any, ctx: _Ctx) -> list[str]:
             ctx.persistent = False
             ctx.local_why = ctx.local_why or f"user-lowering-rule:{p.name}"
         prim = p.name
-        if rk.traced or prim in _CALLBACK_LOWERING_PRIMS:
-            # Host callbacks (this call's functions), or a rule whose code traces to
-            # whatever it does now: the module completes the key (JaxprDigest.relower).
+        if rk.traced or not rk.persistent or prim in _CALLBACK_LOWERING_PRIMS:
+            # Host callbacks (this call's functions), or a rule whose code lowers to
+            # whatever it does now (`mlir.lower_fun` over user code, any user rule:
+            # it may read a global): the module completes the key
+            # (JaxprDigest.relower), so a hit is always what lowering gives now.
             ctx.relower = True
         ins = " ".join([use(a) for a in eqn.invars])
         params = _enc_params(prim, eqn.params, ctx) if eqn.params else ""

@@ -108,11 +108,17 @@ class _Guarding:
                 raise NoReuse(f"module-subclass:{name}")
             guards.append((IS, ns, name, v))  # its attributes are guarded as read
         else:
-            before = len(self.w.funcs)
+            # Keyed by a walker of its own, as `failed_guard` keys it again (a shared
+            # walker would number what it met before as back-references).
+            w = Walker()
             try:
-                guards.append((VAL, ns, name, self.w.value(v)))
+                guards.append((VAL, ns, name, w.value(v)))
             except NoReuse as e:
                 raise NoReuse(f"global-{e.reason}:{name}") from None
+            before = len(self.w.funcs)
+            self.w.pins += w.pins
+            self.w.arrays += w.arrays
+            self.w.funcs += w.funcs
             self.more(before)
         return v
 
@@ -147,12 +153,33 @@ def guards_for(funcs: list[tuple]) -> tuple[list[tuple], Walker]:
     run.work = [(g, c) for g, c, *_ in funcs if not is_library(g)]
     while run.work:
         g, code = run.work.pop()
-        why, reads = code_verdict(code)
+        why, reads, writes = code_verdict(code)
         if why is not None:
             raise NoReuse(why)
         for chain, escaped in reads:
             run.chain(g, chain, escaped)
+        for root, target in writes:
+            if root == "g":
+                _global_write(g, target)
     return run.guards, run.w
+
+
+def _global_write(g: dict, target: tuple) -> None:
+    """A write to an attribute of, or a container method called on, what a global
+    chain names: only a library module or class (taken as fixed) may be the target,
+    anything else is state a reuse would not update."""
+    v = g.get(target[0], _MISSING)
+    if v is _MISSING:
+        v = _builtins_of(g).get(target[0], _MISSING)
+    for attr in target[1:]:
+        if not isinstance(v, types.ModuleType):
+            break
+        v = v.__dict__.get(attr, _MISSING)
+    if isinstance(v, types.ModuleType) and is_library_module(v):
+        return
+    if isinstance(v, type) and is_library_type(v):
+        return
+    raise NoReuse(f"writes-attribute:{'.'.join(target)}")
 
 
 def failed_guard(guards: list[tuple]) -> str | None:

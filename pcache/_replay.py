@@ -197,6 +197,7 @@ def recorded_lowering(lower, args, kwargs):
         out = lower(*args, **kwargs)
     finally:
         _WARN_RECORD.reset(token)
+        _pass_up(record)
     try:
         module = out[0]
         return out, Replay(_compat.custom_call_targets(module), tuple(record), len(out[2]))
@@ -212,7 +213,15 @@ def recorded_call(call) -> tuple[Any, tuple[WarningRecord, ...]]:
         out = call()
     finally:
         _WARN_RECORD.reset(token)
+        _pass_up(record)
     return out, tuple(record)
+
+
+def _pass_up(record: list) -> None:
+    """An enclosing recording sees what a nested one recorded."""
+    outer = _WARN_RECORD.get()
+    if outer is not None:
+        outer.extend(record)
 
 
 class LoweringFailed(Exception):

@@ -349,6 +349,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     if blocked is not None:
         return _missed(rt, entry, fun, blocked)
     w = Walker()
+    rw = Walker()  # the registries' rules: guarded, but JAX holds no trace of them
     try:
         ck = w.value(fun)
         rest = (
@@ -358,7 +359,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
             ctx_mesh,
             # JAX's trace context, and every option tracing may read
             (_compat.trace_context(), _compat.config_snapshot()),
-            _guards.registry_key(w),
+            _guards.registry_key(rw),
         )
         key = (ck, rest)
         hash(key)
@@ -398,7 +399,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     if why.startswith("global-changed:"):
         MEMO.never_record(skeleton)
     try:
-        guards, gw = _guards.guards_for(w.funcs)
+        guards, gw = _guards.guards_for(w.funcs + rw.funcs)
     except NoReuse as e:
         note_states(w.funcs)
         return _missed(rt, entry, fun, e.reason)  # why it can never be reused
@@ -408,10 +409,10 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         return entry
     codes = {id(c): c for _, c, *_ in w.funcs}
     try:
-        jax_arrays = tuple(weakref.ref(a) for a in (*w.arrays, *gw.arrays))
+        jax_arrays = tuple(weakref.ref(a) for a in (*w.arrays, *rw.arrays, *gw.arrays))
     except TypeError:
         return entry
-    made = Made(key, skeleton, guards, w.pins + gw.pins, ck, rest, codes, jax_arrays)
+    made = Made(key, skeleton, guards, w.pins + rw.pins + gw.pins, ck, rest, codes, jax_arrays)
     owned = fun if w.arrays else None  # the callable holds JAX arrays: see `_hold`
 
     def record(p) -> None:

@@ -288,36 +288,42 @@ _OUTER_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSD
 _CODE: dict[int, tuple[types.CodeType, str | None, tuple]] = {}
 
 
-def code_verdict(code: types.CodeType) -> tuple[str | None, tuple]:
+def code_verdict(code: types.CodeType) -> tuple[str | None, tuple, tuple]:
     """(why this user code is never reused, or None; what it reads from its
-    globals). Memoized per code object (immutable; kept alive by the memo).
+    globals; what it writes to). Memoized per code object (immutable; kept alive by
+    the memo).
 
     The reads: each ``LOAD_GLOBAL`` with the attributes loaded from it right after,
     as ``(chain, escaped)``; ``escaped``: the last object of the chain goes on (to a
     call, a store, a return) rather than only being read. ``("<import>", name)``
-    for an import. Nested code objects are scanned with their parent."""
+    for an import. The writes: ``(root, target)``, an attribute stored on, or a
+    container method (``append``, ``update``, ...) called on, the object a chain
+    ``target`` names, from a global (``root`` "g") or a free variable ("f"); who
+    owns that object is only known from the values (`pcache._guards`,
+    `Walker._function`). Nested code objects are scanned with their parent."""
     e = _CODE.get(id(code))
     if e is not None and e[0] is code:
-        return e[1], e[2]
+        return e[1], e[2], e[3]
     why: str | None = None
     reads: dict[tuple, None] = {}
+    writes: dict[tuple, None] = {}
     stack = [(code, frozenset(code.co_freevars))]
     while stack:
         c, outer = stack.pop()
-        why = why or _scan(c, outer, reads)
+        why = why or _scan(c, outer, reads, writes)
         for k in c.co_consts:
             if isinstance(k, types.CodeType):
                 # Its free variables that are ours from outside stay outside; those
                 # that are our own cells are this call's locals.
                 stack.append((k, frozenset(v for v in k.co_freevars if v in outer)))
-    out = tuple(reads)
+    out = (why, tuple(reads), tuple(writes))
     if len(_CODE) > 8192:
         _CODE.clear()
-    _CODE[id(code)] = (code, why, out)
-    return why, out
+    _CODE[id(code)] = (code, *out)
+    return out
 
 
-def _scan(c: types.CodeType, outer: frozenset, reads: dict) -> str | None:
+def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str | None:
     ins = list(dis.get_instructions(c))
     n = len(ins)
     why = None
@@ -344,11 +350,17 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict) -> str | None:
             for attr in chain[1:]:
                 if attr in REFLECTIVE:
                     why = why or f"reflection:{attr}"
-            if nxt in ("STORE_ATTR", "DELETE_ATTR") or (len(chain) > 1 and chain[-1] in _MUTATORS):
-                why = why or f"writes-attribute:{'.'.join(chain)}"
-            if nxt == "COPY" and j + 1 < n and ins[j + 1].opname in _ATTR_OPS:
-                why = why or f"writes-attribute:{'.'.join(chain)}"  # ``m.n += 1``
-            if op in _GLOBAL_OPS:
+            root = "g" if op in _GLOBAL_OPS else "f"
+            if op in ("LOAD_DEREF", "LOAD_CLASSDEREF") and arg not in outer:
+                root = ""  # one of this call's own cells
+            if root and (
+                nxt in ("STORE_ATTR", "DELETE_ATTR")
+                or (nxt == "COPY" and j + 1 < n and ins[j + 1].opname in _ATTR_OPS)
+            ):
+                writes[(root, tuple(chain))] = None  # ``m.n = v``, ``m.n += 1``
+            elif root and len(chain) > 1 and chain[-1] in _MUTATORS:
+                writes[(root, tuple(chain[:-1]))] = None  # ``m.log.append(v)``
+            if root == "g":
                 reads[(tuple(chain), nxt not in ("STORE_ATTR", "DELETE_ATTR"))] = None
             i = j
             continue
@@ -518,7 +530,7 @@ class Walker:
             raise NoReuse("numpy-object")
         if a.nbytes > NUMPY_MAX_BYTES:
             raise NoReuse("numpy-too-large")
-        data = np.ascontiguousarray(a).data
+        data = a.tobytes()  # C order (a memoryview refuses ml_dtypes' formats)
         digest = hashlib.blake2b(data, digest_size=16).digest()
         return ("n", self.dtype(a.dtype), a.shape, digest)
 
@@ -643,9 +655,12 @@ class Walker:
         if type(g) is not dict:
             raise NoReuse(f"globals-not-a-dict:{f.__qualname__}")
         if not is_library(g):
-            why, _ = code_verdict(code)
+            why, _, writes = code_verdict(code)
             if why is not None:
                 raise NoReuse(why)
+            for root, target in writes:
+                if root == "f":
+                    self._free_write(f, target)
         self.pins.append(code)
         self.pins.append(g)
         cells = f.__closure__
@@ -663,6 +678,23 @@ class Walker:
         )
         self.funcs.append((g, code, f, node))
         return node
+
+    def _free_write(self, f: types.FunctionType, target: tuple) -> None:
+        """A write through a free variable (``box.n = 1``, ``log.append(v)``):
+        only to a library module or class (taken as fixed), else never reused."""
+        try:
+            v = f.__closure__[f.__code__.co_freevars.index(target[0])].cell_contents
+        except (ValueError, TypeError, IndexError):
+            return  # not one of f's own free variables, or unbound
+        for attr in target[1:]:
+            if not (isinstance(v, types.ModuleType) and is_library_module(v)):
+                break
+            v = getattr(v, attr, None)
+        if isinstance(v, types.ModuleType) and is_library_module(v):
+            return
+        if isinstance(v, type) and is_library_type(v):
+            return
+        raise NoReuse(f"writes-attribute:{'.'.join(target)}")
 
     def _cell(self, c: types.CellType) -> Any:
         try:

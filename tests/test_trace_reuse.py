@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 import pcache
-from pcache import _trace
+from pcache import _trace, _walk
 from tests.trace_mods import usercfg
 
 X = jnp.linspace(-1.0, 1.0, 16, dtype=jnp.float32).reshape(4, 4)
@@ -803,11 +803,15 @@ def test_check_mode_raises_on_a_false_hit(tmp_path, monkeypatch):
     def make(k):
         return lambda x: x * k
 
-    monkeypatch.setattr(_trace.Walker, "_cell", lambda self, c: ("cell",))
-    with pcache.enabled(tmp_path / "c", check=True, raise_errors=True):
-        jax.jit(make(2.0))(X)
-        with pytest.raises(pcache.CheckError, match="false hit"):
-            jax.jit(make(3.0))(X)
+    monkeypatch.setattr(_walk.Walker, "_cell", lambda self, c: ("cell",))
+    try:
+        with pcache.enabled(tmp_path / "c", check=True, raise_errors=True):
+            jax.jit(make(2.0))(X)
+            with pytest.raises(pcache.CheckError, match="false hit"):
+                jax.jit(make(3.0))(X)
+    finally:
+        monkeypatch.undo()
+        _trace.forget_states()  # the states walked with the fake keys
 
 
 def test_explain_logs_why_a_callable_was_not_reused(tmp_path, caplog):

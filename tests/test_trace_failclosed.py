@@ -1,0 +1,418 @@
+"""Trace reuse fails closed: each class of false hit an outside review found, as a
+scenario run with stock JAX and then with pcache in this process, compared bit for
+bit. A re-created callable whose key cannot be proven equal must trace.
+
+Every scenario re-creates its jit each step while something the trace depends on
+changes between steps (the shape of the reviews' reproducers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import importlib
+import math
+import sys
+import types
+import warnings
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+from jax._src.lib.mlir.dialects import hlo
+from jax.extend.core import Primitive
+from jax.interpreters import ad, mlir
+
+import pcache
+
+X = jnp.arange(1.0, 4.0, dtype=jnp.float32)
+
+
+def _out(v) -> object:
+    if isinstance(v, Exception):
+        return type(v).__name__
+    leaves = jax.tree_util.tree_leaves(v)
+    return [(str(jnp.asarray(a).dtype), np.asarray(a).tobytes()) for a in leaves]
+
+
+def _run(scenario) -> list:
+    out = []
+    for step in scenario():
+        try:
+            out.append(_out(step()))
+        except Exception as exc:  # stock raises: pcache must raise the same
+            out.append(_out(exc))
+    return out
+
+
+def _same_as_stock(tmp_path, scenario, **options) -> dict:
+    """Run ``scenario`` (a generator of zero-argument steps) stock, then with pcache;
+    assert equal results; return pcache's stats."""
+    stock = _run(scenario)
+    options.setdefault("check", False)
+    with pcache.enabled(tmp_path / "cache", **options):
+        cached = _run(scenario)
+        st = pcache.stats()
+    assert cached == stock
+    return st
+
+
+# ------------------------------------------------------------ lossy encodings
+
+
+def test_floats_by_their_bits_nan_sign_and_payload(tmp_path):
+    def scenario():
+        mk = lambda k: jax.jit(lambda x: x * math.copysign(1.0, k))  # noqa: E731
+        for k in (float("nan"), -float("nan"), 0.0, -0.0):
+            yield lambda k=k: mk(k)(X)
+        payload = np.frombuffer(np.uint64(0x7FF8000000000001).tobytes(), np.float64)[0]
+        for k in (float("nan"), float(payload)):
+            yield lambda k=k: jax.jit(lambda x: x + np.float64(k).view(np.int64) % 7)(X)
+
+    _same_as_stock(tmp_path, scenario)
+
+
+def test_numpy_dtypes_by_their_whole_description(tmp_path):
+    """Record dtypes of one size and several float8 formats share ``dtype.str``."""
+    rec_a = np.dtype([("a", "<f4"), ("b", "<f4")])
+    rec_b = np.dtype([("b", "<f4"), ("a", "<f4")])
+    raw = np.array([1.5, 2.5], np.float32).tobytes()
+
+    def scenario():
+        def mk(v):
+            return jax.jit(lambda x: x * v["a"].astype(np.float32))
+
+        for dt in (rec_a, rec_b, rec_a):
+            yield lambda dt=dt: mk(np.frombuffer(raw, dt))(X)
+        bits = np.array([0x3C], np.uint8)
+        for dt in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn):
+            v = bits.view(dt)
+            yield lambda v=v: jax.jit(lambda x: x * v.astype(np.float32))(X)
+
+    _same_as_stock(tmp_path, scenario)
+
+
+# ------------------------------------------------------------ values equal by __eq__
+
+
+def test_values_that_compare_equal_but_differ(tmp_path):
+    tz = datetime.timezone(datetime.timedelta(hours=2))
+    t1 = datetime.datetime(2020, 1, 1, 12, tzinfo=datetime.timezone.utc)
+    t2 = t1.astimezone(tz)  # the same instant: t1 == t2, t1.hour != t2.hour
+
+    def scenario():
+        mk = lambda d: jax.jit(lambda x: x * math.copysign(1.0, float(d)))  # noqa: E731
+        for d in (decimal.Decimal("0"), decimal.Decimal("-0")):
+            yield lambda d=d: mk(d)(X)
+        for t in (t1, t2):
+            yield lambda t=t: jax.jit(lambda x: x * t.hour)(X)
+        for r in (range(0, 3, 2), range(0, 4, 2)):  # equal ranges, other stops
+            yield lambda r=r: jax.jit(lambda x: x * r.stop)(X)
+
+    st = _same_as_stock(tmp_path, scenario)
+    reasons = st["trace_miss_reasons"]
+    assert reasons.get("value:Decimal") == 2 and reasons.get("value:datetime") == 2, reasons
+
+
+def test_a_captured_mutable_object_is_never_compared_with_itself(tmp_path):
+    class Holder:
+        def __init__(self):
+            self.k = 1.0
+
+        def __eq__(self, other):
+            return True
+
+        __hash__ = object.__hash__
+
+    h = Holder()
+
+    def scenario():
+        for k in (1.0, 2.0):
+            h.k = k
+            yield lambda: jax.jit(lambda x: x * h.k)(X)
+
+    _same_as_stock(tmp_path, scenario)
+
+
+# ------------------------------------------------------------ registries
+
+
+class PBox:
+    def __init__(self, v):
+        self.v = v
+
+
+SCALE = 1.0
+jax.tree_util.register_pytree_node(
+    PBox, lambda b: ((b.v,), None), lambda aux, c: PBox(c[0] * SCALE)
+)
+
+
+def test_a_user_pytree_unflatten_that_reads_a_global(tmp_path):
+    global SCALE
+
+    def scenario():
+        global SCALE
+        for s in (1.0, 3.0, 3.0):
+            SCALE = s
+            yield lambda: jax.jit(lambda b: b.v + 1)(PBox(X))
+        SCALE = 1.0
+
+    try:
+        _same_as_stock(tmp_path, scenario)
+    finally:
+        SCALE = 1.0
+
+
+def test_a_user_primitive_s_jvp_rule_registered_again(tmp_path):
+    p = Primitive("pcache_test_sq")
+    p.def_impl(lambda a: a * a)
+    p.def_abstract_eval(lambda a: a)
+    mlir.register_lowering(p, mlir.lower_fun(lambda a: a * a, multiple_results=False))
+
+    def scenario():
+        for scale in (2.0, 5.0):
+            ad.defjvp(p, lambda g, a, scale=scale: g * scale * a)
+            yield lambda: jax.jit(jax.grad(lambda a: p.bind(a).sum()))(X)
+
+    _same_as_stock(tmp_path, scenario)
+
+
+# ------------------------------------------------------------ globals walked around
+
+
+def _user_modules():
+    pkg = types.ModuleType("pcache_adv_pkg")
+    cfg = types.ModuleType("pcache_adv_pkg.cfg")
+    deep = types.ModuleType("pcache_adv_pkg.cfg.deep")
+    cfg.LR = 1.0
+    deep.LR = 1.0
+    cfg.deep = deep
+    pkg.cfg = cfg
+    sys.modules.update({pkg.__name__: pkg, cfg.__name__: cfg, deep.__name__: deep})
+    return pkg, cfg, deep
+
+
+PKG, CFG, DEEP = _user_modules()
+
+
+class SubModule(types.ModuleType):
+    pass
+
+
+SUBMOD = SubModule("pcache_adv_sub")
+SUBMOD.LR = 1.0
+
+
+def via_getattr(x):
+    return x * getattr(PKG.cfg, "LR")  # noqa: B009
+
+
+def via_chain(x):
+    return x * PKG.cfg.deep.LR
+
+
+def via_import_module(x):
+    return x * importlib.import_module("pcache_adv_pkg.cfg").LR
+
+
+def via_function_globals(x):
+    return x * via_chain.__globals__["PKG"].cfg.LR
+
+
+def via_frame(x):
+    return x * sys._getframe().f_globals["PKG"].cfg.LR
+
+
+def via_submodule(x):
+    return x * SUBMOD.LR
+
+
+def via_sys_modules(x):
+    return x * sys.modules["pcache_adv_pkg.cfg"].LR
+
+
+class Globals(dict):
+    pass
+
+
+via_dict_subclass = types.FunctionType(
+    compile("lambda x: x * LR", "<adv>", "eval").co_consts[0], Globals(LR=1.0)
+)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        via_getattr,
+        via_chain,
+        via_import_module,
+        via_function_globals,
+        via_frame,
+        via_submodule,
+        via_sys_modules,
+    ],
+    ids=lambda f: f.__name__,
+)
+def test_module_state_read_around_the_guards(tmp_path, fn):
+    def scenario():
+        for lr in (1.0, 2.0, 2.0):
+            CFG.LR = DEEP.LR = SUBMOD.LR = lr
+            yield lambda: jax.jit(lambda x: fn(x))(X)
+        CFG.LR = DEEP.LR = SUBMOD.LR = 1.0
+
+    _same_as_stock(tmp_path, scenario)
+
+
+def test_globals_in_a_dict_subclass(tmp_path):
+    def scenario():
+        for lr in (1.0, 2.0):
+            via_dict_subclass.__globals__["LR"] = lr
+            yield lambda: jax.jit(lambda x: via_dict_subclass(x))(X)
+
+    st = _same_as_stock(tmp_path, scenario)
+    assert any("globals-not-a-dict" in r for r in st["trace_miss_reasons"]), st
+
+
+# ------------------------------------------------------------ trace-time writes
+
+
+def test_a_function_that_writes_a_nonlocal_while_traced_is_never_reused(tmp_path):
+    def scenario():
+        n = 0
+
+        def f(x):
+            nonlocal n
+            n += 1
+            return x * 2
+
+        for _ in range(3):
+            yield lambda: jax.jit(lambda x: f(x))(X)
+        yield lambda: jnp.float32(n)  # the writes all happened, as in stock
+
+    st = _same_as_stock(tmp_path, scenario)
+    assert st["trace_hits"] == 0 and any(
+        r.startswith("writes-nonlocal") for r in st["trace_miss_reasons"]
+    ), st
+
+
+def test_a_function_that_writes_module_state_while_traced_is_never_reused(tmp_path):
+    def scenario():
+        CFG.calls = 0
+
+        def f(x):
+            CFG.calls += 1
+            return x * 2
+
+        for _ in range(3):
+            yield lambda: jax.jit(lambda x: f(x))(X)
+        yield lambda: jnp.float32(CFG.calls)
+
+    _same_as_stock(tmp_path, scenario)
+
+
+# ------------------------------------------------------------ settings
+
+
+@pytest.mark.parametrize(
+    "name, values",
+    [
+        ("jax_enable_custom_prng", (False, True)),
+        ("jax_legacy_prng_key", ("allow", "warn")),
+        ("jax_check_tracer_leaks", (False, True)),
+    ],
+)
+def test_every_setting_tracing_reads_is_in_the_key(tmp_path, name, values):
+    before = getattr(jax.config, name)
+
+    def scenario():
+        try:
+            for v in values:
+                jax.config.update(name, v)
+                yield lambda: jax.jit(lambda x: (jax.random.PRNGKey(0), x + 1))(X)
+        finally:
+            jax.config.update(name, before)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _same_as_stock(tmp_path, scenario)
+
+
+# ------------------------------------------------------------ lowering rules
+
+
+MODE = "double"
+
+
+def _mode_rule(ctx, v):
+    return [hlo.add(v, v)] if MODE == "double" else [hlo.multiply(v, v)]
+
+
+_mode_p = Primitive("pcache_test_mode")
+_mode_p.def_abstract_eval(lambda a: a)
+mlir.register_lowering(_mode_p, _mode_rule)
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_a_user_lowering_rule_is_lowered_again_on_every_hit(tmp_path, reuse):
+    """Its output depends on a global it reads: the executable key alone (the rule's
+    identity) would serve the old program; the lowered module completes it."""
+    global MODE
+
+    def scenario():
+        global MODE
+        for mode in ("double", "square"):
+            MODE = mode
+            yield lambda: jax.jit(lambda a: _mode_p.bind(a))(X)
+        MODE = "double"
+
+    try:
+        _same_as_stock(tmp_path, scenario, trace_reuse=reuse)
+    finally:
+        MODE = "double"
+
+
+# ------------------------------------------------------------ what a reuse must still do
+
+
+def test_a_reused_trace_issues_the_donation_warning_again(tmp_path):
+    y = jnp.array([1, 2], jnp.int32)
+
+    def calls():
+        caught = []
+        for _ in range(3):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                jax.jit(lambda a, b: a.sum() + jnp.float32(b.sum()), donate_argnums=0)(
+                    jnp.array([1.0, 2.0], jnp.float32), y
+                )
+            caught.append(sum("donated buffers were not usable" in str(m.message) for m in w))
+        return caught
+
+    stock = calls()
+    with pcache.enabled(tmp_path / "c", check=False):
+        cached = calls()
+        hits = pcache.stats()["trace_hits"]
+    assert stock == [1, 1, 1] and cached == stock and hits == 2, pcache.stats()
+
+
+@dataclasses.dataclass(frozen=True)
+class Frozen:
+    k: float
+
+
+def test_the_seed_patterns_are_still_reused(tmp_path):
+    def f(x):
+        return jnp.sum(jnp.sin(x) ** 2)
+
+    def scenario():
+        for _ in range(3):
+            yield lambda: jax.jit(jax.grad(f))(X)
+            yield lambda: jax.jit(lambda x: x * Frozen(2.0).k)(X)
+            yield lambda: jax.jit(jax.grad(jax.checkpoint(f)))(X)
+
+    st = _same_as_stock(tmp_path, scenario)
+    assert st["trace_hits"] == 6, st["trace_miss_reasons"]
