@@ -13,6 +13,16 @@ first run's nearest key of the same function and the key parts that differ; with
 
 Prints compiles and pcache's stats per run; exits 1 if there is a false miss.
 The program runs from a temporary working directory (what it writes stays there).
+
+A common cause is not pcache's: a program that traces differently per process.
+Python randomizes string hashing per process (``PYTHONHASHSEED``), so code that
+iterates a ``set`` of names while tracing can emit its equations in another order
+in each process: another program (JAX's own cache misses it too), and with
+floating-point sums, other results. NumPyro's ``Trace_ELBO`` sums its per-site
+terms over ``set(model_log_probs).union(guide_log_probs)``: NeuTra's SVI step
+(``body_fn``) is one of two programs, by the process's hash seed. ``--hash-seed N``
+pins ``PYTHONHASHSEED`` in both runs; ``--diagnose`` reruns an unstable program
+that way and says whether the hash seed is what differs.
 """
 
 from __future__ import annotations
@@ -147,10 +157,21 @@ def _child(out_path: str, text_dir: str, prog: str, argv: list[str]) -> None:
 
 
 def _run(
-    prog: str, argv: list[str], cache: Path, work: Path, out: Path, texts: Path | None, timeout
+    prog: str,
+    argv: list[str],
+    cache: Path,
+    work: Path,
+    out: Path,
+    texts: Path | None,
+    timeout,
+    hash_seed: str | None = None,
 ):
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
     env["JAX_PCACHE_DIR"] = str(cache)
+    if hash_seed is not None:
+        env["PYTHONHASHSEED"] = hash_seed
+    if hash_seed is not None:
+        env["PYTHONHASHSEED"] = hash_seed
     cmd = [
         sys.executable,
         os.path.abspath(__file__),
@@ -200,6 +221,58 @@ def _text_diff(texts: Path, kind: str, a: str, b: str, limit: int) -> list[str]:
     return out
 
 
+def _check(a, prog: str, tmp: Path, hash_seed: str | None, quiet: bool = False) -> int:
+    """Two runs on one fresh cache; the number of false misses (printed)."""
+    cache = a.cache if a.cache is not None and hash_seed == a.hash_seed else tmp / "cache"
+    texts = tmp / "texts" if a.texts else None
+    for d in (texts, tmp / "work"):
+        if d is not None:
+            d.mkdir(parents=True, exist_ok=True)
+    runs = []
+    seeds = (hash_seed or "").split(",")
+    for i in (1, 2):
+        seed = None if hash_seed is None else seeds[min(i, len(seeds)) - 1]
+        r = _run(prog, a.args, cache, tmp / "work", tmp / f"run{i}.json", texts, a.timeout, seed)
+        runs.append(r)
+        st = r["stats"]
+        bypass = st.get("bypass_reasons") or {}
+        print(
+            f"run {i}: {r['compiles']} backend compiles, {len(r['keys'])} keys; "
+            f"disk_hits={st.get('disk_hits')} misses={st.get('misses')} "
+            f"hlo_hits={st.get('hlo_hits')} hlo_misses={st.get('hlo_misses')} bypasses={bypass}"
+        )
+    first, second = runs
+    seen = {r["digest"] for r in first["keys"]}
+    # A relower key is completed by its module: the completed key is reported.
+    missing = [
+        r
+        for r in second["keys"]
+        if r["digest"] not in seen and r.get("persistent", True) and not r.get("relower")
+    ]
+    uniq: dict[str, dict] = {}
+    for r in missing:
+        uniq.setdefault(r["digest"], r)
+    if not uniq:
+        print("stable: every persistent key of the second run was computed by the first")
+        return 0
+    print(f"{len(uniq)} key(s) of the second run not computed by the first (false misses):")
+    for r in uniq.values():
+        near, diff = _nearest(r, first["keys"])
+        print(f"  [{r['seam']}] {r['fun']} {r['digest'][:16]}")
+        if near is None:
+            print("    no key of this function in the first run")
+            continue
+        print(f"    nearest first-run key {near['digest'][:16]} differs in: {', '.join(diff)}")
+        if texts is not None and not quiet:
+            mine, theirs = dict(map(tuple, r["parts"])), dict(map(tuple, near["parts"]))
+            for part in ("jaxpr", "module"):
+                if part in diff and mine.get(part) and theirs.get(part):
+                    print(f"    {part} text diff (first -> second):")
+                    lines = _text_diff(texts, part, theirs[part], mine[part], a.diff_lines)
+                    print("\n".join(lines))
+    return len(uniq)
+
+
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         _child(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
@@ -213,61 +286,48 @@ def main() -> int:
     ap.add_argument("--texts", action="store_true", help="keep canonical texts and diff them")
     ap.add_argument("--diff-lines", type=int, default=40)
     ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument(
+        "--hash-seed",
+        help="PYTHONHASHSEED for both runs, or A,B for each (default: as inherited)",
+    )
+    ap.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="if unstable with the hash seed unpinned, run again with PYTHONHASHSEED=0",
+    )
     ap.add_argument("program")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     prog = os.path.abspath(a.program)
+    seeds = set((a.hash_seed or "").split(","))
+    pinned = (a.hash_seed is not None and len(seeds) == 1) or (
+        a.hash_seed is None and "PYTHONHASHSEED" in os.environ
+    )
     with tempfile.TemporaryDirectory(prefix="pcache-keystab-") as tmp:
         tmp = Path(tmp)
-        cache = a.cache or tmp / "cache"
-        texts = tmp / "texts" if a.texts else None
-        if texts:
-            texts.mkdir()
-        work = tmp / "work"
-        work.mkdir()
-        runs = []
-        for i in (1, 2):
-            r = _run(prog, a.args, cache, work, tmp / f"run{i}.json", texts, a.timeout)
-            runs.append(r)
-            st = r["stats"]
-            bypass = st.get("bypass_reasons") or {}
-            print(
-                f"run {i}: {r['compiles']} backend compiles, {len(r['keys'])} keys; "
-                f"disk_hits={st.get('disk_hits')} misses={st.get('misses')} "
-                f"hlo_hits={st.get('hlo_hits')} hlo_misses={st.get('hlo_misses')} bypasses={bypass}"
-            )
-        first, second = runs
-        seen = {r["digest"] for r in first["keys"]}
-        missing = [
-            r for r in second["keys"] if r["digest"] not in seen and r.get("persistent", True)
-        ]
-        # A relower key is completed by its module: report the completed key only.
-        missing = [r for r in missing if not r.get("relower")]
-        uniq = {}
-        for r in missing:
-            uniq.setdefault(r["digest"], r)
-        if not uniq:
-            print("stable: every persistent key of the second run was computed by the first")
+        found = _check(a, prog, tmp / "a", a.hash_seed)
+        if not found:
             return 0
-        print(f"{len(uniq)} key(s) of the second run not computed by the first (false misses):")
-        for r in uniq.values():
-            near, diff = _nearest(r, first["keys"])
-            print(f"  [{r['seam']}] {r['fun']} {r['digest'][:16]}")
-            if near is None:
-                print("    no key of this function in the first run")
-                continue
-            print(f"    nearest first-run key {near['digest'][:16]} differs in: {', '.join(diff)}")
-            if texts is not None:
-                mine, theirs = dict(map(tuple, r["parts"])), dict(map(tuple, near["parts"]))
-                for part in ("jaxpr", "module"):
-                    if part in diff and mine.get(part) and theirs.get(part):
-                        print(f"    {part} text diff (first -> second):")
-                        kind = "jaxpr" if part == "jaxpr" else "module"
-                        print(
-                            "\n".join(
-                                _text_diff(texts, kind, theirs[part], mine[part], a.diff_lines)
-                            )
-                        )
+        if pinned:
+            print("the hash seed was pinned: these keys differ for another reason")
+            return 1
+        if not a.diagnose:
+            print(
+                "PYTHONHASHSEED was not the same in both runs: a program that iterates a set of strings "
+                "while tracing traces another program in each process (rerun with "
+                "--diagnose or --hash-seed 0 to tell)"
+            )
+            return 1
+        print("diagnose: both runs again with PYTHONHASHSEED=0, on a fresh cache")
+        again = _check(a, prog, tmp / "b", "0", quiet=True)
+        if not again:
+            print(
+                "=> stable with the hash seed pinned: the program traces differently by "
+                "Python's string hash order (a set iterated while tracing); not a key "
+                "instability. Pin PYTHONHASHSEED, or fix the iteration order."
+            )
+        else:
+            print("=> unstable with the hash seed pinned too: not (only) hash order")
         return 1
 
 

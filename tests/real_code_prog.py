@@ -17,6 +17,8 @@ Cases:
 * ``hlo_callback [FACTOR]``: host callbacks in a program the jit seam bypasses (a
   param with no canonical form): served by the HLO seam, bound to this process's
   callbacks.
+* ``set_order``: NeuTra's SVI step, distilled: terms summed in the order of a set
+  of names (Python's string hash order, per process).
 """
 
 from __future__ import annotations
@@ -140,7 +142,28 @@ def case_hlo_callback():
     return [*out, np.asarray(seen, np.float32)]
 
 
-CASES = {"vprim": case_vprim, "maxpool": case_maxpool, "hlo_callback": case_hlo_callback}
+def case_set_order():
+    # NeuTra's instability, distilled. NumPyro's Trace_ELBO sums its per-site terms
+    # over `set(model_log_probs).union(guide_log_probs)`: the order is the one of
+    # Python's string hashes, which PYTHONHASHSEED randomizes per process. Each
+    # order is another program (here with other float32 results: 1e8 + 1 - 1e8).
+    def loss(p):
+        model_terms = {"x": p[0] * 1e8, "obs": -p[2] * 1e8}
+        guide_terms = {"auto_latent": p[1]}
+        union = set(model_terms).union(guide_terms)
+        terms = {n: model_terms.get(n, 0.0) - guide_terms.get(n, 0.0) for n in union}
+        return sum(terms.values(), start=jnp.array(0.0))
+
+    p = jnp.ones(3, jnp.float32)
+    return [jax.jit(loss)(p), jax.jit(jax.grad(loss))(p)]
+
+
+CASES = {
+    "vprim": case_vprim,
+    "maxpool": case_maxpool,
+    "hlo_callback": case_hlo_callback,
+    "set_order": case_set_order,
+}
 
 
 def main() -> None:

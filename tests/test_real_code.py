@@ -135,3 +135,51 @@ def test_hlo_seam_keys_callback_count_and_refuses_pointers():
     one, two = _hlo_seam._with_callbacks(k, 1), _hlo_seam._with_callbacks(k, 2)
     assert len({k, one, two}) == 3 and one.startswith("jit_f-")
     assert _hlo_seam._BY_INDEX >= {"xla_ffi_python_cpu_callback", "xla_ffi_python_gpu_callback"}
+
+
+def seeded(seed: str) -> dict:
+    return {"PYTHONHASHSEED": seed}
+
+
+def test_hash_order_traces_are_other_programs(tmp_path):
+    # NeuTra's false miss (issue 24, item 3): NumPyro's Trace_ELBO sums per-site
+    # terms in the order of a set of site names, Python's string hash order, which
+    # PYTHONHASHSEED randomizes per process: half the processes trace NeuTra's SVI
+    # step as another program. Not a key instability: with one hash seed a warm
+    # process compiles nothing; with another, the program (and its float32 result)
+    # differs, and pcache must compile it rather than serve the first one's.
+    cache = tmp_path / "cache"
+    stock0 = run(None, "set_order", extra_env=seeded("0"))
+    stock1 = run(None, "set_order", extra_env=seeded("1"))
+    assert stock0["results"] != stock1["results"]
+    cold = run(cache, "set_order", extra_env=seeded("0"))
+    warm = run(cache, "set_order", extra_env=seeded("0"))
+    assert cold["results"] == warm["results"] == stock0["results"]
+    assert warm["compiles"] == 0 and warm["stats"]["misses"] == 0, warm
+    other = run(cache, "set_order", extra_env=seeded("1"))
+    assert other["results"] == stock1["results"]
+    assert other["stats"]["misses"] >= 1, other["stats"]
+
+
+def test_key_stability_script(tmp_path):
+    script = ROOT / "scripts" / "key_stability.py"
+
+    def check(*flags: str) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+        env.pop("PYTHONHASHSEED", None)
+        return subprocess.run(
+            [sys.executable, str(script), *flags, str(PROG), "set_order"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    same = check("--hash-seed", "0")
+    assert same.returncode == 0 and "stable" in same.stdout, same.stdout + same.stderr[-3000:]
+    other = check("--hash-seed", "0,1", "--texts", "--diagnose")
+    assert other.returncode == 1, other.stdout + other.stderr[-3000:]
+    assert "[jit] loss" in other.stdout and "differs in: jaxpr" in other.stdout, other.stdout
+    assert '"sub"' in other.stdout  # the text diff shows the reordered terms
+    assert "stable with the hash seed pinned" in other.stdout, other.stdout
