@@ -217,11 +217,16 @@ def _loads(text: bytes) -> Any:
     parts.append(text[at:])
     bare = b"".join(parts)
     del parts
-    depth = 0
-    for c in bare.translate(None, _NOT_BRACKETS):
-        depth += 1 if c in b"[{" else -1
-        if depth > MAX_DEPTH:
-            raise ValueError(f"nested more than {MAX_DEPTH} deep")
+    # Each pass removes the innermost level of brackets (every adjacent pair): a
+    # record nested at most MAX_DEPTH deep has none left after that many passes.
+    brackets = bare.translate(None, _NOT_BRACKETS)
+    del bare
+    for _ in range(MAX_DEPTH):
+        if not brackets:
+            break
+        brackets = brackets.replace(b"[]", b"x").replace(b"{}", b"x").replace(b"x", b"")
+    if brackets:
+        raise ValueError(f"nested more than {MAX_DEPTH} deep (or unbalanced)")
     if _LONE_SURROGATE.search(text):  # SQLite and UTF-8 cannot hold one: refused here
         raise ValueError("not UTF-8 (a lone surrogate)")
     try:

@@ -24,6 +24,8 @@ import jsonschema
 import pytest
 import zstandard
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pcache.store import Store
 
 from pcache import _bundle
@@ -749,3 +751,39 @@ def test_export_leaves_out_what_import_would_refuse(tmp_path, source):
     assert "Left out 1 entries whose metadata a bundle cannot carry." in r.output
     r = pcache_cli("--dir", str(tmp_path / "dest"), "import", str(out), "--trust-unsigned")
     assert r.exit_code == 0 and f"Imported {N - 1} of {N - 1}" in r.output, r.output
+
+
+def _depth(v) -> int:
+    if isinstance(v, dict):
+        return 1 + max(map(_depth, v.values()), default=0)
+    if isinstance(v, list):
+        return 1 + max(map(_depth, v), default=0)
+    return 0
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.sampled_from('ab"\\[]{}\u00e9\U0001f600')),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=60,
+)  # fmt: skip
+
+
+def _deepen(v, n: int):
+    for i in range(n):
+        v = [v] if i % 2 else {"k": v}
+    return v
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json, st.integers(min_value=0, max_value=40))
+def test_a_record_is_parsed_exactly_when_json_nests_it_at_most_32_deep(v, extra_depth):
+    """The byte-level nesting check agrees with the parsed value's depth (strings
+    full of brackets, quotes and escapes included), and changes nothing it accepts."""
+    v = _deepen(v, extra_depth)
+    text = json.dumps(v).encode()
+    if _depth(v) <= _bundle.MAX_DEPTH:
+        assert _bundle._loads(text) == v
+    else:
+        with pytest.raises(ValueError, match="nested more than 32 deep"):
+            _bundle._loads(text)
