@@ -270,13 +270,13 @@ _ENTRY_FIELDS = frozenset(
 )
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Entry:
     """What import keeps of an entry record: its numbers and short strings (the
     extra is read again, from the record, when the entry is stored)."""
 
     key: str
-    meta: dict[str, Any]
+    meta_values: tuple  # of _META, in order
     raw_size: int
     size: int
     offset: int
@@ -285,6 +285,10 @@ class _Entry:
     record_at: int  # where its record's text starts in the file
     record_len: int
     record_digest: bytes
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return dict(zip(_META, self.meta_values, strict=True))
 
 
 def _check_head(m: Any) -> dict[str, Any]:
@@ -630,7 +634,7 @@ def _parse(
             entries.append(
                 _Entry(
                     e["key"],
-                    {name: e[name] for name in _META},
+                    tuple(e[name] for name in _META),
                     e["raw_size"],
                     e["size"],
                     e["offset"],
