@@ -71,8 +71,7 @@ _SIGNED_DOMAIN = b"pcache-bundle\0"
 #: Entry metadata that only the source directory's secret can vouch for: not carried.
 _SOURCE_ONLY = ("hmac", "head_hmac", "format")
 #: A manifest larger than this is refused before it is read (a bundle of 100,000
-#: entries has a manifest of about 350 MB... of which only a few numbers per entry
-#: are held at a time).
+#: entries has one of about 350 MB; import holds about 600 bytes per entry of it).
 MAX_MANIFEST_BYTES = 1 << 30
 #: One record (an entry's metadata, a head, a slice of a working set): at most this
 #: many bytes (an entry's is about 3.5 KB) and this deep (an entry's is 4), checked
@@ -423,7 +422,7 @@ def write_bundle(
                 result.raw_bytes += len(got)
                 if progress is not None:
                     progress("export", i + 1, len(chosen), result.raw_bytes, total)
-            n_sets = 0
+            n_sets, written = 0, set()
             for s in sets:
                 keys = [k for k in s["keys"] if k in exported]
                 for at in range(0, max(len(keys), 1), _SET_SLICE):
@@ -431,7 +430,8 @@ def write_bundle(
                     if rec is not None:  # None: a name too long to carry
                         put(rec)
                         n_sets += 1
-            result.working_sets = len(sets)
+                        written.add(s["name"])
+            result.working_sets = len(written)
             header = MAGIC + _HEADER.pack(
                 BUNDLE_FORMAT, result.entries, n_sets, records.tell(), manifest.digest(),
                 bytes(32),
@@ -572,7 +572,8 @@ def _trust(path: Path, h: _Header, verify_key: bytes | None, trust_unsigned: boo
         f"{path} is {'signed, but no key to check it was given' if tagged else 'not signed'}: "
         "nothing vouches that its executables are the programs it says (a bundle with "
         "swapped entries runs the wrong program). Pass --verify-key with the key it was "
-        "signed with, or --trust-unsigned to trust whoever could have written this file"
+        "signed with, or --trust-unsigned (Python: trust_unsigned=True) to trust whoever "
+        "could have written this file"
     )
 
 

@@ -787,3 +787,19 @@ def test_a_record_is_parsed_exactly_when_json_nests_it_at_most_32_deep(v, extra_
     else:
         with pytest.raises(ValueError, match="nested more than 32 deep"):
             _bundle._loads(text)
+
+
+def test_a_long_working_set_spans_records_and_comes_back_whole(tmp_path, source, monkeypatch):
+    monkeypatch.setattr(_bundle, "_SET_SLICE", 1)  # one key per record
+    path = tmp_path / "sliced.pcb"
+    out = _bundle.export_dir(source, path, working_sets=["fault_prog"])
+    assert (out.entries, out.working_sets) == (N, 1)
+    assert _bundle._HEADER.unpack_from(path.read_bytes(), len(_bundle.MAGIC))[2] == N
+    m = _bundle.read_manifest(path)
+    assert len(m["working_sets"]) == 1 and len(m["working_sets"][0]["keys"]) == N
+    with Store(source / "store") as s:
+        (name,) = [n for n, _, _ in s.key_sets() if "fault_prog" in n]
+        order = s.key_set(name)
+    _bundle.import_dir(tmp_path / "dest", path, _bundle.probe_machine(False), trust_unsigned=True)
+    with Store(tmp_path / "dest" / "store") as s:
+        assert s.key_set(name) == order
