@@ -73,6 +73,7 @@ VOID = b"void"  # a lease given up by a host that will store nothing
 VOID_SECONDS = 10.0
 DEFAULT_CHUNK_BYTES = 1 << 20
 CHUNK_BATCH = 64  # chunks read per command
+FAST_BYTES = 1 << 20  # a value this small comes with its head (one round trip)
 DEFAULT_TIMEOUT = 2.0
 DEFAULT_LEASE = 30.0
 POLL = (0.02, 0.25)  # a waiter's first and longest pause between looks
@@ -145,6 +146,35 @@ for _, k in ipairs(KEYS) do
 end
 if total > tonumber(ARGV[1]) then return {-2} end
 return redis.call('mget', unpack(KEYS))
+"""
+#: An entry's head (at most ARGV[1] bytes) and, when its JSON (not verified here:
+#: the caller verifies it) names at most 64 chunks of at most ARGV[2] bytes in all,
+#: those chunks (named ARGV[3] .. id .. ':' .. i), read only if together they are
+#: exactly that long: {head, chunks...}; {head, -1} when one is missing, {head, -2}
+#: when they are another length; {head} when the caller reads them itself.
+_GET = """
+local head = redis.call('getrange', KEYS[1], 0, tonumber(ARGV[1]))
+if #head == 0 then return {head} end
+local nl = string.find(head, '\\n', 1, true)
+if not nl then return {head} end
+local ok, f = pcall(cjson.decode, string.sub(head, nl + 1))
+if not ok or type(f) ~= 'table' then return {head} end
+local id, n, size = f['id'], f['chunks'], f['packed_size']
+if type(id) ~= 'string' or #id > 64 or not string.match(id, '^[0-9a-f]+$') then return {head} end
+if type(n) ~= 'number' or type(size) ~= 'number' then return {head} end
+if n < 1 or n > 64 or n ~= math.floor(n) or size > tonumber(ARGV[2]) then return {head} end
+local names, total = {}, 0
+for i = 0, n - 1 do
+  local k = ARGV[3] .. id .. ':' .. string.format('%d', i)
+  local len = redis.call('strlen', k)
+  if len == 0 then return {head, -1} end
+  total = total + len
+  names[#names + 1] = k
+end
+if total ~= size then return {head, -2} end
+local out = redis.call('mget', unpack(names))
+table.insert(out, 1, head)
+return out
 """
 #: Members of the key-ids set scored since ARGV[1]: at most ARGV[2], each cut to
 #: ARGV[3] bytes.
@@ -351,6 +381,7 @@ class Remote:
         self._renew = self.client.register_script(_RENEW)
         self._take = self.client.register_script(_TAKE)
         self._chunks = self.client.register_script(_CHUNKS)
+        self._get = self.client.register_script(_GET)
         self._ids = self.client.register_script(_KEY_IDS)
         me = weakref.ref(self)  # the fork hook must not keep a closed tier alive
         os.register_at_fork(after_in_child=lambda: (r := me()) and r._after_fork())
@@ -488,10 +519,16 @@ class Remote:
         if not self.readable:
             return Fetched(None, miss="off")
         name = self._k("e", digest)
-        try:
-            blob = self._cmd("read", lambda: self.client.getrange(name, 0, MAX_HEAD_BYTES), True)
+        chunk_prefix = self._k("c", digest) + ":"
+        try:  # one round trip: the head, and the value too when it is small
+            got = self._cmd(
+                "read",
+                lambda: self._get(keys=[name], args=[MAX_HEAD_BYTES, FAST_BYTES, chunk_prefix]),
+                True,
+            )
         except _Down:
             return Fetched(None, miss="off")
+        blob = got[0] if isinstance(got, list) and got and isinstance(got[0], bytes) else b""
         if not blob:
             return Fetched(None, miss="missing")
         head, why = self._verify_head(name, digest, blob)
@@ -499,29 +536,26 @@ class Remote:
             self._note_stale(digest, blob)
             return Fetched(None, miss=why[0], detail=why[1])
         keys = [self._k("c", digest, head.id, i) for i in range(head.chunks)]
-        parts: list[bytes] = []
-        left = head.packed_size
-        try:
-            for i in range(0, len(keys), CHUNK_BATCH):
-                batch = keys[i : i + CHUNK_BATCH]
-                got = self._cmd("read", lambda b=batch, n=left: self._chunks(keys=b, args=[n]))
-                if got and isinstance(got[0], int):  # a chunk missing, or too long
-                    self._note_stale(digest, blob)
-                    if got[0] == -1:
-                        return Fetched(
-                            None, miss="incomplete", detail=f"{digest[:12]}: a chunk is gone"
-                        )
-                    return Fetched(
-                        None,
-                        miss="tampered",
-                        detail=f"{digest[:12]}: its chunks are longer than its head says",
-                    )
-                parts += got
-                left -= sum(len(p) for p in got)
-            if self.config.ttl and self.writable:
-                self._cmd("read", lambda: self._refresh(name, keys))
-        except _Down:
-            return Fetched(None, miss="off")
+        rest = got[1:]
+        if not rest:  # a large value: read now, bounded by its signed size
+            try:
+                chunks = self._read_chunks(keys, head.packed_size)
+            except _Down:
+                return Fetched(None, miss="off")
+            rest = [chunks] if isinstance(chunks, int) else chunks
+        if len(rest) == 1 and isinstance(rest[0], int):  # a chunk missing, or too long
+            self._note_stale(digest, blob)
+            if rest[0] == -1:
+                return Fetched(None, miss="incomplete", detail=f"{digest[:12]}: a chunk is gone")
+            return Fetched(
+                None,
+                miss="tampered",
+                detail=f"{digest[:12]}: its chunks are not the length its head says",
+            )
+        # (Every byte is checked below: the length and sha256 the signed head gives.)
+        parts = [p for p in rest if isinstance(p, bytes)]
+        if self.config.ttl and self.writable:  # off the critical path
+            self.submit(lambda: self._touch(name, keys))
         packed = b"".join(parts)
         raw = None
         if len(packed) == head.packed_size:
@@ -536,6 +570,25 @@ class Remote:
                 None, miss="tampered", detail=f"{digest[:12]}: its value does not match its head"
             )
         return Fetched(raw, head)
+
+    def _read_chunks(self, keys: list[str], size: int) -> list[bytes] | int:
+        """The chunks ``keys``, read only if together they are no longer than
+        ``size`` (checked by the server before it sends any): -1 if one is
+        missing, -2 if they are longer."""
+        parts: list[bytes] = []
+        left = size
+        for i in range(0, len(keys), CHUNK_BATCH):
+            batch = keys[i : i + CHUNK_BATCH]
+            got = self._cmd("read", lambda b=batch, n=left: self._chunks(keys=b, args=[n]))
+            if got and isinstance(got[0], int):
+                return got[0]
+            parts += got
+            left -= sum(len(p) for p in got)
+        return parts
+
+    def _touch(self, name: str, keys: list[str]) -> None:
+        with contextlib.suppress(_Down):
+            self._cmd("read", lambda: self._refresh(name, keys))
 
     def note_unusable(self, digest: str) -> None:
         """The entry ``digest`` verified but could not be loaded here: a waiter

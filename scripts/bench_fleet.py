@@ -21,9 +21,10 @@ its wall time (interpreter start to last result) and its programs' own time, and
 the ratios to stock. Absolute times on a 2-core machine are noise; ratios are not.
 Part 3, what a remote hit costs over a local hit: a host with a warm local store
 and a host with an empty one and a warm remote run the same programs (scale 1);
-each pcache lookup that hits is timed (tests/fleet_prog.py --time-lookups).
-Printed: the median lookup per tier and the difference (both load the same
-executable; the remote adds its round trips, decompression and verification).
+each pcache lookup that hits is timed, less the time deserializing the executable
+(the same work from either tier; tests/fleet_prog.py --time-lookups). Printed:
+the median per tier and the difference (what the remote adds: its round trips,
+decompression, verification and, before, the local copy).
 --code DIR runs the hosts with the pcache of another checkout (e.g. `git archive`
 of an older commit, for a before/after).
 """

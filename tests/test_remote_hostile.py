@@ -92,7 +92,7 @@ def test_oversized_chunk_is_never_read(server, key, ns, tmp_path, stock):
     assert res["compiles"] == 1 and res["stats"]["remote_hits"] == 5
     assert res["stats"]["remote_miss_reasons"] == {"tampered": 1}
     (warning,) = remote_warnings(res)
-    assert "failed verification" in warning and "longer than its head says" in warning
+    assert "failed verification" in warning and "not the length its head says" in warning
     extra = res["maxrss"] - honest["maxrss"]
     print(f"peak RSS: honest {honest['maxrss'] / MB:.0f} MB, 128 MB chunk {extra / MB:+.0f} MB")
     assert extra < RSS_SLACK
