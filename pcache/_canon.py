@@ -293,6 +293,7 @@ class _Ctx:
         "persistent",
         "local_why",
         "allow_local",
+        "in_params",
         "text",
         "call_memo",
         "depth",
@@ -307,6 +308,9 @@ class _Ctx:
         self.persistent = True
         self.local_why = ""  # why not persistent (the first reason met)
         self.allow_local = False  # True while encoding a callback primitive's params
+        # True while encoding the params of a primitive not in _LOCAL_CALLABLE_PRIMS
+        # (whose Python never runs at compile time): see _enc_treedef.
+        self.in_params = False
         self.text = text
         self.call_memo: dict[int, tuple[Any, str]] = {}
         self.depth = 0
@@ -561,6 +565,14 @@ def _enc_treedef(t: Any, ctx: _Ctx) -> str:
     try:
         return "treedef:" + t.serialize_using_proto().hex()
     except Exception:  # noqa: BLE001 - custom pytree nodes can't be serialized
+        if ctx.in_params:
+            # A param of a primitive whose Python never runs at compile time
+            # (equinox's filter primitives: lineax's linear_solve, optimistix):
+            # what the treedef changes in the program, lowering writes into the
+            # module, which completes the key (JaxprDigest.relower). Not memory-only:
+            # JAX's own cache would store such a program by its module too.
+            ctx.relower = True
+            return f"treedef:module-keyed:{int(t.num_leaves)}:{int(t.num_nodes)}"
         # Process-local, by equality: PyTreeDef is hashable and compares structurally,
         # including custom node aux data.
         ctx.persistent = False
@@ -918,8 +930,8 @@ def _enc_params(prim: str, params: dict, ctx: _Ctx) -> str:
     skip = _SKIP_PARAMS.get(prim, ())
     allow_local = prim in _LOCAL_CALLABLE_PRIMS
     out = []
-    prev_allow = ctx.allow_local
-    ctx.allow_local = allow_local
+    prev_allow, prev_in_params = ctx.allow_local, ctx.in_params
+    ctx.allow_local, ctx.in_params = allow_local, not allow_local
     first_reason = not ctx.local_why
     try:
         for k in sorted(params):
@@ -935,6 +947,7 @@ def _enc_params(prim: str, params: dict, ctx: _Ctx) -> str:
                 else:
                     s = _enc(v, ctx)
             except _Unknown as e:
+                # Bypassed: the HLO seam keys the program by its module instead.
                 raise Uncacheable(
                     f"unknown-param:{prim}.{k}:{e.qualname}",
                     "pcache has no canonical form for this parameter",
@@ -942,6 +955,7 @@ def _enc_params(prim: str, params: dict, ctx: _Ctx) -> str:
             out.append(f"{k}={s}")
     finally:
         ctx.allow_local = prev_allow
+        ctx.in_params = prev_in_params
     if first_reason and ctx.local_why == "host-callback":
         ctx.local_why = f"host-callback:{prim}"
     return ";".join(out)

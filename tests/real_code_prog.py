@@ -14,9 +14,12 @@ Cases:
   rules, so a key by name alone would serve one's program for the other.
 * ``maxpool``: the gradient of a max pool (``select_and_scatter_add`` carries
   ``lax.ge_p`` as a param).
-* ``hlo_callback [FACTOR]``: host callbacks in a program the jit seam bypasses (a
-  param with no canonical form): served by the HLO seam, bound to this process's
-  callbacks.
+* ``hlo_callback [FACTOR]``: host callbacks in a program the jit seam does not
+  key: served by the HLO seam, bound to this process's callbacks.
+* ``opaque_param``: a user primitive with a plain object as a param, read by its
+  `mlir.lower_fun` lowering (the jit seam bypasses; the HLO seam serves it).
+* ``filter_primitive``: an equinox-style filter primitive whose treedef param
+  holds an equinox Module (a custom pytree node).
 * ``set_order``: NeuTra's SVI step, distilled: terms summed in the order of a set
   of names (Python's string hash order, per process).
 """
@@ -28,6 +31,7 @@ import os
 import sys
 
 import jax
+import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
 
@@ -100,28 +104,21 @@ def case_maxpool():
 
 
 class Opaque:
-    """A param value pcache has no canonical form for (the jit seam bypasses)."""
+    """A value pcache has no canonical form for."""
 
-    def __hash__(self):
-        return 0
-
-    def __eq__(self, other):
-        return isinstance(other, Opaque)
+    def __format__(self, spec):
+        return "opaque"
 
 
 def case_hlo_callback():
-    # The jit seam cannot key this program (an opaque param): it reaches JAX's
-    # compile with host callbacks, where the HLO seam serves it. The callbacks
-    # depend on FACTOR (argv), never the traced computation: a hit must run this
-    # process's own.
+    # The jit seam does not key this program (`jax.debug.print` with a static
+    # argument it has no canonical form for, in a primitive whose Python may run at
+    # compile time): it reaches JAX's compile with host callbacks, where the HLO
+    # seam serves it (JAX's own cache refuses it). The callbacks depend on FACTOR
+    # (argv), never the traced computation: a hit must run this process's own.
     from jax.experimental import io_callback
-    from jax.extend.core import Primitive
-    from jax.interpreters import mlir
 
     factor = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
-    opaque_p = Primitive("opaque_scale")
-    opaque_p.def_abstract_eval(lambda x, *, cfg: jax.core.ShapedArray(x.shape, x.dtype))
-    mlir.register_lowering(opaque_p, mlir.lower_fun(lambda x, *, cfg: x * 3.0, False))
     seen = []
 
     def host(v):
@@ -132,14 +129,75 @@ def case_hlo_callback():
         return np.zeros((), np.float32)
 
     def f(x):
-        y = opaque_p.bind(x, cfg=Opaque())
-        z = jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), y)
+        jax.debug.print("{} {}", Opaque(), x[0])
+        z = jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x * 3.0)
         r = io_callback(record, jax.ShapeDtypeStruct((), jnp.float32), z, ordered=True)
         return jnp.sin(z) + r
 
     x = jnp.arange(6.0, dtype=jnp.float32)
     out = [jax.jit(f)(x), jax.jit(f)(x + 1)]
     return [*out, np.asarray(seen, np.float32)]
+
+
+class Scale:
+    """A library's configuration object: a plain class, no canonical form."""
+
+    def __init__(self, k):
+        self.k = k
+
+
+def case_opaque_param():
+    # A user primitive whose param is a plain object that its lowering reads
+    # (`mlir.lower_fun` over user code): keyed by its lowered module. Two
+    # configurations that differ only in that object are two programs.
+    from jax.extend.core import Primitive
+    from jax.interpreters import mlir
+
+    scale_p = Primitive("scale_by_cfg")
+    scale_p.def_abstract_eval(lambda x, *, cfg: jax.core.ShapedArray(x.shape, x.dtype))
+    mlir.register_lowering(scale_p, mlir.lower_fun(lambda x, *, cfg: x * cfg.k, False))
+    x = jnp.arange(6.0, dtype=jnp.float32)
+    return [jax.jit(lambda v, k=k: scale_p.bind(v, cfg=Scale(k)) + 1)(x) for k in (2.0, 3.0, 2.0)]
+
+
+def case_filter_primitive():
+    # equinox's filter primitives (lineax's linear_solve, optimistix's root finds)
+    # carry the treedef of their pytree arguments, with equinox Modules (custom
+    # pytree nodes, no serialized form) in it: once memory-only
+    # (`unserializable-pytree`), now keyed by their lowered module.
+    import equinox as eqx
+    import equinox.internal as eqxi
+    from jax.interpreters import mlir
+
+    class Affine(eqx.Module):
+        w: jax.Array
+        b: jax.Array
+
+    def impl(*dynamic, treedef, static, flatten):
+        del flatten
+        leaves = [d if s is None else s for d, s in zip(dynamic, static, strict=True)]
+        m, x = jax.tree.unflatten(treedef, leaves)
+        return [m.w * x + m.b]
+
+    def abstract(*dynamic, treedef, static, flatten):
+        del treedef, static, flatten
+        return [jax.core.ShapedArray(dynamic[-1].shape, dynamic[-1].dtype)]
+
+    prim = jax.extend.core.Primitive("affine_filter")
+    prim.multiple_results = True
+    prim.def_impl(impl)
+    prim.def_abstract_eval(abstract)
+    mlir.register_lowering(prim, mlir.lower_fun(impl, multiple_results=True))
+
+    def apply(m, x):
+        leaves, treedef = jax.tree.flatten((m, x))
+        static = tuple(None for _ in leaves)
+        return prim.bind(*leaves, treedef=treedef, static=static, flatten=None)[0]
+
+    del eqxi
+    m = Affine(jnp.full(4, 2.0, jnp.float32), jnp.ones(4, jnp.float32))
+    x = jnp.arange(4.0, dtype=jnp.float32)
+    return [jax.jit(apply)(m, x), jax.jit(lambda m, x: apply(m, x) * 2)(m, x)]
 
 
 def case_set_order():
@@ -163,6 +221,8 @@ CASES = {
     "maxpool": case_maxpool,
     "hlo_callback": case_hlo_callback,
     "set_order": case_set_order,
+    "opaque_param": case_opaque_param,
+    "filter_primitive": case_filter_primitive,
 }
 
 

@@ -183,3 +183,21 @@ def test_key_stability_script(tmp_path):
     assert "[jit] loss" in other.stdout and "differs in: jaxpr" in other.stdout, other.stdout
     assert '"sub"' in other.stdout  # the text diff shows the reordered terms
     assert "stable with the hash seed pinned" in other.stdout, other.stdout
+
+
+def test_param_without_canonical_form_is_served_by_the_hlo_seam(tmp_path):
+    # A param pcache has no canonical form for: the jit seam bypasses, and the HLO
+    # seam keys the program by its module (as JAX's own cache would). The two
+    # configurations lower to other modules: never each other's executable.
+    stock, cold, warm = cold_warm(tmp_path, "opaque_param")
+    assert stock["results"][0] != stock["results"][1] and stock["results"][0] == stock["results"][2]
+    assert cold["stats"]["hlo_compiles"] == 2, cold["stats"]
+    st = warm["stats"]
+    assert st["hlo_hits"] == 3 and st["hlo_compiles"] == 0 and st["compiles"] == 0, st
+
+
+def test_custom_node_treedef_param_is_stored(tmp_path):
+    # Once memory-only (`unserializable-pytree`): every process compiled it again.
+    stock, cold, warm = cold_warm(tmp_path, "filter_primitive")
+    assert not cold["stats"]["bypass_reasons"], cold["stats"]
+    assert warm["compiles"] == 0 and warm["stats"]["disk_hits"] >= 2, warm
