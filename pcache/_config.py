@@ -10,6 +10,8 @@ layout is spelled.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import logging
 import os
 import re
 import stat
@@ -343,15 +345,27 @@ ENV_VARS = {
 }
 
 
+_WARNED_UNKNOWN: set[str] = set()
+
+
+def _warn_unknown(name: str) -> None:
+    if name in _WARNED_UNKNOWN:
+        return
+    _WARNED_UNKNOWN.add(name)
+    close = difflib.get_close_matches(name, list(ENV_VARS), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    logging.getLogger("pcache").warning(
+        "pcache: ignoring unknown environment variable %s%s", name[:80], hint
+    )
+
+
 def read_env(environ: Mapping[str, str] | None = None) -> EnvSettings:
-    """Read and validate every ``JAX_PCACHE_*`` variable; unknown ones are an error."""
+    """Read and validate every ``JAX_PCACHE_*`` variable. An unknown one (a typo, or
+    a newer pcache's in a shared environment) is logged once, with the closest known
+    name, and ignored: it never switches pcache off."""
     env = os.environ if environ is None else environ
-    unknown = sorted(k for k in env if k.startswith("JAX_PCACHE_") and k not in ENV_VARS)
-    if unknown:
-        raise ConfigError(
-            f"unknown environment variable(s) {', '.join(unknown)}; pcache reads "
-            + ", ".join(ENV_VARS)
-        )
+    for name in sorted(k for k in env if k.startswith("JAX_PCACHE_") and k not in ENV_VARS):
+        _warn_unknown(name)
 
     def get(name, parse):
         raw = env.get(name)

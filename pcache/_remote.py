@@ -329,7 +329,12 @@ class Remote:
     """One process's connection to the fleet's remote tier."""
 
     def __init__(self, config: RemoteConfig, key: bytes, report: Report | None = None) -> None:
-        import redis  # the remote tier's only dependency, imported when it is used
+        try:
+            import redis  # the remote tier's only dependency, imported when it is used
+        except ImportError as exc:
+            raise ImportError(
+                "pcache's remote tier needs the redis package: pip install 'jax-pcache[remote]'"
+            ) from exc
 
         self.config = config
         self.url = redact(config.url)

@@ -6,8 +6,9 @@ fails only with pcache.
         tests/pjit_test.py:4 -k cholesky
 
 ``--jax-src`` is a checkout of JAX's repository at the tag of the installed JAX
-(``jax-v0.10.2``), or ``tests/jax_upstream`` (a few of its test files, copied, for
-CI); nothing is fetched at run time. Each test file runs in its own
+(``jax-v0.10.2``), fetched by whoever runs this (``git clone --depth 1 --branch
+jax-v0.10.2 <JAX's repository>``); none of JAX's code is kept in this repository.
+What this judge found is pinned by pcache's own regression tests, which CI runs. Each test file runs in its own
 pytest processes, three times: stock JAX, pcache on an empty directory (cold) and
 pcache again on that directory (warm). pcache is switched on the zero-code way, with
 ``JAX_PCACHE_DIR`` alone, as a user would. ``FILE:N`` runs that file with N CPU

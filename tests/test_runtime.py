@@ -610,3 +610,25 @@ def test_why_a_program_is_not_cached_is_counted_and_explained(cache, capsys):
     assert "Never cached (compiled every call), by reason:" in r.output
     assert "Cached in memory only (never stored), by reason:" in r.output
     assert why in r.output
+
+
+def test_an_unknown_pcache_variable_is_logged_once_and_ignored(tmp_path):
+    """A typo (or a newer pcache's variable in a shared environment) never switches
+    pcache off: the zero-code path still caches, and names the closest variable."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    env.update(JAX_PCACHE_DIR=str(tmp_path / "c"), JAX_PCACHE_MAX_DSK="1GB")
+    prog = (
+        "import jax, jax.numpy as jnp, pcache\n"
+        "jax.jit(lambda x: x + 1)(jnp.ones(3))\n"
+        "print(pcache.stats().get('compiles'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", prog], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert int(out.stdout.strip().splitlines()[-1]) >= 1  # pcache is on
+    warned = [ln for ln in out.stderr.splitlines() if "JAX_PCACHE_MAX_DSK" in ln]
+    assert len(warned) == 1 and "JAX_PCACHE_MAX_DISK" in warned[0], out.stderr

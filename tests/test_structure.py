@@ -188,3 +188,13 @@ def test_the_layout_names_what_the_store_and_runtime_create(tmp_path):
     assert (layout.store / Layout.STORE_DB).is_file()
     assert Layout.store_dir_of(layout.root) == layout.store
     assert Layout.store_dir_of(layout.store) == layout.store
+
+
+def test_redis_is_the_optional_remote_extra_only():
+    """`pip install jax-pcache` pulls in no redis; `jax-pcache[remote]` does."""
+    from importlib.metadata import requires
+
+    reqs = requires("jax-pcache") or []
+    redis = [r for r in reqs if r.split(";")[0].strip().startswith("redis")]
+    assert redis and all('extra == "remote"' in r or 'extra == "test"' in r for r in redis), reqs
+    assert any('extra == "remote"' in r for r in redis), reqs
