@@ -277,6 +277,11 @@ class Runtime:
             self._bump({"remote_slow_skips": 1})
             message = "pcache: the remote tier %s is too slow to pay off (%s: %s)"
             self._remote_state_file("slow", str(exc))
+        elif cause in ("remote lease forged", "remote wrong type"):
+            message = (
+                "pcache: the remote tier %s holds keys pcache did not write (%s: %s); "
+                "someone else writes this Redis"
+            )
         else:
             self._log_once(
                 cause,
@@ -678,7 +683,7 @@ class Runtime:
                 self.stats.remote_miss(got.miss)
                 self._bump({"remote_misses": 1})
                 if got.miss == "missing" and self._first("remote other keys"):
-                    self._check_other_keys(rem)
+                    rem.submit(lambda: self._check_other_keys(rem))  # off the critical path
             if got.miss == "tampered":
                 self._remote_report_entry("remote entry signature", got.detail, count=not recheck)
             return None, got.miss

@@ -386,7 +386,9 @@ class Remote:
         self._renew = self.client.register_script(_RENEW)
         self._take = self.client.register_script(_TAKE)
         self._chunks = self.client.register_script(_CHUNKS)
-        self._get = self.client.register_script(_GET)
+        # EVAL, not EVALSHA: one round trip on a new connection too (no NOSCRIPT,
+        # SCRIPT LOAD, EVALSHA); the server caches the compiled script by its hash.
+        self._get = lambda keys, args: self.client.eval(_GET, len(keys), *keys, *args)
         self._ids = self.client.register_script(_KEY_IDS)
         me = weakref.ref(self)  # the fork hook must not keep a closed tier alive
         os.register_at_fork(after_in_child=lambda: (r := me()) and r._after_fork())
@@ -1073,6 +1075,7 @@ def connect(url: str, timeout: float = DEFAULT_TIMEOUT):
             socket_connect_timeout=timeout,
             retry=Retry(NoBackoff(), 0),
             retry_on_timeout=False,
+            protocol=2,  # no HELLO (nor what RESP3 negotiates next) on each connect
             **_no_setinfo(),
         )
     except ValueError as exc:  # redis-py's parse of a malformed URL
