@@ -53,6 +53,7 @@ __all__ = [  # the types the canonical form names (re-exported from JAX's privat
     "Mesh",
     "MeshComputation",
     "PRNGImpl",
+    "PRNGKeyArray",
     "PjitFunction",
     "Primitive",
     "PyTreeDef",
@@ -128,14 +129,14 @@ if JIT_SEAM:
         # 0.9: the auto-layout type is `AutoLayout` (Layout.AUTO is an instance of
         # it); the PRNG module is jax._src.prng; literals hold plain numpy arrays.
         from jax._src.layout import AutoLayout as AutoLayoutSingleton
-        from jax._src.prng import KeyTy, PRNGImpl
+        from jax._src.prng import KeyTy, PRNGImpl, PRNGKeyArray
         from jax._src.prng import prngs as registered_prng_impls
 
         TypedNdArray: Any = Absent
     else:
         from jax._src.layout import AutoLayoutSingleton
         from jax._src.literals import TypedNdArray
-        from jax._src.random.prng import KeyTy, PRNGImpl
+        from jax._src.random.prng import KeyTy, PRNGImpl, PRNGKeyArray
         from jax._src.random.prng import prngs as registered_prng_impls
 
     DropVar = _core.DropVar
@@ -739,7 +740,8 @@ PCACHE_DIR = os.path.dirname(os.path.abspath(__file__))
 def library_value_types() -> tuple[type, ...]:
     """Immutable JAX values trace reuse compares by their own ``__eq__`` (as JAX
     compares static arguments): shardings, meshes and partition specs (JAX keys
-    executables by them), tree definitions and devices, PRNG key dtypes."""
+    executables by them), tree definitions and devices, PRNG key dtypes, layouts,
+    and JAX's "unspecified" and "auto" sentinels (singletons without state)."""
     if not JIT_SEAM:  # pragma: no cover
         return ()
     from jax._src.named_sharding import NamedSharding
@@ -755,6 +757,12 @@ def library_value_types() -> tuple[type, ...]:
         Device,
         PyTreeDef,
         KeyTy,
+        UnspecifiedValue,
+        type(AutoLayoutSingleton)
+        if not isinstance(AutoLayoutSingleton, type)
+        else AutoLayoutSingleton,
+        Layout,
+        Format,
     )
 
 

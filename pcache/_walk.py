@@ -60,6 +60,7 @@ import dis
 import enum
 import functools
 import hashlib
+import inspect
 import operator
 import os
 import struct
@@ -385,6 +386,7 @@ def _local_target(ins: list, i: int) -> bool:
 # and partition specs (immutable; JAX keys executables by them), tree definitions
 # (immutable C++ objects), devices (singletons), avals (immutable).
 LIBRARY_VALUES: tuple = _compat.library_value_types()
+_LIBRARY_VALUE_TYPES = frozenset(LIBRARY_VALUES)
 
 _STRUCT_D = struct.Struct("<d")
 _STRUCT_DD = struct.Struct("<dd")
@@ -492,7 +494,7 @@ class Walker:
             return ("B", v.__name__, self.ident(type(bound)), self.value(bound))
         if isinstance(v, _PARTIAL):  # subclasses (jax.tree_util.Partial)
             return self.callable(v)
-        if isinstance(v, LIBRARY_VALUES) and is_library_type(t):
+        if t in _LIBRARY_VALUE_TYPES or (isinstance(v, LIBRARY_VALUES) and is_library_type(t)):
             return self._library_value(v, t)
         if isinstance(v, _compat.CUSTOM_DERIVATIVE_TYPES):
             return self.callable(v)
@@ -761,6 +763,11 @@ def _operator(w: Walker, v: Any) -> tuple:
     return ("op", w.ident(type(v)), w.value(v.__reduce__()[1]))
 
 
+def _signature(w: Walker, v: inspect.Signature) -> tuple:
+    # What binding arguments reads: names, kinds, defaults (annotations: never run).
+    return ("sig", *[(p.name, int(p.kind), w.value(p.default)) for p in v.parameters.values()])
+
+
 def _object(w: Walker, v: Any) -> tuple:
     return w.ident(v)  # a bare sentinel: no state
 
@@ -784,6 +791,7 @@ _DISPATCH: dict[type, Any] = {
     slice: _slice,
     weakref.ref: _weakref,
     object: _object,
+    inspect.Signature: _signature,
     np.ufunc: _object,  # immutable library objects
     staticmethod: lambda w, v: ("SM", w.value(v.__func__)),
     classmethod: lambda w, v: ("CM", w.value(v.__func__)),
@@ -793,6 +801,7 @@ _DISPATCH: dict[type, Any] = {
 }
 if _compat.ArrayImpl is not _compat.Absent:
     _DISPATCH[_compat.ArrayImpl] = Walker._jax_array
+    _DISPATCH[_compat.PRNGKeyArray] = Walker._jax_array  # typed keys: a JAX array too
     _DISPATCH[_compat.PjitFunction] = Walker.callable
 
 

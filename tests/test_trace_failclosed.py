@@ -416,3 +416,25 @@ def test_the_seed_patterns_are_still_reused(tmp_path):
 
     st = _same_as_stock(tmp_path, scenario)
     assert st["trace_hits"] == 6, st["trace_miss_reasons"]
+
+
+def test_jax_s_own_values_captured_are_still_reused(tmp_path):
+    """A jit object, a custom_jvp function (jax.nn.relu), a typed PRNG key and a
+    sharding: on the allowlist, so a re-created callable holding them is reused."""
+    inner = jax.jit(lambda x: x * 2)
+    key = jax.random.key(0)
+    sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+
+    def scenario():
+        live = []  # (a trace holding a captured JAX array lives as long as a callable)
+        for _ in range(3):
+            live.append(
+                jax.jit(
+                    lambda x: inner(jax.nn.relu(x)) + jax.random.uniform(key, x.shape),
+                    out_shardings=sharding,
+                )
+            )
+            yield lambda f=live[-1]: f(X)
+
+    st = _same_as_stock(tmp_path, scenario)
+    assert st["trace_hits"] == 2, st["trace_miss_reasons"]
