@@ -675,67 +675,65 @@ def _enc(obj: Any, ctx: _Ctx) -> str:
 # identity. Two primitive objects can share a name, so a name alone is not enough:
 #
 # * a primitive JAX defines at module level (found by identity among the module
-#   attributes of the loaded ``jax.*`` modules) whose name no other such primitive
-#   has is keyed by that name: the same object in every process with this JAX;
-# * any other primitive (a user's, or a JAX name two objects share) is keyed by its
+#   attributes of the loaded ``jax.*`` modules) is keyed by where it was found
+#   (``module:attribute``, the first in sorted order when the first scan that
+#   found it saw it in several): with this JAX (in the key), the same object in
+#   every process. A process that loaded other re-exporting modules first may name
+#   it otherwise: a miss, never another primitive;
+# * any other primitive (a user's, one JAX makes inside a function) is keyed by its
 #   name and type, and the program by its lowered module too (`JaxprDigest.relower`):
 #   the module is what XLA compiles, so a hit is never another primitive's program.
 
 _JAX_PRIMS_LOCK = threading.Lock()
-_JAX_PRIMS: dict[int, tuple[Any, str | None]] = {}  # id -> (primitive, unique name or None)
+_JAX_PRIMS: dict[int, tuple[Any, str]] = {}  # id -> (primitive, "module:attribute")
 _JAX_PRIMS_SEEN: set[str] = set()  # the jax.* modules already scanned
 
 
 def _scan_jax_primitives() -> None:
     """Index the Primitive objects the loaded ``jax.*``/``jaxlib.*`` modules hold
-    as attributes (modules imported since the last scan only). A name two objects
-    share maps to None (ambiguous) for both."""
+    as attributes (modules imported since the last scan only; a primitive keeps
+    the path it was first indexed under)."""
     with _JAX_PRIMS_LOCK:
-        new = [
+        new = sorted(
             (n, m)
             for n, m in list(sys.modules.items())
             if m is not None and n not in _JAX_PRIMS_SEEN and _jax_module(n)
-        ]
-        if not new:
-            return
-        by_name: dict[str, set[int]] = {}
-        for _, (prim, _name) in _JAX_PRIMS.items():
-            by_name.setdefault(prim.name, set()).add(id(prim))
+        )
+        found: dict[int, tuple[Any, str]] = {}
         for n, m in new:
             _JAX_PRIMS_SEEN.add(n)
             try:
-                values = list(vars(m).values())
+                items = sorted((k, v) for k, v in vars(m).items() if type(k) is str)
             except TypeError:
                 continue
-            for v in values:
+            for k, v in items:
                 if isinstance(v, _compat.Primitive) and id(v) not in _JAX_PRIMS:
-                    _JAX_PRIMS[id(v)] = (v, v.name)  # kept alive: ids never reused
-                    by_name.setdefault(v.name, set()).add(id(v))
-        for ids in by_name.values():
-            if len(ids) > 1:
-                for i in ids:
-                    _JAX_PRIMS[i] = (_JAX_PRIMS[i][0], None)
+                    path = f"{n}:{k}"
+                    got = found.get(id(v))
+                    if got is None or path < got[1]:
+                        found[id(v)] = (v, path)  # kept alive: ids never reused
+        _JAX_PRIMS.update(found)
 
 
 def _jax_primitive_name(p: Any) -> str | None:
-    """``p.name`` if ``p`` is a module-level primitive of JAX that no other one of
-    JAX's shares its name with; None otherwise (a user's, or ambiguous)."""
+    """Where JAX defines ``p`` (``module:attribute``) if it is a module-level
+    primitive of JAX's; None otherwise."""
     got = _JAX_PRIMS.get(id(p))
     if got is None or got[0] is not p:
         _scan_jax_primitives()
         got = _JAX_PRIMS.get(id(p))
         if got is None or got[0] is not p:
             return None
-    return got[1] if type(got[1]) is str and got[1] == p.name else None
+    return got[1]
 
 
 _LOGGED_PRIMS: set[str] = set()
 
 
 def _enc_primitive(p: Any, ctx: _Ctx) -> str:
-    name = _jax_primitive_name(p)
-    if name is not None:
-        return f"prim:jax:{_enc_str(name)}"
+    path = _jax_primitive_name(p)
+    if path is not None:
+        return f"prim:jax:{_enc_str(path)}:{_enc_str(p.name)}"
     # Not one of JAX's by identity: the lowered module completes the key.
     ctx.relower = True
     pname = p.name if isinstance(p.name, str) else repr(type(p.name))
