@@ -852,8 +852,8 @@ class Runtime:
         def admit(entry: Any) -> None:
             self.signer.admit(digest, entry.raw_size, entry.extra)
 
-        try:
-            got = self.store.get_entry(digest, verify=False, admit=admit)
+        try:  # not a hit of this program's: counted nowhere
+            got = self.store.get_entry(digest, verify=False, admit=admit, touch=False)
         except PcacheError:
             return None  # another format, or not this directory's: never uploaded
         if got is None:

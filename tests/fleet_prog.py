@@ -10,7 +10,8 @@ sha256 of each result's bytes, backend compiles (jax.monitoring), pcache's
 counters, the pcache warnings logged, and the seconds the programs took.
 
 --kill-redis-after K  SIGKILL the Redis server after program K (a mid-run death)
---resume-file F       with --kill-redis-after: after program K+1, create F.paused,
+--resume-file F       with --kill-redis-after: the remote writes of programs 1..K
+                      flushed before the kill; after program K+1, create F.paused,
                       wait until F exists (the test restarted Redis), then sleep
                       --resume-sleep seconds before the next program
 --die-in-compile      SIGKILL this process inside its first compile: a host that
@@ -146,6 +147,12 @@ def main() -> int:
         data = np.asarray(value).tobytes() + np.asarray(grad).tobytes()
         digests.append(hashlib.sha256(data).hexdigest())
         if args.kill_redis_after and i + 1 == args.kill_redis_after:
+            if args.resume_file:  # the writes of programs 1..K landed first
+                import pcache
+
+                rt = pcache._api.runtime()
+                if rt is not None and rt.remote is not None:
+                    rt.remote.flush(30)
             os.kill(args.redis_pid, signal.SIGKILL)
         if args.resume_file and i == args.kill_redis_after:
             with open(args.resume_file + ".paused", "w"):
