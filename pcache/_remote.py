@@ -16,7 +16,7 @@ Keys, under one prefix per format, namespace and host class (`Remote.prefix`)::
         c:<digest>:<id>:<i>  chunk i of its zstd-compressed value (written first;
                              ``id`` is the writer's, so a replaced entry never
                              mixes chunks of two writers)
-        l:<digest>           the lease: a random token with an expiry
+        l:<digest>           the lease: a nonce and its HMAC, with an expiry
 
 Trust: the head is signed (HMAC-SHA256) with the fleet key (a file only its owner
 may read, `JAX_PCACHE_REMOTE_SECRET_FILE`), over the head's Redis key name and
@@ -31,10 +31,21 @@ from one CPU model may not run on another. The prefix names the machine
 architecture and CPU feature flags: hosts share entries only with hosts of the
 same class.
 
+Hostile input: nothing is read unbounded. A head is at most `MAX_HEAD_BYTES`; a
+value's chunks are read only once the server (a script) has checked that they are
+no longer than the signed head says; a lease at most `TAG_BYTES`; the key-ids set
+`KEY_IDS_READ` members cut server-side. A lease is a nonce signed with the fleet
+key: one pcache did not write (another shape, no expiry, an expiry beyond the
+lease setting) is void, taken over at once by a host that writes.
+
 Failure policy: a remote that fails (down, slow past the timeout, refusing
-commands) is switched off for the rest of the process, with one warning; one that
-is full (out of memory) is only read from from then on. The program never waits
-on it longer than the timeout per command, or the lock timeout for a lease.
+commands) is switched off by a circuit breaker, with one warning: open for
+`BREAKER_OPEN` seconds (doubling while it keeps failing), then half-open (the next
+command is a probe: success closes it, sharing resumes). One that answers but
+costs more than it saves (`LOOKUP_ROUND_TRIPS` round trips against a compile
+here) is skipped for `SLOW_SKIP`. One that is full (out of memory) is only read
+from from then on. The program never waits on it longer than the timeout per
+command, or the lock timeout for a live lease.
 """
 
 from __future__ import annotations
