@@ -1,6 +1,7 @@
 """Key stability: does a program compute the same cache keys in a second process?
 
-    python scripts/key_stability.py [--cache DIR] [--texts] [--timeout S] PROGRAM.py [ARGS...]
+    python scripts/key_stability.py [--cache DIR] [--texts] [--hash-seed N[,M]] [--diagnose]
+        [--timeout S] PROGRAM.py [ARGS...]
 
 Runs ``PROGRAM.py ARGS`` twice, each in a fresh process with the same fresh
 ``JAX_PCACHE_DIR`` (pcache switched on as a user would, by the environment alone),
@@ -13,6 +14,8 @@ first run's nearest key of the same function and the key parts that differ; with
 
 Prints compiles and pcache's stats per run; exits 1 if there is a false miss.
 The program runs from a temporary working directory (what it writes stays there).
+pcache's modules are imported before the program's first line (to record keys),
+so the zero-code path's adoption of a first jit already lowering is not exercised.
 
 A common cause is not pcache's: a program that traces differently per process.
 Python randomizes string hashing per process (``PYTHONHASHSEED``), so code that
