@@ -14,8 +14,8 @@ first run's nearest key of the same function and the key parts that differ; with
 
 Prints compiles and pcache's stats per run; exits 1 if there is a false miss.
 The program runs from a temporary working directory (what it writes stays there).
-pcache's modules are imported before the program's first line (to record keys),
-so the zero-code path's adoption of a first jit already lowering is not exercised.
+pcache's modules are imported (not switched on) before the program's first line,
+to record keys; the plugin switches pcache on as in any zero-code process.
 
 A common cause is not pcache's: a program that traces differently per process.
 Python randomizes string hashing per process (``PYTHONHASHSEED``), so code that
