@@ -28,13 +28,19 @@ module makes both part of what a reuse checks, and fails closed where it cannot:
 from __future__ import annotations
 
 import builtins
+import decimal
 import functools
+import operator
 import sys
 import types
+import warnings
 from typing import Any
+
+import numpy as np
 
 from pcache import _compat
 from pcache._walk import (
+    UNGUARDABLE,
     NoReuse,
     Walker,
     code_verdict,
@@ -46,10 +52,14 @@ from pcache._walk import (
 _MISSING: Any = object()
 _FUNCTION = types.FunctionType
 
-# Guard kinds: (kind, namespace, name, expected[, code]).
-IS, FN, VAL, ABSENT = 0, 1, 2, 3
-# Builtins through which code reads or runs what no guard can see.
-_UNGUARDABLE = frozenset({"globals", "vars", "locals", "eval", "exec", "__import__", "compile"})
+# Guard kinds: (kind, namespace, name, expected[, code]); TYPE: (TYPE, object, None,
+# its type).
+IS, FN, VAL, ABSENT, TYPE = 0, 1, 2, 3, 4
+# Library modules whose functions read what no guard can see (frames, the module
+# table, any object by name or by reference): code that reaches them is not reused.
+_REFLECTION_MODULES = frozenset(
+    {"inspect", "pkgutil", "pydoc", "importlib", "gc", "ctypes", "builtins", "sys"}
+)
 
 
 def _builtins_of(g: dict) -> dict:
@@ -92,9 +102,10 @@ class _Guarding:
             guards.append((IS, b, name, b.get(name, _MISSING)))
             return b.get(name, _MISSING)
         t = type(v)
-        if t is _FUNCTION and is_library(v.__globals__):
-            guards.append((FN, ns, name, v, v.__code__))
-        elif (
+        if isinstance(v, types.ModuleType) and v.__name__.partition(".")[0] in _REFLECTION_MODULES:
+            if sys.modules.get(v.__name__) is v:
+                raise NoReuse(f"reflection-module:{v.__name__}")
+        if (
             (isinstance(v, types.ModuleType) and is_library_module(v))
             or t is _compat.PjitFunction  # JAX caches its trace on its function
             or t is _compat.ArrayImpl  # immutable; its liveness is checked
@@ -107,6 +118,7 @@ class _Guarding:
             if t is not types.ModuleType:
                 raise NoReuse(f"module-subclass:{name}")
             guards.append((IS, ns, name, v))  # its attributes are guarded as read
+            guards.append((TYPE, v, None, types.ModuleType))  # no __class__ swapped in
         else:
             # Keyed by a walker of its own, as `failed_guard` keys it again (a shared
             # walker would number what it met before as back-references).
@@ -129,7 +141,7 @@ class _Guarding:
                 # what it reads from the module it imports is not guarded
                 raise NoReuse(f"imports-user-module:{chain[1]}")
             return
-        if chain[0] in _UNGUARDABLE and chain[0] not in g:
+        if chain[0] in UNGUARDABLE and chain[0] not in g:
             raise NoReuse(f"reads-{chain[0]}()")
         v = self.guard(g, chain[0], builtin=True)
         for attr in chain[1:]:
@@ -182,6 +194,30 @@ def _global_write(g: dict, target: tuple) -> None:
     raise NoReuse(f"writes-attribute:{'.'.join(target)}")
 
 
+def read_state(f: types.FunctionType, w: Walker) -> tuple:
+    """The values of the globals ``f``'s own code reads (chains through user
+    modules), keyed by ``w`` (an identity where a value has no key)."""
+    g = f.__globals__
+    if is_library(g):
+        return ()
+    out = []
+    for chain, _ in code_verdict(f.__code__)[1]:
+        if chain[0] == "<import>":
+            continue
+        v = g.get(chain[0], _MISSING)
+        if v is _MISSING:
+            v = _builtins_of(g).get(chain[0], _MISSING)
+        for attr in chain[1:]:
+            if not _user_module(v):
+                break
+            v = v.__dict__.get(attr, _MISSING)
+        try:
+            out.append(w.value(v) if v is not _MISSING else ("absent",))
+        except NoReuse:
+            out.append(("id", id(v)))
+    return tuple(out)
+
+
 def failed_guard(guards: list[tuple]) -> str | None:
     """The first global whose value differs from its guard's, else None."""
     for guard in guards:
@@ -189,6 +225,9 @@ def failed_guard(guards: list[tuple]) -> str | None:
         if kind == IS:
             if g.get(name, _MISSING) is not expected:
                 return name
+        elif kind == TYPE:
+            if type(g) is not expected:
+                return getattr(g, "__name__", "?")
         elif kind == FN:
             v = g.get(name, _MISSING)
             if v is not expected or v.__code__ is not guard[4]:
@@ -212,9 +251,20 @@ class _Registries:
     """The user primitives and user pytree node types, as of the registries' sizes
     when last scanned."""
 
-    sizes: tuple = ()
+    epoch: int = 0
+    snapshot: tuple = ()  # each registry's values, to tell a rule registered again
     prims: tuple = ()
     nodes: tuple = ()
+
+
+def _unchanged(dicts: tuple) -> bool:
+    snap = _REG.snapshot
+    if len(snap) != len(dicts):
+        return False
+    for d, s in zip(dicts, snap, strict=True):  # identity, in C: ~35 µs for JAX's ~1000 rules
+        if len(d) != len(s) or not all(map(operator.is_, d.values(), s)):
+            return False
+    return True
 
 
 _REG = _Registries()
@@ -244,13 +294,15 @@ def registry_key(w: Walker) -> tuple:
     keyed by ``w`` (so their globals are guarded with the callable's)."""
     regs = _compat.rule_registries()
     tree = _compat.pytree_registry()
-    sizes = (*map(len, regs), len(tree))
-    if sizes != _REG.sizes:
+    dicts = (*regs, tree)
+    if not _unchanged(dicts):
+        # A rule registered (again): which primitives and node types are the
+        # user's, and a new key for every trace (JAX's own rules are compared by
+        # identity here, so even a library primitive's rule registered again is).
         _scan_registries(regs, tree)
-        _REG.sizes = sizes
-    if not _REG.prims and not _REG.nodes:
-        return ()
-    out: list = []
+        _REG.snapshot = tuple(tuple(d.values()) for d in dicts)
+        _REG.epoch += 1
+    out: list = [_REG.epoch]
     try:
         for p in _REG.prims:
             rules = [w.value(d.get(p)) for d in regs]
@@ -262,6 +314,19 @@ def registry_key(w: Walker) -> tuple:
     except NoReuse as e:
         raise NoReuse(f"registry-{e.reason}") from None
     return tuple(out)
+
+
+def host_state() -> tuple:
+    """Process state outside JAX that tracing reads and that changes what a trace
+    does: numpy's floating-point error mode (``np.seterr``: raise or not), the
+    decimal context, and the warning filters (a warning turned into an error)."""
+    c = decimal.getcontext()
+    return (
+        tuple(sorted(np.geterr().items())),
+        (c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp),
+        tuple(sorted((t.__name__, bool(v)) for t, v in c.traps.items())),
+        tuple(warnings.filters),
+    )
 
 
 def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:

@@ -93,7 +93,9 @@ def note_states(funcs: list[tuple]) -> str | None:
                 continue
             w = Walker()
             try:
-                node = w.callable(f)
+                # its state, and the globals its own code reads now: JAX's identity
+                # caches keep a trace of this object made with the globals of then
+                node = (w.callable(f), _guards.read_state(f, w))
             except (NoReuse, RecursionError):
                 continue
             seen = _FN_STATE.get(f)
@@ -252,18 +254,19 @@ def _first_difference(a: Any, b: Any, codes: dict, where: str) -> str | None:
     if not (isinstance(a, tuple) and isinstance(b, tuple) and a and b and a[0] == b[0]):
         return f"value-changed:{where}" if where else "value-changed"
     tag = a[0]
-    if tag == "F":
+    if tag == "F":  # ("F", code, globals, name, qualname, builtins, defaults,
+        #          kwdefaults, cells, attributes): `Walker._function`
         code = codes.get(a[1])
         name = a[4]
         if a[1] != b[1]:
             return f"code-changed:{name}"
-        if a[2] != b[2]:
+        if a[2] != b[2] or a[5] != b[5]:
             return f"globals-changed:{name}"
-        if a[5] != b[5] or a[6] != b[6]:
+        if a[6] != b[6] or a[7] != b[7]:
             return f"default-changed:{name}"
-        if a[7] != b[7]:
+        if a[8] != b[8]:
             free = code.co_freevars if code is not None else ()
-            for i, (x, y) in enumerate(zip(a[7], b[7], strict=False)):
+            for i, (x, y) in enumerate(zip(a[8], b[8], strict=False)):
                 if x != y:
                     cell = free[i] if i < len(free) else str(i)
                     inner = _first_difference(x, y, codes, f"{name}.{cell}")
@@ -354,11 +357,11 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         ck = w.value(fun)
         rest = (
             _compat.jit_info_key(jit_info),
-            signature,
+            w.signature(signature),  # static arguments and trees by the walk's rules
             in_avals,
             ctx_mesh,
-            # JAX's trace context, and every option tracing may read
-            (_compat.trace_context(), _compat.config_snapshot()),
+            # JAX's trace context, every option tracing may read, and the host's
+            (_compat.trace_context(), _compat.config_snapshot(), _guards.host_state()),
             _guards.registry_key(rw),
         )
         key = (ck, rest)
@@ -412,7 +415,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         jax_arrays = tuple(weakref.ref(a) for a in (*w.arrays, *rw.arrays, *gw.arrays))
     except TypeError:
         return entry
-    made = Made(key, skeleton, guards, w.pins + rw.pins + gw.pins, ck, rest, codes, jax_arrays)
+    made = Made(key, skeleton, guards, w.pins + rw.pins + gw.pins, ck, rest, codes, jax_arrays, fun)
     owned = fun if w.arrays else None  # the callable holds JAX arrays: see `_hold`
 
     def record(p) -> None:
@@ -435,10 +438,28 @@ class Made(NamedTuple):
     rest: tuple
     codes: dict
     jax_arrays: tuple
+    fun: Any  # (for `_unchanged`: held only until the trace is recorded)
+
+
+def _unchanged(made: Made) -> bool:
+    """Whether what the key and guards describe is still what they say after the
+    trace: a trace that wrote to anything it was keyed by (a captured container, a
+    global, through any alias or helper) or ran while another thread changed it
+    is not recorded."""
+    if _guards.failed_guard(made.guards) is not None:
+        return False
+    try:
+        return Walker().value(made.fun) == made.callable_key and (
+            _guards.registry_key(Walker()) == made.rest[-1]
+        )
+    except (NoReuse, RecursionError):
+        return False
 
 
 def _record(made: Made, p, owned) -> None:
     if _compat.unreusable_params(p) is not None:
+        return
+    if not _unchanged(made):
         return
     jaxpr = p.params["jaxpr"]
     callbacks, late = _canon.late_code(jaxpr)

@@ -56,6 +56,7 @@ nothing.
 
 from __future__ import annotations
 
+import abc
 import dis
 import enum
 import functools
@@ -188,16 +189,14 @@ def _library_type(t: type) -> bool:
         obj = getattr(obj, part, None)
     if obj is t:
         return True
-    # A class made inside library code (a closure's, jaxlib's): library when every
-    # function it defines is.
-    fns = [
-        a
-        for k in t.__mro__
-        if k is not object
-        for a in vars(k).values()
-        if type(a) is types.FunctionType
-    ]
-    return bool(fns) and all(is_library(f.__globals__) for f in fns)
+    # A class made inside library code (a function's local class): library when it
+    # defines functions, each defined in its body (by its qualified name) by code of
+    # that same library module.
+    own = [a for a in vars(t).values() if type(a) is types.FunctionType]
+    prefix = qualname(t) + "."
+    return bool(own) and all(
+        f.__globals__ is mod.__dict__ and f.__qualname__.startswith(prefix) for f in own
+    )
 
 
 # What a class made by an extension module (nanobind's, pybind11's) holds: C slots
@@ -218,6 +217,8 @@ def _compiled(t: type) -> bool:
     C slots and descriptors, and its metaclass is one of these or a static type."""
     if sys.modules.get(getattr(t, "__module__", None) or "") is not None:
         return False
+    if any(n in vars(t) for n in ("__dict__", "__weakref__", "__slots__")):
+        return False  # made by a class statement or type()
     meta = type(t)
     if meta.__flags__ & _HEAPTYPE and not _compiled(meta):
         return False
@@ -258,8 +259,17 @@ REFLECTIVE = frozenset(
         "modules",
         "getmodule",
         "__import__",
+        "__subclasses__",
+        "resolve_name",
+        "locate",
+        "get_referrers",
+        "get_referents",
+        "get_objects",
     }
 )
+# Builtins (also as ``builtins.<name>``) through which code reads or runs what no
+# guard can see.
+UNGUARDABLE = frozenset({"globals", "vars", "locals", "eval", "exec", "__import__", "compile"})
 # Methods that mutate a builtin container (a captured list, dict or set).
 _MUTATORS = frozenset(
     {
@@ -341,6 +351,8 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             why = why or "writes-container"
         elif op == "IMPORT_NAME":
             reads[(("<import>", arg), False)] = None
+        elif op == "LOAD_CONST" and type(arg) is str and arg in REFLECTIVE:
+            why = why or f"reflection:{arg}"  # getattr(f, "__globals__"), attrgetter
         if op in _OUTER_LOADS:
             chain = [arg]
             j = i + 1
@@ -349,7 +361,7 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
                 j += 1
             nxt = ins[j].opname if j < n else "RETURN_VALUE"
             for attr in chain[1:]:
-                if attr in REFLECTIVE:
+                if attr in REFLECTIVE or attr in UNGUARDABLE:
                     why = why or f"reflection:{attr}"
             root = "g" if op in _GLOBAL_OPS else "f"
             if op in ("LOAD_DEREF", "LOAD_CLASSDEREF") and arg not in outer:
@@ -421,6 +433,28 @@ CLASS_BOOKKEEPING = frozenset(
 )
 
 
+# An enum member's and an enum class's own bookkeeping (their members, names and
+# values, keyed as ("E", class, name, value)); everything else they hold is keyed.
+_ENUM_MEMBER = frozenset({"_value_", "_name_", "__objclass__", "_sort_order_"})
+_ENUM_CLASS = frozenset(
+    {
+        "_member_map_",
+        "_member_names_",
+        "_value2member_map_",
+        "_unhashable_values_",
+        "_member_type_",
+        "_value_repr_",
+        "_new_member_",
+        "_use_args_",
+        "_flag_mask_",
+        "_singles_mask_",
+        "_all_bits_",
+        "_boundary_",
+        "_inverted_",
+    }
+)
+
+
 class Walker:
     """Builds one callable's equality key (nested tuples), from its state now.
 
@@ -480,7 +514,8 @@ class Walker:
             # a user module: what is read from it is guarded only for globals
             raise NoReuse(f"captured-module:{v.__name__}")
         if isinstance(v, enum.Enum):
-            return ("E", self.klass(t), v._name_, self.value(v._value_))
+            extra = {k: x for k, x in vars(v).items() if k not in _ENUM_MEMBER}
+            return ("E", self.klass(t), v._name_, self.value(v._value_), self.value(extra))
         if isinstance(v, np.ndarray):  # a masked array, a matrix: more than its data
             raise NoReuse(f"numpy-subclass:{qualname(t)}")
         if isinstance(v, np.generic) and is_library_type(t):
@@ -502,7 +537,9 @@ class Walker:
             return self.ident(v)
         user = not is_library_type(t)
         if isinstance(v, tuple) and hasattr(t, "_fields"):  # NamedTuples
-            node = ("T", self.ident(t), *[self.value(x) for x in v])
+            if getattr(v, "__dict__", None):
+                raise NoReuse(f"mutable:{qualname(t)}")  # attributes beside its items
+            node = ("T", self.klass(t), *[self.value(x) for x in v])
             return (*node, self.class_code(t)) if user else node
         params = getattr(t, "__dataclass_params__", None)
         if params is not None and getattr(params, "frozen", False):
@@ -555,6 +592,7 @@ class Walker:
             dt.isalignedstruct,
             dt.itemsize,
             repr(dt),
+            self.value(dict(dt.metadata)) if dt.metadata else None,
         )
 
     def _library_value(self, v: Any, t: type) -> tuple:
@@ -565,6 +603,27 @@ class Walker:
         self.pins.append(v)  # immutable; compared by its __eq__ (LIBRARY_VALUES)
         return ("v", self.ident(t), _Eq(v))
 
+    def treedef(self, td: Any) -> Any:
+        """A tree definition node by node: its node types and their auxiliary data
+        by these rules (its own ``==`` says ``2 == 2.0`` and compares functions in
+        aux data by identity)."""
+        nd = td.node_data()
+        if nd is None:
+            return "*"
+        t, aux = nd
+        return ("TD", self.klass(t), self.value(aux), *[self.treedef(c) for c in td.children()])
+
+    def signature(self, sig: Any) -> tuple:
+        """JAX's argument signature: static arguments by these rules (JAX compares
+        them with ``==``), argument names, and each dynamic argument's tree."""
+        return (
+            "S",
+            self.value(tuple(sig.static_args)),
+            tuple(sig.static_arg_names),
+            tuple(sig.dynamic_arg_names),
+            tuple(self.treedef(td) for td in sig.dynamic_arg_treedefs),
+        )
+
     # -- user data
 
     def _frozen_dataclass(self, v: Any, t: type, user: bool) -> tuple:
@@ -573,6 +632,9 @@ class Walker:
         back = self._enter(v)
         if back is not None:
             return back
+        if any(k is not object and is_library_type(k) for k in t.__mro__[1:]):
+            # a dataclass over a list, a dict, a library class: more than its fields
+            raise NoReuse(f"dataclass-base:{qualname(t)}")
         fields = getattr(t, "__dataclass_fields__", {})
         items = []
         for name in fields:
@@ -601,9 +663,21 @@ class Walker:
         if back is not None:
             return back
         meta = type(cls)
+        node = ("K", self.ident(cls), self.class_code(cls), self._abc(cls))
         if meta is not type and not is_library_type(meta):  # attributes it provides
-            return ("K", self.ident(cls), self.class_code(cls), self.class_code(meta))
-        return ("K", self.ident(cls), self.class_code(cls))
+            return (*node, self.class_code(meta))
+        return node
+
+    def _abc(self, cls: type) -> tuple:
+        """The classes registered on an ABC (``isinstance`` answers by them)."""
+        if not isinstance(cls, abc.ABCMeta):
+            return ()
+        try:
+            registry = abc._get_dump(cls)[0]
+        except Exception:
+            raise NoReuse(f"abc:{qualname(cls)}") from None
+        found = [c for r in registry if (c := r()) is not None]
+        return ("abc", *sorted((qualname(c), id(c)) for c in found), *map(self.klass, found))
 
     def class_code(self, t: type) -> tuple:
         """What a user class's instances run: the functions and values its own
@@ -616,8 +690,8 @@ class Walker:
             for name, attr in vars(k).items():
                 if name in CLASS_BOOKKEEPING:
                     continue
-                if is_enum and name.startswith("_") and name.endswith("_"):
-                    continue  # Enum's bookkeeping (_member_map_, ...): its members
+                if is_enum and (name in _ENUM_CLASS or isinstance(attr, t)):
+                    continue  # Enum's bookkeeping and members (keyed where used)
                 out.append((name, self.value(attr)))
         return ("code", *out)
 
@@ -665,6 +739,7 @@ class Walker:
                     self._free_write(f, target)
         self.pins.append(code)
         self.pins.append(g)
+        self.pins.append(f.__builtins__)
         cells = f.__closure__
         d = f.__dict__
         node = (
@@ -673,6 +748,7 @@ class Walker:
             id(g),
             f.__name__,
             f.__qualname__,
+            id(f.__builtins__),  # a function made in a namespace whose builtins changed
             self.value(f.__defaults__),
             self.value(f.__kwdefaults__),
             tuple(self._cell(c) for c in cells) if cells else (),
@@ -760,7 +836,8 @@ def _weakref(w: Walker, v: weakref.ref) -> tuple:
 
 
 def _operator(w: Walker, v: Any) -> tuple:
-    return ("op", w.ident(type(v)), w.value(v.__reduce__()[1]))
+    made, args = v.__reduce__()[:2]  # methodcaller's keywords are in ``made``
+    return ("op", w.ident(type(v)), w.value(made), w.value(args))
 
 
 def _signature(w: Walker, v: inspect.Signature) -> tuple:
@@ -770,6 +847,13 @@ def _signature(w: Walker, v: inspect.Signature) -> tuple:
 
 def _object(w: Walker, v: Any) -> tuple:
     return w.ident(v)  # a bare sentinel: no state
+
+
+def _ufunc(w: Walker, v: np.ufunc) -> tuple:
+    # numpy's own (immutable); np.frompyfunc's wrap a Python function: not keyed
+    if getattr(np, v.__name__, None) is not v:
+        raise NoReuse(f"value:ufunc:{v.__name__}")
+    return w.ident(v)
 
 
 def _descriptor(w: Walker, v: Any) -> tuple:
@@ -792,7 +876,7 @@ _DISPATCH: dict[type, Any] = {
     weakref.ref: _weakref,
     object: _object,
     inspect.Signature: _signature,
-    np.ufunc: _object,  # immutable library objects
+    np.ufunc: _ufunc,
     staticmethod: lambda w, v: ("SM", w.value(v.__func__)),
     classmethod: lambda w, v: ("CM", w.value(v.__func__)),
     property: lambda w, v: ("PR", w.value(v.fget), w.value(v.fset), w.value(v.fdel)),

@@ -137,8 +137,8 @@ def _step_value_and_grad_vmap():
 def test_a_recreated_callable_is_traced_once(tmp_path, step):
     _, _, stock_traces, traces, st = _compare(tmp_path, lambda: [_bits(step()) for _ in range(5)])
     # (top-level traces: value_and_grad_vmap's argument is made by two jits more,
-    # traced once in the stock run)
-    assert stock_traces == (7 if step is _step_value_and_grad_vmap else 5)
+    # traced once in the stock run unless an earlier test traced them)
+    assert stock_traces - traces in ((4, 6) if step is _step_value_and_grad_vmap else (4,))
     assert traces == 1
     assert st["trace_hits"] == 4
     assert st["compiles"] == 1
@@ -628,7 +628,10 @@ def test_code_reached_through_a_value_or_a_class_is_guarded(tmp_path):
         _, _, _, _, st = _compare(tmp_path, scenario)
     finally:
         SCALE, Ops.factor = 2.0, 1.0
-    assert st["trace_hits"] == 4, st["trace_miss_reasons"]  # each repeat before a change
+    # each repeat before a change; then Ops.g's neither: the walk of Ops meets Ops.f,
+    # whose global changed since it was first seen (JAX's identity caches may hold
+    # a trace of that function object made with the old value): never recorded again
+    assert st["trace_hits"] == 3, st["trace_miss_reasons"]
 
 
 def test_reading_globals_through_globals_is_never_reused(tmp_path):

@@ -1,0 +1,66 @@
+"""The second outside review of trace reuse, kept as regression tests.
+
+Each file in ``tests/trace_scenarios/`` is one reviewer's reproducer of a false hit
+(a re-created jit whose trace depends on something that changes between steps).
+A driver runs every scenario as ``__main__`` in a fresh process, stock JAX and then
+with pcache switched on by ``JAX_PCACHE_DIR`` alone, and the printed results (each
+step's dtype and bytes, or its exception) must be the same.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCENARIOS = sorted((Path(__file__).parent / "trace_scenarios").glob("*.py"))
+
+DRIVER = r"""
+import runpy, sys
+import numpy as np, jax, jax.numpy as jnp
+
+def show(tag, f):
+    try:
+        o = np.asarray(f())
+        print(tag, o.dtype, o.tobytes().hex(), flush=True)
+    except Exception as e:
+        print(tag, "EXC", type(e).__name__, flush=True)
+
+x = jnp.arange(3, dtype=jnp.float32)
+for path in sys.argv[1:]:
+    print("##", path, flush=True)
+    runpy.run_path(path, init_globals=dict(show=show, x=x, jax=jax, np=np, jnp=jnp),
+                   run_name="__main__")
+import os
+if os.environ.get("JAX_PCACHE_DIR"):
+    import pcache
+    print("trace_hits", pcache.stats()["trace_hits"] > 0)
+"""
+
+
+def _run(paths, env) -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", DRIVER, *map(str, paths)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout.splitlines()
+
+
+@pytest.mark.parametrize("check", ["0", "1"])
+def test_review_scenarios_match_stock(tmp_path, check):
+    base = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    base["JAX_PLATFORMS"] = "cpu"
+    stock = _run(SCENARIOS, base)
+    cached = _run(
+        SCENARIOS,
+        {**base, "JAX_PCACHE_DIR": str(tmp_path / "c"), "JAX_PCACHE_CHECK": check},
+    )
+    assert cached[-1] == "trace_hits True"  # reuse happened where it may
+    assert cached[:-1] == stock
