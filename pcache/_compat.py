@@ -755,7 +755,6 @@ def library_value_types() -> tuple[type, ...]:
         Mesh,
         AbstractMesh,
         Device,
-        PyTreeDef,
         KeyTy,
         UnspecifiedValue,
         type(AutoLayoutSingleton)

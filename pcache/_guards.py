@@ -58,7 +58,22 @@ IS, FN, VAL, ABSENT, TYPE = 0, 1, 2, 3, 4
 # Library modules whose functions read what no guard can see (frames, the module
 # table, any object by name or by reference): code that reaches them is not reused.
 _REFLECTION_MODULES = frozenset(
-    {"inspect", "pkgutil", "pydoc", "importlib", "gc", "ctypes", "builtins", "sys"}
+    {
+        "inspect",
+        "pkgutil",
+        "pydoc",
+        "importlib",
+        "gc",
+        "ctypes",
+        "builtins",
+        "sys",
+        "pickle",
+        "copyreg",
+        "marshal",
+        "typing",
+        "dill",
+        "cloudpickle",
+    }
 )
 
 
@@ -74,9 +89,10 @@ def _user_module(v: Any) -> bool:
 class _Guarding:
     """One `guards_for` run: the guards, and the walker their values were keyed by."""
 
-    def __init__(self) -> None:
+    def __init__(self, callable_walk: Walker | None = None) -> None:
         self.guards: list[tuple] = []
         self.w = Walker()
+        self.callable_walk = callable_walk
         self.done: set[tuple[int, str]] = set()
         self.work: list[tuple[dict, types.CodeType]] = []
 
@@ -124,9 +140,10 @@ class _Guarding:
             # walker would number what it met before as back-references).
             w = Walker()
             try:
-                guards.append((VAL, ns, name, w.value(v)))
+                enc = w.value(v)
             except NoReuse as e:
                 raise NoReuse(f"global-{e.reason}:{name}") from None
+            guards.append((VAL, ns, name, enc, aliases(self.callable_walk, w)))
             before = len(self.w.funcs)
             self.w.pins += w.pins
             self.w.arrays += w.arrays
@@ -157,11 +174,22 @@ class _Guarding:
             raise NoReuse(f"user-module-escapes:{chain[-1]}")
 
 
-def guards_for(funcs: list[tuple]) -> tuple[list[tuple], Walker]:
+def aliases(callable_walk: Walker | None, w: Walker) -> tuple:
+    """Which objects a global's walk met that the callable's walk met too (by their
+    numbers in each): ``opts is DEFAULT``, a dict keyed by the very function the
+    callable holds. Equal content is not the same object."""
+    if callable_walk is None:
+        return ()
+    seen = callable_walk.seen
+    return tuple(sorted((seen[k], n) for k, n in w.seen.items() if k in seen))
+
+
+def guards_for(funcs: list[tuple], callable_walk: Walker | None = None) -> tuple:
     """The global guards of a walk's functions, and the walker that keyed their
     values (its pins, arrays and functions belong to the guards). Raises `NoReuse`
-    for a read that cannot be guarded."""
-    run = _Guarding()
+    for a read that cannot be guarded. ``callable_walk``: the walk of the callable,
+    whose objects' identity with the globals' is guarded too (`aliases`)."""
+    run = _Guarding(callable_walk)
     run.work = [(g, c) for g, c, *_ in funcs if not is_library(g)]
     while run.work:
         g, code = run.work.pop()
@@ -218,8 +246,10 @@ def read_state(f: types.FunctionType, w: Walker) -> tuple:
     return tuple(out)
 
 
-def failed_guard(guards: list[tuple]) -> str | None:
-    """The first global whose value differs from its guard's, else None."""
+def failed_guard(guards: list[tuple], callable_walk: Walker | None = None) -> str | None:
+    """The first global whose value differs from its guard's, else None; with
+    ``callable_walk`` (this call's walk of its callable), also one whose objects are
+    no longer, or newly, the callable's own (`aliases`)."""
     for guard in guards:
         kind, g, name, expected = guard[:4]
         if kind == IS:
@@ -236,10 +266,13 @@ def failed_guard(guards: list[tuple]) -> str | None:
             if name in g:
                 return name
         else:
+            w = Walker()
             try:
-                if Walker().value(g.get(name, _MISSING)) != expected:
+                if w.value(g.get(name, _MISSING)) != expected:
                     return name
             except NoReuse:
+                return name
+            if callable_walk is not None and aliases(callable_walk, w) != guard[4]:
                 return name
     return None
 
@@ -323,6 +356,7 @@ def host_state() -> tuple:
     c = decimal.getcontext()
     return (
         tuple(sorted(np.geterr().items())),
+        np.geterrcall(),  # the function np.seterr(..., "call") calls (by identity)
         (c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp),
         tuple(sorted((t.__name__, bool(v)) for t, v in c.traps.items())),
         tuple(warnings.filters),

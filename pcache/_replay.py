@@ -156,12 +156,18 @@ _WARN_RECORD: contextvars.ContextVar[list | None] = contextvars.ContextVar(
 _ORIG_WARN = warnings.warn
 
 
+#: How many warnings were issued through `warnings.warn` in this process (trace
+#: reuse does not record a trace during which one was: a reuse would not issue it).
+WARNINGS = [0]
+
+
 def _recording_warn(message, category=None, stacklevel=1, source=None, **kwargs):
     """`warnings.warn`, which also notes the warning while a lowering is recorded.
 
     Installed once for the process (thread-safe, unlike `catch_warnings`); outside a
     recorded lowering it only forwards. The filters still decide what happens.
     """
+    WARNINGS[0] += 1
     record = _WARN_RECORD.get()
     if record is not None:
         try:

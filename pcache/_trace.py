@@ -134,16 +134,16 @@ class Recorded:
     jax_arrays: tuple = ()  # weak references to the JAX arrays the key names by id
     holders: list | None = None  # weak refs to the callables served (see `_hold`)
 
-    def stale(self) -> str | None:
+    def stale(self, callable_walk: Walker | None = None) -> str | None:
         """Why this trace no longer fits its key (a global, a buffer or an array
-        changed)."""
+        changed); ``callable_walk``: this call's walk of its callable."""
         for r in self.jax_arrays:
             a = r()
             if a is None or a.is_deleted():
                 return "array-deleted"
         if self.arrays and not _canon.same_contents(self.arrays):
             return "constant-changed"
-        name = _guards.failed_guard(self.guards)
+        name = _guards.failed_guard(self.guards, callable_walk)
         return None if name is None else f"global-changed:{name}"
 
 
@@ -254,19 +254,19 @@ def _first_difference(a: Any, b: Any, codes: dict, where: str) -> str | None:
     if not (isinstance(a, tuple) and isinstance(b, tuple) and a and b and a[0] == b[0]):
         return f"value-changed:{where}" if where else "value-changed"
     tag = a[0]
-    if tag == "F":  # ("F", code, globals, name, qualname, builtins, defaults,
-        #          kwdefaults, cells, attributes): `Walker._function`
+    if tag == "F":  # ("F", code, globals, name, qualname, builtins, module, doc,
+        #          defaults, kwdefaults, cells, attributes): `Walker._function`
         code = codes.get(a[1])
         name = a[4]
         if a[1] != b[1]:
             return f"code-changed:{name}"
         if a[2] != b[2] or a[5] != b[5]:
             return f"globals-changed:{name}"
-        if a[6] != b[6] or a[7] != b[7]:
+        if a[8] != b[8] or a[9] != b[9]:
             return f"default-changed:{name}"
-        if a[8] != b[8]:
+        if a[10] != b[10]:
             free = code.co_freevars if code is not None else ()
-            for i, (x, y) in enumerate(zip(a[8], b[8], strict=False)):
+            for i, (x, y) in enumerate(zip(a[10], b[10], strict=False)):
                 if x != y:
                     cell = free[i] if i < len(free) else str(i)
                     inner = _first_difference(x, y, codes, f"{name}.{cell}")
@@ -382,7 +382,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         return _missed(rt, entry, fun, "uncomparable-key")
     why = None
     if rec is not None:
-        why = rec.stale()
+        why = rec.stale(w)
         if why is None:
             if rt.check_mode:  # trace anyway, and compare
                 return _Recorder(entry, lambda p: _checked(rt, rec, p))
@@ -402,7 +402,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     if why.startswith("global-changed:"):
         MEMO.never_record(skeleton)
     try:
-        guards, gw = _guards.guards_for(w.funcs + rw.funcs)
+        guards, gw = _guards.guards_for(w.funcs + rw.funcs, w)
     except NoReuse as e:
         note_states(w.funcs)
         return _missed(rt, entry, fun, e.reason)  # why it can never be reused
@@ -415,7 +415,8 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         jax_arrays = tuple(weakref.ref(a) for a in (*w.arrays, *rw.arrays, *gw.arrays))
     except TypeError:
         return entry
-    made = Made(key, skeleton, guards, w.pins + rw.pins + gw.pins, ck, rest, codes, jax_arrays, fun)
+    pins = w.pins + rw.pins + gw.pins
+    made = Made(key, skeleton, guards, pins, ck, rest, codes, jax_arrays, fun, _replay.WARNINGS[0])
     owned = fun if w.arrays else None  # the callable holds JAX arrays: see `_hold`
 
     def record(p) -> None:
@@ -439,6 +440,28 @@ class Made(NamedTuple):
     codes: dict
     jax_arrays: tuple
     fun: Any  # (for `_unchanged`: held only until the trace is recorded)
+    warnings: int  # warnings issued in the process before the trace
+
+
+_PURE = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _pure(aux: Any) -> bool:
+    t = type(aux)
+    if t in _PURE:
+        return True
+    if t is tuple or t is list or t is frozenset:
+        return all(_pure(x) for x in aux)
+    return False
+
+
+def _pure_tree(td: Any) -> bool:
+    """Whether every node of an output tree carries only plain data beside its type
+    (builtin containers, their keys, data-only auxiliary values)."""
+    nd = td.node_data()
+    if nd is None:
+        return True
+    return _pure(nd[1]) and all(_pure_tree(c) for c in td.children())
 
 
 def _unchanged(made: Made) -> bool:
@@ -446,12 +469,19 @@ def _unchanged(made: Made) -> bool:
     trace: a trace that wrote to anything it was keyed by (a captured container, a
     global, through any alias or helper) or ran while another thread changed it
     is not recorded."""
-    if _guards.failed_guard(made.guards) is not None:
-        return False
+    w = Walker()
     try:
-        return Walker().value(made.fun) == made.callable_key and (
-            _guards.registry_key(Walker()) == made.rest[-1]
-        )
+        ck = w.value(made.fun)
+    except (NoReuse, RecursionError):
+        return False
+    if ck != made.callable_key or _guards.failed_guard(made.guards, w) is not None:
+        return False
+    if _replay.WARNINGS[0] != made.warnings:
+        return False  # the trace warned: a reuse would not
+    if (_compat.trace_context(), _compat.config_snapshot(), _guards.host_state()) != made.rest[4]:
+        return False  # the trace changed a setting
+    try:
+        return _guards.registry_key(Walker()) == made.rest[-1]
     except (NoReuse, RecursionError):
         return False
 
@@ -460,6 +490,10 @@ def _record(made: Made, p, owned) -> None:
     if _compat.unreusable_params(p) is not None:
         return
     if not _unchanged(made):
+        return
+    if not _pure_tree(p.out_tree):
+        # The output tree's auxiliary data (a function, an object) is handed to the
+        # caller: a reuse would hand back the recorded call's objects.
         return
     jaxpr = p.params["jaxpr"]
     callbacks, late = _canon.late_code(jaxpr)

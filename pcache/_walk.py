@@ -57,6 +57,7 @@ nothing.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import dis
 import enum
 import functools
@@ -260,6 +261,8 @@ REFLECTIVE = frozenset(
         "getmodule",
         "__import__",
         "__subclasses__",
+        "__annotations__",
+        "__wrapped__",
         "resolve_name",
         "locate",
         "get_referrers",
@@ -351,8 +354,10 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             why = why or "writes-container"
         elif op == "IMPORT_NAME":
             reads[(("<import>", arg), False)] = None
-        elif op == "LOAD_CONST" and type(arg) is str and arg in REFLECTIVE:
-            why = why or f"reflection:{arg}"  # getattr(f, "__globals__"), attrgetter
+        elif op == "LOAD_CONST" and _reflective_const(arg):
+            why = why or "reflection:constant"  # getattr(f, "__globals__"), a format
+        if op in _GLOBAL_OPS and arg in _ATTR_BUILTINS and not _constant_attr_call(ins, i):
+            why = why or f"dynamic-{arg}"  # getattr(obj, name) with a computed name
         if op in _OUTER_LOADS:
             chain = [arg]
             j = i + 1
@@ -379,6 +384,53 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             continue
         i += 1
     return why
+
+
+# Parts of a string that name reflective state (in a format string, an attrgetter).
+_REFLECTIVE_PARTS = (
+    "__globals__",
+    "__dict__",
+    "__code__",
+    "__closure__",
+    "__builtins__",
+    "__subclasses__",
+    "__annotations__",
+    "f_globals",
+    "f_locals",
+    "f_back",
+    "cell_contents",
+)
+
+
+def _reflective_const(c: Any) -> bool:
+    if type(c) is str:
+        return c in REFLECTIVE or any(p in c for p in _REFLECTIVE_PARTS)
+    if type(c) in (tuple, frozenset):
+        return any(_reflective_const(x) for x in c)
+    return False
+
+
+_ATTR_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
+_CALLS = frozenset({"PRECALL", "CALL", "CALL_FUNCTION", "CALL_FUNCTION_KW"})
+
+
+def _constant_attr_call(ins: list, i: int) -> bool:
+    """Whether the builtin loaded at ``i`` is called as ``getattr(x, "name"[, d])``:
+    one plain load (with attributes) for the object, then a string constant (and a
+    plain default), then the call."""
+    j = i + 1
+    n = len(ins)
+    if j >= n or ins[j].opname not in ("LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME"):
+        return False
+    j += 1
+    while j < n and ins[j].opname in _ATTR_OPS:
+        j += 1
+    if j >= n or ins[j].opname != "LOAD_CONST" or type(ins[j].argval) is not str:
+        return False
+    j += 1
+    if j < n and ins[j].opname in ("LOAD_CONST", "LOAD_FAST", "LOAD_GLOBAL"):
+        j += 1  # a default
+    return j < n and ins[j].opname in _CALLS
 
 
 def _local_target(ins: list, i: int) -> bool:
@@ -413,14 +465,10 @@ _DOC_ATTRS = frozenset({"__doc__", "__annotations__"})
 # What every class dict holds besides its own code and values.
 CLASS_BOOKKEEPING = frozenset(
     {
-        "__module__",
-        "__qualname__",
-        "__doc__",
         "__dict__",
         "__weakref__",
         "__annotations__",
         "__slots__",
-        "__dataclass_fields__",
         "__dataclass_params__",
         "__match_args__",
         "__orig_bases__",
@@ -529,6 +577,8 @@ class Walker:
             return ("B", v.__name__, self.ident(type(bound)), self.value(bound))
         if isinstance(v, _PARTIAL):  # subclasses (jax.tree_util.Partial)
             return self.callable(v)
+        if t is _compat.PyTreeDef:  # its own == says 2 == 2.0, functions by identity
+            return self.treedef(v)
         if t in _LIBRARY_VALUE_TYPES or (isinstance(v, LIBRARY_VALUES) and is_library_type(t)):
             return self._library_value(v, t)
         if isinstance(v, _compat.CUSTOM_DERIVATIVE_TYPES):
@@ -539,7 +589,8 @@ class Walker:
         if isinstance(v, tuple) and hasattr(t, "_fields"):  # NamedTuples
             if getattr(v, "__dict__", None):
                 raise NoReuse(f"mutable:{qualname(t)}")  # attributes beside its items
-            node = ("T", self.klass(t), *[self.value(x) for x in v])
+            items = [tuple.__getitem__(v, i) for i in range(tuple.__len__(v))]
+            node = ("T", self.klass(t), *[self.value(x) for x in items])
             return (*node, self.class_code(t)) if user else node
         params = getattr(t, "__dataclass_params__", None)
         if params is not None and getattr(params, "frozen", False):
@@ -571,7 +622,9 @@ class Walker:
             raise NoReuse("numpy-too-large")
         data = a.tobytes()  # C order (a memoryview refuses ml_dtypes' formats)
         digest = hashlib.blake2b(data, digest_size=16).digest()
-        return ("n", self.dtype(a.dtype), a.shape, digest)
+        f = a.flags
+        layout = (a.strides, f.writeable, f.c_contiguous, f.f_contiguous, f.aligned)
+        return ("n", self.dtype(a.dtype), a.shape, digest, layout)
 
     def _numpy_scalar(self, v: np.generic) -> tuple:
         if v.dtype.hasobject:
@@ -663,7 +716,8 @@ class Walker:
         if back is not None:
             return back
         meta = type(cls)
-        node = ("K", self.ident(cls), self.class_code(cls), self._abc(cls))
+        mro = tuple(self.ident(k) for k in cls.__mro__)  # bases may be reassigned
+        node = ("K", self.ident(cls), mro, self.class_code(cls), self._abc(cls))
         if meta is not type and not is_library_type(meta):  # attributes it provides
             return (*node, self.class_code(meta))
         return node
@@ -719,7 +773,9 @@ class Walker:
         jit = _compat.jit_parts(f)
         if jit is not None:
             fun, ji = jit
-            return ("J", self.value(fun), self.value(_compat.jit_info_key(ji)))
+            d = getattr(f, "__dict__", None)
+            attrs = tuple((k, self.value(x)) for k, x in d.items()) if d else ()
+            return ("J", self.value(fun), self.value(_compat.jit_info_key(ji)), attrs)
         if isinstance(f, _compat.CUSTOM_DERIVATIVE_TYPES):
             items = [(k, self.value(x)) for k, x in vars(f).items() if k not in _DOC_ATTRS]
             return ("C", self.klass(t), *items)
@@ -749,6 +805,8 @@ class Walker:
             f.__name__,
             f.__qualname__,
             id(f.__builtins__),  # a function made in a namespace whose builtins changed
+            f.__module__ if type(f.__module__) is str else self.value(f.__module__),
+            f.__doc__ if type(f.__doc__) is str else self.value(f.__doc__),
             self.value(f.__defaults__),
             self.value(f.__kwdefaults__),
             tuple(self._cell(c) for c in cells) if cells else (),
@@ -800,6 +858,8 @@ class _Eq:
 
 
 def _float(v: float) -> tuple:
+    if v != v:  # a NaN: ``nan in xs`` answers by identity first
+        return ("f", _STRUCT_D.pack(v), id(v))
     return ("f", _STRUCT_D.pack(v))
 
 
@@ -845,6 +905,23 @@ def _signature(w: Walker, v: inspect.Signature) -> tuple:
     return ("sig", *[(p.name, int(p.kind), w.value(p.default)) for p in v.parameters.values()])
 
 
+def _field(w: Walker, f: dataclasses.Field) -> tuple:
+    # what dataclasses.fields() hands to code: name, defaults, metadata, flags; the
+    # annotation by its text (annotations are not run)
+    def opt(v):
+        return ("MISSING",) if v is dataclasses.MISSING else w.value(v)
+
+    return (
+        "field",
+        f.name,
+        opt(f.default),
+        opt(f.default_factory),
+        w.value(dict(f.metadata)),
+        (f.init, f.repr, f.hash, f.compare, f.kw_only),
+        repr(f.type),
+    )
+
+
 def _object(w: Walker, v: Any) -> tuple:
     return w.ident(v)  # a bare sentinel: no state
 
@@ -876,6 +953,7 @@ _DISPATCH: dict[type, Any] = {
     weakref.ref: _weakref,
     object: _object,
     inspect.Signature: _signature,
+    dataclasses.Field: _field,
     np.ufunc: _ufunc,
     staticmethod: lambda w, v: ("SM", w.value(v.__func__)),
     classmethod: lambda w, v: ("CM", w.value(v.__func__)),

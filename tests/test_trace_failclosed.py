@@ -27,6 +27,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, mlir
 
 import pcache
+from pcache import _trace
 
 X = jnp.arange(1.0, 4.0, dtype=jnp.float32)
 
@@ -51,6 +52,8 @@ def _run(scenario) -> list:
 def _same_as_stock(tmp_path, scenario, **options) -> dict:
     """Run ``scenario`` (a generator of zero-argument steps) stock, then with pcache;
     assert equal results; return pcache's stats."""
+    jax.clear_caches()  # (and pcache's record of the functions JAX's caches held)
+    _trace.forget_states()
     stock = _run(scenario)
     options.setdefault("check", False)
     with pcache.enabled(tmp_path / "cache", **options):

@@ -62,6 +62,10 @@ def _compare(tmp_path, scenario, **options):
     Check mode (``JAX_PCACHE_CHECK=1``, as CI runs the suite) traces every reused
     call as well, so trace counts are taken with it off unless asked for."""
     options.setdefault("check", False)
+    # What earlier tests left in JAX's identity caches (and pcache's record of the
+    # functions they hold) is not this scenario's business.
+    jax.clear_caches()
+    _trace.forget_states()
     TRACES.n = 0
     stock = scenario()
     stock_traces = TRACES.n
