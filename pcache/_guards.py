@@ -50,6 +50,9 @@ from pcache._walk import (
 )
 
 _MISSING: Any = object()
+# Python's own builtins, as they were when pcache was imported (a value a program
+# puts into ``builtins`` later is a global like any other).
+_PY_BUILTINS = dict(vars(builtins))
 _FUNCTION = types.FunctionType
 
 # Guard kinds: (kind, namespace, name, expected[, code]); TYPE: (TYPE, object, None,
@@ -93,6 +96,9 @@ class _Guarding:
         self.guards: list[tuple] = []
         self.w = Walker()
         self.callable_walk = callable_walk
+        # One walker for every value guard, in order, as `failed_guard` walks them
+        # again: objects shared between globals are back-references (CFG is DEFAULT).
+        self.vw = Walker()
         self.done: set[tuple[int, str]] = set()
         self.work: list[tuple[dict, types.CodeType]] = []
 
@@ -112,11 +118,16 @@ class _Guarding:
                 if "__getattr__" in ns and "__name__" in ns:  # a module's computed ones
                     raise NoReuse(f"module-getattr:{name}")
                 guards.append((ABSENT, ns, name, None))
+                guards.append((ABSENT, ns, "__getattr__", None))  # not added later
                 return v
             b = _builtins_of(ns)
             guards.append((ABSENT, ns, name, None))
-            guards.append((IS, b, name, b.get(name, _MISSING)))
-            return b.get(name, _MISSING)
+            bv = b.get(name, _MISSING)
+            if bv is _MISSING or _PY_BUILTINS.get(name, _MISSING) is bv:
+                guards.append((IS, b, name, bv))  # Python's own builtin
+            else:  # a value someone put in builtins: guarded as a global
+                return self.guard(b, name, builtin=False)
+            return bv
         t = type(v)
         if isinstance(v, types.ModuleType) and v.__name__.partition(".")[0] in _REFLECTION_MODULES:
             if sys.modules.get(v.__name__) is v:
@@ -138,16 +149,17 @@ class _Guarding:
         else:
             # Keyed by a walker of its own, as `failed_guard` keys it again (a shared
             # walker would number what it met before as back-references).
-            w = Walker()
+            w = self.vw
+            mark = (len(w.pins), len(w.arrays), len(w.funcs))
             try:
                 enc = w.value(v)
             except NoReuse as e:
                 raise NoReuse(f"global-{e.reason}:{name}") from None
             guards.append((VAL, ns, name, enc, aliases(self.callable_walk, w)))
             before = len(self.w.funcs)
-            self.w.pins += w.pins
-            self.w.arrays += w.arrays
-            self.w.funcs += w.funcs
+            self.w.pins += w.pins[mark[0] :]
+            self.w.arrays += w.arrays[mark[1] :]
+            self.w.funcs += w.funcs[mark[2] :]
             self.more(before)
         return v
 
@@ -250,6 +262,7 @@ def failed_guard(guards: list[tuple], callable_walk: Walker | None = None) -> st
     """The first global whose value differs from its guard's, else None; with
     ``callable_walk`` (this call's walk of its callable), also one whose objects are
     no longer, or newly, the callable's own (`aliases`)."""
+    vw = Walker()  # the value guards' one walker, as `_Guarding.vw`
     for guard in guards:
         kind, g, name, expected = guard[:4]
         if kind == IS:
@@ -266,13 +279,12 @@ def failed_guard(guards: list[tuple], callable_walk: Walker | None = None) -> st
             if name in g:
                 return name
         else:
-            w = Walker()
             try:
-                if w.value(g.get(name, _MISSING)) != expected:
+                if vw.value(g.get(name, _MISSING)) != expected:
                     return name
             except NoReuse:
                 return name
-            if callable_walk is not None and aliases(callable_walk, w) != guard[4]:
+            if callable_walk is not None and aliases(callable_walk, vw) != guard[4]:
                 return name
     return None
 
@@ -354,7 +366,12 @@ def host_state() -> tuple:
     does: numpy's floating-point error mode (``np.seterr``: raise or not), the
     decimal context, and the warning filters (a warning turned into an error)."""
     c = decimal.getcontext()
+    if "call" in np.geterr().values() and user_code(np.geterrcall()):
+        raise NoReuse("numpy-error-callback")  # user code run while tracing
     return (
+        sys.getrecursionlimit(),
+        sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else None,
+        tuple(sorted((t.__name__, bool(v)) for t, v in c.flags.items())),
         tuple(sorted(np.geterr().items())),
         np.geterrcall(),  # the function np.seterr(..., "call") calls (by identity)
         (c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp),

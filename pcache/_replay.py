@@ -190,9 +190,21 @@ def _recording_warn(message, category=None, stacklevel=1, source=None, **kwargs)
     return _ORIG_WARN(message, category, stacklevel + 1, source, **kwargs)
 
 
+_ORIG_SHOW = warnings._showwarnmsg
+
+
+def _counting_show(msg) -> None:
+    """`warnings._showwarnmsg`, counted: every warning shown, from Python
+    (``from warnings import warn`` included) or from C (numpy's), passes here."""
+    WARNINGS[0] += 1
+    return _ORIG_SHOW(msg)
+
+
 def install_warning_hook() -> None:
     if warnings.warn is not _recording_warn:
         warnings.warn = _recording_warn
+    if warnings._showwarnmsg is not _counting_show:
+        warnings._showwarnmsg = _counting_show
 
 
 def recorded_lowering(lower, args, kwargs):

@@ -416,7 +416,8 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     except TypeError:
         return entry
     pins = w.pins + rw.pins + gw.pins
-    made = Made(key, skeleton, guards, pins, ck, rest, codes, jax_arrays, fun, _replay.WARNINGS[0])
+    warned = _replay.WARNINGS[0]
+    made = Made(key, skeleton, guards, pins, ck, rest, codes, jax_arrays, fun, warned, signature)
     owned = fun if w.arrays else None  # the callable holds JAX arrays: see `_hold`
 
     def record(p) -> None:
@@ -441,6 +442,7 @@ class Made(NamedTuple):
     jax_arrays: tuple
     fun: Any  # (for `_unchanged`: held only until the trace is recorded)
     warnings: int  # warnings issued in the process before the trace
+    signature: Any  # JAX's argument signature (static arguments), walked again
 
 
 _PURE = (type(None), bool, int, float, complex, str, bytes)
@@ -478,9 +480,12 @@ def _unchanged(made: Made) -> bool:
         return False
     if _replay.WARNINGS[0] != made.warnings:
         return False  # the trace warned: a reuse would not
-    if (_compat.trace_context(), _compat.config_snapshot(), _guards.host_state()) != made.rest[4]:
-        return False  # the trace changed a setting
     try:
+        if w.signature(made.signature) != made.rest[1]:
+            return False  # written through a static argument
+        settings = (_compat.trace_context(), _compat.config_snapshot(), _guards.host_state())
+        if settings != made.rest[4]:
+            return False  # the trace changed a setting
         return _guards.registry_key(Walker()) == made.rest[-1]
     except (NoReuse, RecursionError):
         return False

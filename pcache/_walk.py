@@ -190,14 +190,7 @@ def _library_type(t: type) -> bool:
         obj = getattr(obj, part, None)
     if obj is t:
         return True
-    # A class made inside library code (a function's local class): library when it
-    # defines functions, each defined in its body (by its qualified name) by code of
-    # that same library module.
-    own = [a for a in vars(t).values() if type(a) is types.FunctionType]
-    prefix = qualname(t) + "."
-    return bool(own) and all(
-        f.__globals__ is mod.__dict__ and f.__qualname__.startswith(prefix) for f in own
-    )
+    return False  # not reachable under its name: made at run time (namedtuple(), type())
 
 
 # What a class made by an extension module (nanobind's, pybind11's) holds: C slots
@@ -302,6 +295,17 @@ _OUTER_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSD
 _CODE: dict[int, tuple[types.CodeType, str | None, tuple]] = {}
 
 
+_CONST_TYPES = (type(None), bool, int, float, complex, str, bytes, type(...), types.CodeType)
+
+
+def _immutable_const(c: Any) -> bool:
+    if type(c) in _CONST_TYPES:
+        return True
+    if type(c) in (tuple, frozenset):
+        return all(_immutable_const(x) for x in c)
+    return False
+
+
 def code_verdict(code: types.CodeType) -> tuple[str | None, tuple, tuple]:
     """(why this user code is never reused, or None; what it reads from its
     globals; what it writes to). Memoized per code object (immutable; kept alive by
@@ -325,6 +329,8 @@ def code_verdict(code: types.CodeType) -> tuple[str | None, tuple, tuple]:
     while stack:
         c, outer = stack.pop()
         why = why or _scan(c, outer, reads, writes)
+        if not all(_immutable_const(k) for k in c.co_consts):
+            why = why or "mutable-constant"  # a code object rebuilt around a list
         for k in c.co_consts:
             if isinstance(k, types.CodeType):
                 # Its free variables that are ours from outside stay outside; those
@@ -470,12 +476,10 @@ CLASS_BOOKKEEPING = frozenset(
         "__annotations__",
         "__slots__",
         "__dataclass_params__",
-        "__match_args__",
         "__orig_bases__",
         "__parameters__",
         "__firstlineno__",
         "__static_attributes__",
-        "__abstractmethods__",
         "_abc_impl",  # ABCMeta's subclass cache
     }
 )
@@ -513,7 +517,7 @@ class Walker:
     key) of every Python function met, for the global guards and the mutation check.
     """
 
-    __slots__ = ("pins", "arrays", "funcs", "seen", "nodes")
+    __slots__ = ("pins", "arrays", "funcs", "seen", "nodes", "keep")
 
     def __init__(self) -> None:
         self.pins: list = []
@@ -521,6 +525,7 @@ class Walker:
         self.funcs: list[tuple] = []
         self.seen: dict[int, int] = {}
         self.nodes = 0
+        self.keep: list = []  # what `_enter` numbered, alive for the walk
 
     def _enter(self, obj: Any) -> tuple | None:
         """A back-reference if ``obj`` was met already in this walk (shared or cyclic
@@ -532,12 +537,13 @@ class Walker:
         self.nodes += 1
         if self.nodes > MAX_NODES:
             raise NoReuse("too-large")
-        self.seen[k] = len(self.seen)  # alive for the walk: its id stays its own
+        self.seen[k] = len(self.seen)
+        self.keep.append(obj)  # alive for the walk: its id stays its own (temporaries)
         return None
 
     def ident(self, v: Any) -> tuple:
         self.pins.append(v)
-        return ("i", id(v))
+        return ("id", id(v))
 
     def value(self, v: Any) -> Any:
         t = type(v)
@@ -545,6 +551,9 @@ class Walker:
         if enc is not None:
             return enc(v)
         if t is tuple:
+            back = self._enter(v)  # (its identity: ``axes is DEFAULT_AXES``)
+            if back is not None:
+                return back
             return ("t", *[self.value(x) for x in v])
         method = _DISPATCH.get(t)
         if method is not None:
@@ -616,6 +625,9 @@ class Walker:
         return ("A", id(v))
 
     def _numpy(self, a: np.ndarray) -> tuple:
+        back = self._enter(a)
+        if back is not None:
+            return back
         if a.dtype.hasobject:
             raise NoReuse("numpy-object")
         if a.nbytes > NUMPY_MAX_BYTES:
@@ -662,7 +674,7 @@ class Walker:
         aux data by identity)."""
         nd = td.node_data()
         if nd is None:
-            return "*"
+            return ("TD*",)
         t, aux = nd
         return ("TD", self.klass(t), self.value(aux), *[self.treedef(c) for c in td.children()])
 
@@ -717,7 +729,8 @@ class Walker:
             return back
         meta = type(cls)
         mro = tuple(self.ident(k) for k in cls.__mro__)  # bases may be reassigned
-        node = ("K", self.ident(cls), mro, self.class_code(cls), self._abc(cls))
+        names = (str(cls.__name__), str(cls.__qualname__))
+        node = ("K", self.ident(cls), names, mro, self.class_code(cls), self._abc(cls))
         if meta is not type and not is_library_type(meta):  # attributes it provides
             return (*node, self.class_code(meta))
         return node
@@ -900,9 +913,19 @@ def _operator(w: Walker, v: Any) -> tuple:
     return ("op", w.ident(type(v)), w.value(made), w.value(args))
 
 
+def _annotation(w: Walker, a: Any) -> Any:
+    try:
+        return w.value(a)
+    except NoReuse:
+        return ("ann", qualname(type(a)), repr(a))  # typing constructs: by their text
+
+
 def _signature(w: Walker, v: inspect.Signature) -> tuple:
-    # What binding arguments reads: names, kinds, defaults (annotations: never run).
-    return ("sig", *[(p.name, int(p.kind), w.value(p.default)) for p in v.parameters.values()])
+    params = [
+        (p.name, int(p.kind), w.value(p.default), _annotation(w, p.annotation))
+        for p in v.parameters.values()
+    ]
+    return ("sig", *params, _annotation(w, v.return_annotation))
 
 
 def _field(w: Walker, f: dataclasses.Field) -> tuple:

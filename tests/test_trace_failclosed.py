@@ -13,6 +13,8 @@ import datetime
 import decimal
 import importlib
 import math
+import os
+import subprocess
 import sys
 import types
 import warnings
@@ -441,3 +443,31 @@ def test_jax_s_own_values_captured_are_still_reused(tmp_path):
 
     st = _same_as_stock(tmp_path, scenario)
     assert st["trace_hits"] == 2, st["trace_miss_reasons"]
+
+
+def test_a_trace_that_warns_is_never_reused_however_it_warns(tmp_path):
+    """``from warnings import warn`` bound before pcache was switched on, and a
+    warning from C (numpy's overflow): stock warns at every step, so must pcache."""
+    prog = (
+        "from warnings import warn\n"
+        "import warnings, numpy as np, jax, jax.numpy as jnp\n"
+        "x = jnp.arange(3.0)\n"
+        "big = np.float32(1e30)\n"
+        "def py(v):\n"
+        "    warn('legacy path')\n"
+        "    return v * 2\n"
+        "def c(v):\n"
+        "    return v * float(big * big > 0)\n"
+        "for f in (py, c):\n"
+        "    for i in range(3):\n"
+        "        with warnings.catch_warnings(record=True) as w:\n"
+        "            warnings.simplefilter('always')\n"
+        "            jax.jit(lambda v: f(v))(x)\n"
+        "        print(f.__name__, len(w))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    stock = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True)
+    env["JAX_PCACHE_DIR"] = str(tmp_path / "c")
+    cached = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True)
+    assert stock.returncode == 0 and cached.returncode == 0, cached.stderr[-2000:]
+    assert stock.stdout == cached.stdout and "py 1\npy 1\npy 1" in stock.stdout
