@@ -57,7 +57,7 @@ _FUNCTION = types.FunctionType
 
 # Guard kinds: (kind, namespace, name, expected[, code]); TYPE: (TYPE, object, None,
 # its type).
-IS, FN, VAL, ABSENT, TYPE = 0, 1, 2, 3, 4
+IS, FN, VAL, ABSENT, TYPE, ALIASES = 0, 1, 2, 3, 4, 5
 # Library modules whose functions read what no guard can see (frames, the module
 # table, any object by name or by reference): code that reaches them is not reused.
 _REFLECTION_MODULES = frozenset(
@@ -155,7 +155,7 @@ class _Guarding:
                 enc = w.value(v)
             except NoReuse as e:
                 raise NoReuse(f"global-{e.reason}:{name}") from None
-            guards.append((VAL, ns, name, enc, aliases(self.callable_walk, w)))
+            guards.append((VAL, ns, name, enc))
             before = len(self.w.funcs)
             self.w.pins += w.pins[mark[0] :]
             self.w.arrays += w.arrays[mark[1] :]
@@ -213,6 +213,8 @@ def guards_for(funcs: list[tuple], callable_walk: Walker | None = None) -> tuple
         for root, target in writes:
             if root == "g":
                 _global_write(g, target)
+    # which objects the globals share with the callable: one guard, checked last
+    run.guards.append((ALIASES, None, None, aliases(callable_walk, run.vw)))
     return run.guards, run.w
 
 
@@ -278,13 +280,15 @@ def failed_guard(guards: list[tuple], callable_walk: Walker | None = None) -> st
         elif kind == ABSENT:
             if name in g:
                 return name
+        elif kind == ALIASES:
+            # (the last guard: every value guard has been walked by ``vw``)
+            if callable_walk is not None and aliases(callable_walk, vw) != expected:
+                return "<shared objects>"
         else:
             try:
                 if vw.value(g.get(name, _MISSING)) != expected:
                     return name
             except NoReuse:
-                return name
-            if callable_walk is not None and aliases(callable_walk, vw) != guard[4]:
                 return name
     return None
 
