@@ -370,18 +370,24 @@ def host_state() -> tuple:
     does: numpy's floating-point error mode (``np.seterr``: raise or not), the
     decimal context, and the warning filters (a warning turned into an error)."""
     c = decimal.getcontext()
-    if "call" in np.geterr().values() and user_code(np.geterrcall()):
+    err = np.geterr()
+    call = np.geterrcall()  # the function np.seterr(..., "call") calls (by identity)
+    if "call" in err.values() and user_code(call):
         raise NoReuse("numpy-error-callback")  # user code run while tracing
     return (
         sys.getrecursionlimit(),
-        sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else None,
-        tuple(sorted((t.__name__, bool(v)) for t, v in c.flags.items())),
-        tuple(sorted(np.geterr().items())),
-        np.geterrcall(),  # the function np.seterr(..., "call") calls (by identity)
+        _int_digits(),
+        # (a decimal context's signals are a fixed set, in a fixed order)
+        tuple(map(bool, c.flags.values())),
+        tuple(map(bool, c.traps.values())),
+        tuple(err.items()),
+        call,
         (c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp),
-        tuple(sorted((t.__name__, bool(v)) for t, v in c.traps.items())),
         tuple(warnings.filters),
     )
+
+
+_int_digits = getattr(sys, "get_int_max_str_digits", lambda: None)
 
 
 def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:

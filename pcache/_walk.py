@@ -81,6 +81,14 @@ NUMPY_MAX_BYTES = 256 * 1024
 #: A callable whose key walk meets more objects than this is not reused.
 MAX_NODES = 4096
 
+# Argument trees made only of tuples, lists, Nones and empty dicts (JAX's kinds with
+# no auxiliary data, whose ``PyTreeDef.__eq__`` compares kind and arity only, so it
+# is exact) -> their key; most argument trees are these, and walking one node by
+# node costs more than the rest of a reuse.
+_NONE_TYPE = type(None)
+_PLAIN_TREES: dict = {}
+MAX_PLAIN_TREES = 1024
+
 
 class NoReuse(Exception):  # noqa: N818 - a verdict, not an error
     """This call's callable cannot be keyed: it is traced, as without pcache."""
@@ -671,12 +679,28 @@ class Walker:
     def treedef(self, td: Any) -> Any:
         """A tree definition node by node: its node types and their auxiliary data
         by these rules (its own ``==`` says ``2 == 2.0`` and compares functions in
-        aux data by identity)."""
+        aux data by identity). A tree of only tuples, lists, Nones and empty dicts
+        has no auxiliary data, so JAX's ``==`` is exact for it: its key is memoized."""
+        key = _PLAIN_TREES.get(td)
+        if key is not None:
+            return key
+        key, plain = self._treedef(td)
+        if plain:
+            if len(_PLAIN_TREES) >= MAX_PLAIN_TREES:
+                _PLAIN_TREES.clear()
+            _PLAIN_TREES[td] = key
+        return key
+
+    def _treedef(self, td: Any) -> tuple[Any, bool]:
         nd = td.node_data()
         if nd is None:
-            return ("TD*",)
+            return ("TD*",), True
         t, aux = nd
-        return ("TD", self.klass(t), self.value(aux), *[self.treedef(c) for c in td.children()])
+        kids = [self._treedef(c) for c in td.children()]
+        plain = (t is tuple or t is list or t is _NONE_TYPE) and aux is None
+        plain = plain or (t is dict and type(aux) is list and not aux)
+        plain = plain and all(p for _, p in kids)
+        return ("TD", self.klass(t), self.value(aux), *[k for k, _ in kids]), plain
 
     def signature(self, sig: Any) -> tuple:
         """JAX's argument signature: static arguments by these rules (JAX compares

@@ -471,3 +471,33 @@ def test_a_trace_that_warns_is_never_reused_however_it_warns(tmp_path):
     cached = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True)
     assert stock.returncode == 0 and cached.returncode == 0, cached.stderr[-2000:]
     assert stock.stdout == cached.stdout and "py 1\npy 1\npy 1" in stock.stdout
+
+
+def test_argument_tree_keys_memoized_only_where_jax_equality_is_exact(tmp_path):
+    """Argument trees of tuples, lists, Nones and empty dicts are keyed once and then
+    found by JAX's ``==`` (exact for them); any tree with auxiliary data (dict keys,
+    custom nodes) is walked every time: JAX's ``==`` says ``{2: a} == {2.0: a}``."""
+    from pcache import _walk
+
+    def key(tree):
+        return _walk.Walker().treedef(jax.tree_util.tree_structure(tree))
+
+    plain = [((1, [2, None]), {}), ([(1, 2)] * 16, 3), (None,), [], ((),), {}, 1]
+    for tree in plain:
+        td = jax.tree_util.tree_structure(tree)
+        assert key(tree) == _walk.Walker()._treedef(td)[0] == key(tree)
+        assert td in _walk._PLAIN_TREES
+    assert len({key(t) for t in plain}) == len(plain)
+    for tree in [({2: 1},), ({2.0: 1},), {"a": [1]}]:
+        assert jax.tree_util.tree_structure(tree) not in _walk._PLAIN_TREES
+        key(tree)
+        assert jax.tree_util.tree_structure(tree) not in _walk._PLAIN_TREES
+    assert key({2: 1}) != key({2.0: 1})
+    assert jax.tree_util.tree_structure({2: 1}) == jax.tree_util.tree_structure({2.0: 1})
+
+    def scenario():
+        for tree in ({2: X}, {2.0: X}, {True: X}, {2: X}):
+            f = jax.jit(lambda t: jnp.float32(sum(type(k) is float for k in t)) + t[2])
+            yield lambda f=f, tree=tree: f(tree)
+
+    _same_as_stock(tmp_path, scenario)
