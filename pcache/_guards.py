@@ -14,7 +14,7 @@ module makes both part of what a reuse checks, and fails closed where it cannot:
   is of a ``ModuleType`` subclass, an import of a user module, a global that is a
   module's computed ``__getattr__``, and the builtins that read namespaces
   (``globals``, ``vars``, ``locals``, ``eval``, ``exec``, ``__import__``) mean no
-  reuse; so does reflection (`pcache._walk.REFLECTIVE`), found when the code is
+  reuse; so does reflection (`pcache._usercode.REFLECTIVE`), found when the code is
   scanned. Attributes of library modules and objects are taken as fixed.
 * registries (`registry_key`): the rules of every user primitive (a primitive any
   of whose registered rules reaches user code) and the flatten/unflatten functions
@@ -39,15 +39,15 @@ from typing import Any
 import numpy as np
 
 from pcache import _compat
-from pcache._walk import (
+from pcache._usercode import (
     UNGUARDABLE,
     NoReuse,
-    Walker,
     code_verdict,
     is_library,
     is_library_module,
     is_library_type,
 )
+from pcache._walk import Walker
 
 _MISSING: Any = object()
 # Python's own builtins, as they were when pcache was imported (a value a program

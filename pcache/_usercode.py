@@ -1,0 +1,400 @@
+"""What is user code, and what user code does that a key walk cannot follow.
+
+Trace reuse (`pcache._walk`, `pcache._guards`) keys user code by its state and takes
+installed library code as fixed. This module decides which is which, by what code
+*is* (a function by its globals being an imported library module's ``__dict__``, a
+class by being reachable under its name from one; a ``__module__`` string decides
+nothing), and scans a user code object's bytecode once (`code_verdict`) for what
+makes a trace depend on more than its key: writes to closure cells it does not own,
+globals, module attributes or captured containers, and reads through reflection
+(``__globals__``, frames, ``import_module``, dynamic ``getattr``, ...).
+"""
+
+from __future__ import annotations
+
+import dis
+import os
+import sys
+import sysconfig
+import types
+import weakref
+from typing import Any
+
+
+class NoReuse(Exception):  # noqa: N818 - a verdict, not an error
+    """This call's callable cannot be keyed: it is traced, as without pcache."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def qualname(t: type) -> str:
+    return getattr(t, "__qualname__", getattr(t, "__name__", "?"))
+
+
+# ------------------------------------------------------------ library code
+
+_LIB_DIRS = tuple(
+    sorted(
+        {
+            os.path.realpath(p)
+            for p in (
+                *(sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib")),
+                *(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))),
+            )
+            if p
+        }
+    )
+)
+_PCACHE_DIR = os.path.dirname(os.path.realpath(__file__))
+_LIBRARY: dict[int, tuple[dict, bool]] = {}  # id(globals) -> (globals, verdict)
+_LIBRARY_TYPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _library_file(file: Any) -> bool:
+    if not isinstance(file, str) or not file:
+        return False
+    real = os.path.realpath(file)
+    if real.startswith(_PCACHE_DIR + os.sep):
+        return True
+    parts = real.split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
+    return any(real.startswith(d + os.sep) for d in _LIB_DIRS)
+
+
+def is_library(g: dict) -> bool:
+    """Whether a function with globals ``g`` is installed library code: ``g`` is the
+    ``__dict__`` of an imported module whose file is library code (a dict that merely
+    says ``__name__ = "jax"`` is not)."""
+    e = _LIBRARY.get(id(g))
+    if e is not None and e[0] is g:
+        return e[1]
+    mod = sys.modules.get(g.get("__name__") or "")
+    lib = (
+        mod is not None
+        and getattr(mod, "__dict__", None) is g
+        and isinstance(mod, types.ModuleType)
+        and _library_file(g.get("__file__"))
+    )
+    if len(_LIBRARY) > 4096:
+        _LIBRARY.clear()
+    _LIBRARY[id(g)] = (g, lib)  # module dicts: kept alive, so the id is never reused
+    return lib
+
+
+def is_library_module(m: types.ModuleType) -> bool:
+    return is_library(m.__dict__) or (
+        # builtin and extension modules (sys, math, jaxlib's): no Python globals
+        sys.modules.get(m.__name__) is m and not hasattr(m, "__path__") and _no_python(m)
+    )
+
+
+def _no_python(m: types.ModuleType) -> bool:
+    file = getattr(m, "__file__", None)
+    return (
+        file is None
+        and m.__name__ in sys.builtin_module_names
+        or (isinstance(file, str) and file.endswith((".so", ".pyd")) and _library_file(file))
+    )
+
+
+def is_library_type(t: type) -> bool:
+    """Whether class ``t`` is installed library code: reachable under its qualified
+    name from the library module it names (builtins included)."""
+    got = _LIBRARY_TYPES.get(t)
+    if got is None:
+        got = _library_type(t)
+        try:
+            _LIBRARY_TYPES[t] = got
+        except TypeError:  # not weak-referenceable: not memoized
+            pass
+    return got
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement)
+
+
+def _library_type(t: type) -> bool:
+    if not t.__flags__ & _HEAPTYPE:
+        return True  # a static C type (int, NoneType, numpy's): no user code defines one
+    if _compiled(t):
+        return True
+    mod = sys.modules.get(getattr(t, "__module__", None) or "")
+    if mod is None or not isinstance(mod, types.ModuleType) or not is_library_module(mod):
+        return False
+    obj: Any = mod
+    for part in qualname(t).split("."):
+        obj = getattr(obj, part, None)
+    if obj is t:
+        return True
+    return False  # not reachable under its name: made at run time (namedtuple(), type())
+
+
+# What a class made by an extension module (nanobind's, pybind11's) holds: C slots
+# and descriptors, never Python code or data.
+_C_ATTRS = (
+    types.BuiltinFunctionType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+    types.MemberDescriptorType,
+    types.GetSetDescriptorType,
+    types.ClassMethodDescriptorType,
+)
+
+
+def _compiled(t: type) -> bool:
+    """A heap type made by an extension module, not by a class statement: its
+    module is not an imported Python module, every heap class of its MRO holds only
+    C slots and descriptors, and its metaclass is one of these or a static type."""
+    if sys.modules.get(getattr(t, "__module__", None) or "") is not None:
+        return False
+    if any(n in vars(t) for n in ("__dict__", "__weakref__", "__slots__")):
+        return False  # made by a class statement or type()
+    meta = type(t)
+    if meta.__flags__ & _HEAPTYPE and not _compiled(meta):
+        return False
+    for k in t.__mro__:
+        if not k.__flags__ & _HEAPTYPE:
+            continue
+        for name, a in vars(k).items():
+            if name in ("__module__", "__doc__", "__qualname__"):
+                continue
+            if not isinstance(a, _C_ATTRS):
+                return False
+    return True
+
+
+# ------------------------------------------------------------ code scans
+
+_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+_ATTR_OPS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
+# Attributes through which code reads state no key or guard sees: another
+# function's globals or closure, a frame, the module table, a module by name.
+REFLECTIVE = frozenset(
+    {
+        "__globals__",
+        "__dict__",
+        "__closure__",
+        "__code__",
+        "__defaults__",
+        "__kwdefaults__",
+        "__builtins__",
+        "cell_contents",
+        "f_globals",
+        "f_locals",
+        "f_back",
+        "f_builtins",
+        "_getframe",
+        "currentframe",
+        "import_module",
+        "modules",
+        "getmodule",
+        "__import__",
+        "__subclasses__",
+        "__annotations__",
+        "__wrapped__",
+        "resolve_name",
+        "locate",
+        "get_referrers",
+        "get_referents",
+        "get_objects",
+    }
+)
+# Builtins (also as ``builtins.<name>``) through which code reads or runs what no
+# guard can see.
+UNGUARDABLE = frozenset({"globals", "vars", "locals", "eval", "exec", "__import__", "compile"})
+# Methods that mutate a builtin container (a captured list, dict or set).
+_MUTATORS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "pop",
+        "popitem",
+        "clear",
+        "update",
+        "add",
+        "remove",
+        "discard",
+        "setdefault",
+        "sort",
+        "reverse",
+        "__setitem__",
+        "__delitem__",
+        "__iadd__",
+        "difference_update",
+        "intersection_update",
+        "symmetric_difference_update",
+    }
+)
+# A value loaded from outside the function's own frame.
+_OUTER_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"})
+_CODE: dict[int, tuple[types.CodeType, str | None, tuple]] = {}
+
+
+_CONST_TYPES = (type(None), bool, int, float, complex, str, bytes, type(...), types.CodeType)
+
+
+def _immutable_const(c: Any) -> bool:
+    if type(c) in _CONST_TYPES:
+        return True
+    if type(c) in (tuple, frozenset):
+        return all(_immutable_const(x) for x in c)
+    return False
+
+
+def code_verdict(code: types.CodeType) -> tuple[str | None, tuple, tuple]:
+    """(why this user code is never reused, or None; what it reads from its
+    globals; what it writes to). Memoized per code object (immutable; kept alive by
+    the memo).
+
+    The reads: each ``LOAD_GLOBAL`` with the attributes loaded from it right after,
+    as ``(chain, escaped)``; ``escaped``: the last object of the chain goes on (to a
+    call, a store, a return) rather than only being read. ``("<import>", name)``
+    for an import. The writes: ``(root, target)``, an attribute stored on, or a
+    container method (``append``, ``update``, ...) called on, the object a chain
+    ``target`` names, from a global (``root`` "g") or a free variable ("f"); who
+    owns that object is only known from the values (`pcache._guards`,
+    `Walker._function`). Nested code objects are scanned with their parent."""
+    e = _CODE.get(id(code))
+    if e is not None and e[0] is code:
+        return e[1], e[2], e[3]
+    why: str | None = None
+    reads: dict[tuple, None] = {}
+    writes: dict[tuple, None] = {}
+    stack = [(code, frozenset(code.co_freevars))]
+    while stack:
+        c, outer = stack.pop()
+        why = why or _scan(c, outer, reads, writes)
+        if not all(_immutable_const(k) for k in c.co_consts):
+            why = why or "mutable-constant"  # a code object rebuilt around a list
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                # Its free variables that are ours from outside stay outside; those
+                # that are our own cells are this call's locals.
+                stack.append((k, frozenset(v for v in k.co_freevars if v in outer)))
+    out = (why, tuple(reads), tuple(writes))
+    if len(_CODE) > 8192:
+        _CODE.clear()
+    _CODE[id(code)] = (code, *out)
+    return out
+
+
+def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str | None:
+    ins = list(dis.get_instructions(c))
+    n = len(ins)
+    why = None
+    i = 0
+    while i < n:
+        op, arg = ins[i].opname, ins[i].argval
+        if op in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+            why = why or f"writes-global:{arg}"
+        elif op in ("STORE_DEREF", "DELETE_DEREF") and arg in outer:
+            why = why or f"writes-nonlocal:{arg}"
+        elif op in _ATTR_OPS and arg in REFLECTIVE:
+            why = why or f"reflection:{arg}"
+        elif op in ("STORE_SUBSCR", "DELETE_SUBSCR") and not _local_target(ins, i):
+            why = why or "writes-container"
+        elif op == "IMPORT_NAME":
+            reads[(("<import>", arg), False)] = None
+        elif op == "LOAD_CONST" and _reflective_const(arg):
+            why = why or "reflection:constant"  # getattr(f, "__globals__"), a format
+        if op in _GLOBAL_OPS and arg in _ATTR_BUILTINS and not _constant_attr_call(ins, i):
+            why = why or f"dynamic-{arg}"  # getattr(obj, name) with a computed name
+        if op in _OUTER_LOADS:
+            chain = [arg]
+            j = i + 1
+            while j < n and ins[j].opname in _ATTR_OPS:
+                chain.append(ins[j].argval)
+                j += 1
+            nxt = ins[j].opname if j < n else "RETURN_VALUE"
+            for attr in chain[1:]:
+                if attr in REFLECTIVE or attr in UNGUARDABLE:
+                    why = why or f"reflection:{attr}"
+            root = "g" if op in _GLOBAL_OPS else "f"
+            if op in ("LOAD_DEREF", "LOAD_CLASSDEREF") and arg not in outer:
+                root = ""  # one of this call's own cells
+            if root and (
+                nxt in ("STORE_ATTR", "DELETE_ATTR")
+                or (nxt == "COPY" and j + 1 < n and ins[j + 1].opname in _ATTR_OPS)
+            ):
+                writes[(root, tuple(chain))] = None  # ``m.n = v``, ``m.n += 1``
+            elif root and len(chain) > 1 and chain[-1] in _MUTATORS:
+                writes[(root, tuple(chain[:-1]))] = None  # ``m.log.append(v)``
+            if root == "g":
+                reads[(tuple(chain), nxt not in ("STORE_ATTR", "DELETE_ATTR"))] = None
+            i = j
+            continue
+        i += 1
+    return why
+
+
+# Parts of a string that name reflective state (in a format string, an attrgetter).
+_REFLECTIVE_PARTS = (
+    "__globals__",
+    "__dict__",
+    "__code__",
+    "__closure__",
+    "__builtins__",
+    "__subclasses__",
+    "__annotations__",
+    "f_globals",
+    "f_locals",
+    "f_back",
+    "cell_contents",
+)
+
+
+def _reflective_const(c: Any) -> bool:
+    if type(c) is str:
+        return c in REFLECTIVE or any(p in c for p in _REFLECTIVE_PARTS)
+    if type(c) in (tuple, frozenset):
+        return any(_reflective_const(x) for x in c)
+    return False
+
+
+_ATTR_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
+_CALLS = frozenset({"PRECALL", "CALL", "CALL_FUNCTION", "CALL_FUNCTION_KW"})
+
+
+def _constant_attr_call(ins: list, i: int) -> bool:
+    """Whether the builtin loaded at ``i`` is called as ``getattr(x, "name"[, d])``:
+    one plain load (with attributes) for the object, then a string constant (and a
+    plain default), then the call."""
+    j = i + 1
+    n = len(ins)
+    if j >= n or ins[j].opname not in ("LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME"):
+        return False
+    j += 1
+    while j < n and ins[j].opname in _ATTR_OPS:
+        j += 1
+    if j >= n or ins[j].opname != "LOAD_CONST" or type(ins[j].argval) is not str:
+        return False
+    j += 1
+    if j < n and ins[j].opname in ("LOAD_CONST", "LOAD_FAST", "LOAD_GLOBAL"):
+        j += 1  # a default
+    return j < n and ins[j].opname in _CALLS
+
+
+def _local_target(ins: list, i: int) -> bool:
+    """Whether the container of the ``STORE_SUBSCR`` at ``i`` is a plain local
+    (``d[k] = v`` with ``d`` and ``k`` locals or constants): anything else may be
+    a captured or global container."""
+    if i < 2:
+        return False
+    key, container = ins[i - 1], ins[i - 2]
+    return key.opname in ("LOAD_FAST", "LOAD_CONST") and container.opname == "LOAD_FAST"
+
+
+__all__ = [
+    "REFLECTIVE",
+    "UNGUARDABLE",
+    "NoReuse",
+    "code_verdict",
+    "is_library",
+    "is_library_module",
+    "is_library_type",
+    "qualname",
+]
