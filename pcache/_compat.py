@@ -368,6 +368,18 @@ def log_compiles() -> bool:
     return bool(_config.log_compiles.value)
 
 
+def lowering_warnings_name_sources() -> bool:
+    """Whether lowering's captured-constant warnings now name source locations or
+    the function (a report with frames, or the per-constant warning of simplified
+    constants): text that the key, which leaves out debug information, does not
+    determine."""
+    if config_value("jax_captured_constants_warn_bytes") < 0:
+        return False
+    return bool(config_value("jax_captured_constants_report_frames")) or bool(
+        config_value("jax_use_simplified_jaxpr_constants")
+    )
+
+
 def jax_cache_configured() -> bool:
     """Whether the user has pointed JAX's own persistent cache at a directory
     (`jax_enable_compilation_cache` alone is True by default and means nothing

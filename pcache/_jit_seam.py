@@ -263,7 +263,7 @@ def pjit_lower_wrapper(
         return comp
     if digest is not None:
         got = rt.memory_lookup(digest, lambda loaded: _computation_of(loaded, memo_key))
-        if got is not None:
+        if got is not None and not _relower_for_warnings(got[0]):
             loaded, (comp, log_args) = got
             loaded.replay.on_hit(log_args)
             return comp
@@ -285,6 +285,18 @@ def pjit_lower_wrapper(
             hlo.loaded.computations[memo_key] = (comp, hlo.log_args)
             COMPUTATIONS.put(memo_key, hlo.key.digest)
     return comp
+
+
+def _relower_for_warnings(loaded: _load.Loaded) -> bool:
+    """Whether a hit must lower for real instead of replaying its warnings: the
+    entry's lowering warned, and lowering's warnings now name source locations or
+    the function (`_compat.lowering_warnings_name_sources`), which the key does not
+    hold: a replay would name the code of whichever lowering stored the entry."""
+    return (
+        bool(loaded.replay.warnings)
+        and not loaded.host_callbacks  # never lowered again behind the executable's back
+        and _compat.lowering_warnings_name_sources()
+    )
 
 
 def _computation_of(loaded: _load.Loaded, memo_key) -> tuple | None:
@@ -394,9 +406,14 @@ def lowering_wrapper(*args, **kwargs):
         unordered = _compat.unordered_effects(call.closed_jaxpr.effects)
         poly = _compat.shape_poly_state(call.platforms)
         module = Prefetched(loaded, key, predicted, call, (args, kwargs))
-        # Outside the try above: a replayed warning that the user's filters turn
-        # into an error raises here, as it would have from the lowering.
-        loaded.replay.on_hit(module.log_args)
+        if _relower_for_warnings(loaded):
+            # Lower for real: its warnings are issued as JAX issues them (their text
+            # names this function's source), and its module is the one materialized.
+            module._module = lower(*args, **kwargs)[0]
+        else:
+            # Outside the try above: a replayed warning that the user's filters turn
+            # into an error raises here, as it would have from the lowering.
+            loaded.replay.on_hit(module.log_args)
         return _compat.lowering_result(
             module,
             list(loaded.keepalive),
