@@ -18,91 +18,21 @@ logger = logging.getLogger("pcache")
 
 _LOCK = threading.RLock()
 _RUNTIME: Runtime | None = None
-_UNSET: Any = _config._UNSET
 
 
-def enable(
-    path: str | Path | None = None,
-    *,
-    max_disk_bytes: int | str | None = _UNSET,
-    max_memory_bytes: int | str | None = _UNSET,
-    raise_errors: bool | None = None,
-    lock_timeout: float | str | None = None,
-    explain: bool | None = None,
-    preload: int | None = None,
-    check: bool | None = None,
-    lock_stale: float | str | None = None,
-    trace_reuse: bool | None = None,
-    remote: str | bool | None = None,
-    remote_secret_file: str | Path | None = None,
-    remote_namespace: str | None = None,
-    remote_read_only: bool | None = None,
-    remote_ttl: float | str | None = None,
-    remote_timeout: float | str | None = None,
-    remote_lease: float | str | None = None,
-) -> Path:
+def enable(path: str | Path | None = None, **options: Any) -> Path:
     """Switch the cache on for this process; returns the cache directory.
 
     Args:
       path: cache directory; default ``$JAX_PCACHE_DIR``, else
         ``$XDG_CACHE_HOME/pcache`` or ``~/.cache/pcache`` (created with mode 0700).
-      max_disk_bytes: byte bound of the on-disk store (an int or ``"10GB"``);
-        default ``$JAX_PCACHE_MAX_DISK``, else 10 GB. ``None``: unbounded.
-      max_memory_bytes: byte bound of the in-memory tier of ready executables;
-        default ``$JAX_PCACHE_MAX_MEMORY``, else 1 GiB.
-      raise_errors: raise cache failures instead of warning once per cause
-        (default ``$JAX_PCACHE_RAISE_ERRORS``); for tests.
-      lock_timeout: seconds (or ``"10m"``) to wait for another process that is
-        compiling the same program before compiling it here too; default 600 s.
-      lock_stale: stop waiting sooner when that process has not shown a heartbeat
-        for this long (it is stopped or hung); default ``$JAX_PCACHE_LOCK_STALE``,
-        else 30 s.
-      explain: log, for each miss, which key parts differ from the nearest stored
-        entries of the same function (default ``$JAX_PCACHE_EXPLAIN``).
-      preload: at this program's first cached compile, load up to this many
-        executables that its previous run used (in the order it used them) on a
-        background thread, so a new process overlaps loading with tracing;
-        default ``$JAX_PCACHE_PRELOAD``, else 256. ``0``: off.
-      check: recompute every memoized digest, verdict and key from scratch and
-        raise `pcache.CheckError` on any difference, and compare a loaded entry's
-        recorded key parts with the fresh ones (default ``$JAX_PCACHE_CHECK``); for
-        tests, like JAX's ``jax_compilation_cache_check_contents``. Under it, a
-        call trace reuse would serve is traced too, and the two traces compared.
-      trace_reuse: serve a re-created callable (``jax.jit(jax.grad(f))``, a lambda,
-        a partial or a nested def built anew each step) the trace of an equal
-        callable traced before, so it is not traced again (default
-        ``$JAX_PCACHE_TRACE_REUSE``, else on). Callables are equal when built
-        from the same code with equal captured values; see the README.
-      remote: a Redis (or Valkey) URL, ``redis://host:port/db``, ``rediss://...``
-        or ``unix:///path/to/socket?db=0``: a remote tier shared by a fleet, behind
-        the local store (default ``$JAX_PCACHE_REMOTE``; ``False``: none). Needs a
-        fleet key: ``remote_secret_file`` (default ``$JAX_PCACHE_REMOTE_SECRET_FILE``),
-        a file only its owner may read. ``remote_namespace``, ``remote_read_only``,
-        ``remote_ttl``, ``remote_timeout`` and ``remote_lease`` default to the
-        ``JAX_PCACHE_REMOTE_*`` variables of the same names; see the README's
-        "Fleet" section.
+      **options: any of the settings below, each defaulting to its ``JAX_PCACHE_*``
+        variable, else its default (``pcache env`` lists them with their values).
+        ``max_disk_bytes=None``: unbounded; ``remote=False``: no remote tier.
 
     Calling it again replaces the previous configuration.
     """
-    settings = _config.Settings.resolve(
-        path,
-        max_disk_bytes=max_disk_bytes,
-        max_memory_bytes=max_memory_bytes,
-        raise_errors=raise_errors,
-        lock_timeout=lock_timeout,
-        lock_stale=lock_stale,
-        explain=explain,
-        preload=preload,
-        check=check,
-        trace_reuse=trace_reuse,
-        remote=remote,
-        remote_secret_file=remote_secret_file,
-        remote_namespace=remote_namespace,
-        remote_read_only=remote_read_only,
-        remote_ttl=remote_ttl,
-        remote_timeout=remote_timeout,
-        remote_lease=remote_lease,
-    )
+    settings = _config.Settings.resolve(path, **options)
     return _enable(settings)
 
 
@@ -122,12 +52,31 @@ def _enable(settings: _config.Settings) -> Path:
 def enable_from_env() -> Path | None:
     """What the JAX plugin calls: enable at ``$JAX_PCACHE_DIR`` unless disabled."""
     env = _config.read_env()
-    if env.disable or not env.dir:
+    if env.get("disable") or env.get("path") is None:
         return None
     with _LOCK:
         if _RUNTIME is not None:
             return _RUNTIME.path
-        return enable(env.dir)
+        return enable(env["path"])
+
+
+def _document_enable() -> None:
+    """`enable`'s keywords and their help, from the settings table (`OPTIONS`)."""
+    import inspect
+
+    params = [inspect.Parameter("path", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)]
+    lines = [enable.__doc__ or "", "    Settings (the keywords of ``**options``):\n"]
+    for o in _config.OPTIONS:
+        if o.keyword and o.name != "path":
+            params.append(
+                inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=_config._UNSET)
+            )
+            lines.append(f"      {o.name}: {o.help} (``${o.env}``)")
+    enable.__signature__ = inspect.Signature(params, return_annotation=Path)  # type: ignore[attr-defined]
+    enable.__doc__ = "\n".join(lines) + "\n"
+
+
+_document_enable()
 
 
 def disable() -> None:

@@ -16,7 +16,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -165,26 +165,225 @@ class Layout:
         return directory
 
 
-_UNSET: object = object()
+class _Unset:
+    """An option not given: its variable, else its default."""
+
+    def __repr__(self) -> str:
+        return "<$JAX_PCACHE_* or default>"
+
+
+_UNSET: Any = _Unset()
+
+
+def parse_flag(v: Any) -> bool:
+    """A switch: ``True``/``False`` as given, or a variable's text (`BOOL_FORMS`)."""
+    return v if isinstance(v, bool) else parse_bool(str(v))
+
+
+def _remote_arg(v: Any) -> str | None:
+    """``enable(remote=...)``: a URL, or ``False`` for none."""
+    if v is False or v == "":
+        return None
+    if not isinstance(v, str):
+        raise ConfigError(f"expected a redis:// URL or False, got {v!r}")
+    return _remote_url(v)
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One setting: `pcache.enable`'s keyword ``name``, the variable ``env``, and how
+    both are read. Every reader of settings (the environment, `enable`, ``pcache
+    env``, the CLI's help) is derived from `OPTIONS`: adding a setting is one row."""
+
+    name: str
+    env: str
+    parse: Callable[[Any], Any]  # an argument or the variable's text -> the value
+    default: Any
+    help: str
+    #: What an explicit ``None`` argument means (``max_disk_bytes=None``: unbounded);
+    #: `_UNSET`: ``None`` means "not given" (the variable, else the default).
+    none: Any = _UNSET
+    #: Not an `enable` keyword: only a variable (``JAX_PCACHE_DISABLE``).
+    keyword: bool = True
+    #: "remote": one of the remote tier's settings (`Settings.remote`).
+    group: str = ""
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "path",
+        "JAX_PCACHE_DIR",
+        lambda v: Path(v).expanduser(),
+        None,
+        "cache directory; setting it switches pcache on with no code change",
+    ),
+    Option(
+        "max_disk_bytes",
+        "JAX_PCACHE_MAX_DISK",
+        parse_size,
+        DEFAULT_MAX_DISK,
+        f"byte bound of the on-disk store ({SIZE_FORMS}); default 10GB",
+        none=None,
+    ),
+    Option(
+        "max_memory_bytes",
+        "JAX_PCACHE_MAX_MEMORY",
+        parse_size,
+        DEFAULT_MAX_MEMORY,
+        f"byte bound of the in-memory tier ({SIZE_FORMS}); default 1GiB",
+        none=UNBOUNDED,
+    ),
+    Option(
+        "disable",
+        "JAX_PCACHE_DISABLE",
+        parse_flag,
+        False,
+        f"switch pcache off even when JAX_PCACHE_DIR is set ({BOOL_FORMS})",
+        keyword=False,
+    ),
+    Option(
+        "raise_errors",
+        "JAX_PCACHE_RAISE_ERRORS",
+        parse_flag,
+        False,
+        f"raise cache errors instead of warning (tests) ({BOOL_FORMS})",
+    ),
+    Option(
+        "explain",
+        "JAX_PCACHE_EXPLAIN",
+        parse_flag,
+        False,
+        f"log, for every miss, which key parts differ from the nearest entries ({BOOL_FORMS})",
+    ),
+    Option(
+        "check",
+        "JAX_PCACHE_CHECK",
+        parse_flag,
+        False,
+        "recompute every memoized digest, verdict and key from scratch and raise "
+        f"pcache.CheckError on any difference (tests; slow) ({BOOL_FORMS})",
+    ),
+    Option(
+        "lock_timeout",
+        "JAX_PCACHE_LOCK_TIMEOUT",
+        parse_age,
+        DEFAULT_LOCK_TIMEOUT,
+        f"how long to wait for another process compiling the same key ({AGE_FORMS})",
+    ),
+    Option(
+        "lock_stale",
+        "JAX_PCACHE_LOCK_STALE",
+        parse_age,
+        DEFAULT_LOCK_STALE,
+        "how long a process holding a compile lock may go without a heartbeat (stopped, "
+        f"hung) before waiters stop waiting for it ({AGE_FORMS}); default 30s",
+    ),
+    Option(
+        "trace_reuse",
+        "JAX_PCACHE_TRACE_REUSE",
+        parse_flag,
+        True,
+        "serve a re-created jit(grad(f)), lambda, partial or nested def the trace of an "
+        f"equal callable traced before ({BOOL_FORMS}); default on",
+    ),
+    Option(
+        "remote",
+        "JAX_PCACHE_REMOTE",
+        _remote_arg,
+        None,
+        "a shared remote tier behind the local store: redis://host:port/db, rediss://... "
+        "or unix:///path/to/socket?db=0 (Redis or Valkey); one compile per program across "
+        "a fleet",
+    ),
+    Option(
+        "remote_secret_file",
+        "JAX_PCACHE_REMOTE_SECRET_FILE",
+        os.fspath,
+        None,
+        "the fleet key that signs remote entries: a file of at least 16 random bytes only "
+        "its owner may read (without it the remote tier is off)",
+        group="remote",
+    ),
+    Option(
+        "remote_namespace",
+        "JAX_PCACHE_REMOTE_NAMESPACE",
+        lambda v: str(v).strip(),
+        "default",
+        "keeps fleets apart in one Redis (1-64 of A-Z a-z 0-9 . _ -; another one switches "
+        "the remote tier off); default 'default'",
+        group="remote",
+    ),
+    Option(
+        "remote_read_only",
+        "JAX_PCACHE_REMOTE_READ_ONLY",
+        parse_flag,
+        False,
+        f"read the remote tier, never write it ({BOOL_FORMS})",
+        group="remote",
+    ),
+    Option(
+        "remote_ttl",
+        "JAX_PCACHE_REMOTE_TTL",
+        parse_age,
+        0.0,
+        f"expire remote entries unused for this long ({AGE_FORMS}); default: never "
+        "(Redis's maxmemory policy evicts)",
+        group="remote",
+    ),
+    Option(
+        "remote_timeout",
+        "JAX_PCACHE_REMOTE_TIMEOUT",
+        parse_age,
+        2.0,
+        f"per-command and connect timeout of the remote tier ({AGE_FORMS}); default 2s; "
+        "a remote that fails or times out is off until it answers again (retried after "
+        "a pause that grows while it fails)",
+        group="remote",
+    ),
+    Option(
+        "remote_lease",
+        "JAX_PCACHE_REMOTE_LEASE",
+        parse_age,
+        30.0,
+        "how long a host's claim on compiling a program lasts without renewal (renewed "
+        f"while it compiles; a dead host's expires) ({AGE_FORMS}); default 30s",
+        group="remote",
+    ),
+    Option(
+        "preload",
+        "JAX_PCACHE_PRELOAD",
+        parse_count,
+        DEFAULT_PRELOAD,
+        "how many executables of this program's previous run to load on a background "
+        "thread at start-up (a non-negative integer; 0 = off); default "
+        f"{DEFAULT_PRELOAD}",
+    ),
+)
+_BY_NAME = {o.name: o for o in OPTIONS}
+
+#: Every ``JAX_PCACHE_*`` variable and what it does (``pcache env``, the CLI's help).
+ENV_VARS = {o.env: o.help for o in OPTIONS}
+#: `pcache.enable`'s keywords (beside the cache directory, its first argument).
+KEYWORDS = tuple(o.name for o in OPTIONS if o.keyword and o.name != "path")
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """One enabled pcache's options, each decided once: the argument given to
-    `pcache.enable`, else the ``JAX_PCACHE_*`` variable, else the default."""
+    `pcache.enable`, else the ``JAX_PCACHE_*`` variable, else the default. Each
+    option of `OPTIONS` is an attribute (``settings.max_disk_bytes``); the remote
+    tier's are one, ``settings.remote`` (a `pcache._remote.RemoteConfig`, or None)."""
 
     path: Path
-    max_disk_bytes: int | None
-    max_memory_bytes: int
-    raise_errors: bool
-    lock_timeout: float
-    lock_stale: float
-    explain: bool
-    preload: int
-    check: bool
-    trace_reuse: bool = True
+    values: Mapping[str, Any]
     #: The remote tier (`pcache._remote.RemoteConfig`), None when there is none.
     remote: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["values"][name]
+        except KeyError:
+            raise AttributeError(name) from None
 
     @property
     def layout(self) -> Layout:
@@ -195,154 +394,57 @@ class Settings:
         cls,
         path: str | Path | None = None,
         *,
-        max_disk_bytes: int | str | None = _UNSET,  # type: ignore[assignment]
-        max_memory_bytes: int | str | None = _UNSET,  # type: ignore[assignment]
-        raise_errors: bool | None = None,
-        lock_timeout: float | str | None = None,
-        lock_stale: float | str | None = None,
-        explain: bool | None = None,
-        preload: int | str | None = None,
-        check: bool | None = None,
-        trace_reuse: bool | None = None,
-        remote: str | bool | None = None,
-        remote_secret_file: str | os.PathLike | None = None,
-        remote_namespace: str | None = None,
-        remote_read_only: bool | None = None,
-        remote_ttl: float | str | None = None,
-        remote_timeout: float | str | None = None,
-        remote_lease: float | str | None = None,
         environ: Mapping[str, str] | None = None,
+        **arguments: Any,
     ) -> Settings:
+        unknown = sorted(set(arguments) - set(KEYWORDS))
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], KEYWORDS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise TypeError(f"pcache.enable() got an unexpected keyword {unknown[0]!r}{hint}")
         env = read_env(environ)
-
-        def pick(arg, from_env, default):
-            if arg is not None and arg is not _UNSET:
-                return arg
-            return from_env if from_env is not None else default
-
-        if max_disk_bytes is _UNSET:
-            max_disk_bytes = pick(None, env.max_disk, DEFAULT_MAX_DISK)
-        if max_memory_bytes is _UNSET:
-            max_memory_bytes = pick(None, env.max_memory, DEFAULT_MAX_MEMORY)
-        directory = Path(path).expanduser() if path is not None else default_cache_dir(environ)
-        lock_timeout_s = parse_age(pick(lock_timeout, env.lock_timeout, DEFAULT_LOCK_TIMEOUT))
-        url = env.remote if remote is None else (remote or None)
-        remote_config = None
-        if url is not None:
-            if not isinstance(url, str):
-                raise ConfigError(f"remote: expected a redis:// URL or False, got {url!r}")
-            from pcache import _remote
-
-            secret_file = pick(remote_secret_file, env.remote_secret_file, None)
-            ttl = parse_age(pick(remote_ttl, env.remote_ttl, 0))
-            remote_config = _remote.RemoteConfig(
-                url=url,
-                secret_file=None if secret_file is None else os.fspath(secret_file),
-                namespace=str(pick(remote_namespace, env.remote_namespace, "default")),
-                read_only=bool(pick(remote_read_only, env.remote_read_only, False)),
-                ttl=ttl or None,
-                timeout=parse_age(
-                    pick(remote_timeout, env.remote_timeout, _remote.DEFAULT_TIMEOUT)
-                ),
-                lease=parse_age(pick(remote_lease, env.remote_lease, _remote.DEFAULT_LEASE)),
-                wait=lock_timeout_s,
-            )
-            # A malformed namespace switches the remote tier off (one warning, when it
-            # is opened: `pcache._remote.Remote`), never the local tier.
-            if remote_config.timeout <= 0 or remote_config.lease <= 0:
-                raise ConfigError("remote timeout and lease must be positive")
+        values: dict[str, Any] = {}
+        for o in OPTIONS:
+            given = arguments.get(o.name, _UNSET)
+            if given is None and o.none is not _UNSET:
+                values[o.name] = o.none  # ``max_disk_bytes=None``: unbounded
+            elif given is not None and given is not _UNSET:
+                try:
+                    values[o.name] = o.parse(given)
+                except ConfigError as exc:
+                    raise ConfigError(f"{o.name}: {exc}") from None
+            else:
+                values[o.name] = env.get(o.name, o.default)
+        given_path = Path(path).expanduser() if path is not None else values.pop("path")
+        directory = given_path or default_cache_dir(environ)
         return cls(
             path=directory.resolve(),
-            max_disk_bytes=None if max_disk_bytes is None else parse_size(max_disk_bytes),
-            max_memory_bytes=(
-                UNBOUNDED if max_memory_bytes is None else parse_size(max_memory_bytes)
-            ),
-            raise_errors=bool(pick(raise_errors, env.raise_errors, False)),
-            lock_timeout=lock_timeout_s,
-            lock_stale=parse_age(pick(lock_stale, env.lock_stale, DEFAULT_LOCK_STALE)),
-            explain=bool(pick(explain, env.explain, False)),
-            preload=parse_count(pick(preload, env.preload, DEFAULT_PRELOAD)),
-            check=bool(pick(check, env.check, False)),
-            trace_reuse=bool(pick(trace_reuse, env.trace_reuse, True)),
-            remote=remote_config,
+            values={k: v for k, v in values.items() if not _BY_NAME[k].group},
+            remote=_remote_config(values),
         )
 
 
-@dataclasses.dataclass(frozen=True)
-class EnvSettings:
-    """The ``JAX_PCACHE_*`` environment, parsed and validated."""
+def _remote_config(values: Mapping[str, Any]) -> Any:
+    """The remote tier's settings, or None when there is no remote."""
+    if values["remote"] is None:
+        return None
+    from pcache import _remote
 
-    dir: str | None
-    max_disk: int | None
-    max_memory: int | None
-    disable: bool
-    raise_errors: bool
-    explain: bool
-    lock_timeout: float | None
-    preload: int | None
-    check: bool = False
-    lock_stale: float | None = None
-    trace_reuse: bool | None = None
-    remote: str | None = None
-    remote_secret_file: str | None = None
-    remote_namespace: str | None = None
-    remote_read_only: bool | None = None
-    remote_ttl: float | None = None
-    remote_timeout: float | None = None
-    remote_lease: float | None = None
-
-
-ENV_VARS = {
-    "JAX_PCACHE_DIR": "cache directory; setting it switches pcache on with no code change",
-    "JAX_PCACHE_MAX_DISK": f"byte bound of the on-disk store ({SIZE_FORMS}); default 10GB",
-    "JAX_PCACHE_MAX_MEMORY": f"byte bound of the in-memory tier ({SIZE_FORMS}); default 1GiB",
-    "JAX_PCACHE_DISABLE": f"switch pcache off even when JAX_PCACHE_DIR is set ({BOOL_FORMS})",
-    "JAX_PCACHE_RAISE_ERRORS": f"raise cache errors instead of warning (tests) ({BOOL_FORMS})",
-    "JAX_PCACHE_EXPLAIN": f"log, for every miss, which key parts differ from the nearest entries ({BOOL_FORMS})",
-    "JAX_PCACHE_CHECK": (
-        "recompute every memoized digest, verdict and key from scratch and raise "
-        f"pcache.CheckError on any difference (tests; slow) ({BOOL_FORMS})"
-    ),
-    "JAX_PCACHE_LOCK_TIMEOUT": f"how long to wait for another process compiling the same key ({AGE_FORMS})",
-    "JAX_PCACHE_LOCK_STALE": (
-        "how long a process holding a compile lock may go without a heartbeat (stopped, "
-        f"hung) before waiters stop waiting for it ({AGE_FORMS}); default 30s"
-    ),
-    "JAX_PCACHE_TRACE_REUSE": (
-        "serve a re-created jit(grad(f)), lambda, partial or nested def the trace of an equal "
-        f"callable traced before ({BOOL_FORMS}); default on"
-    ),
-    "JAX_PCACHE_REMOTE": (
-        "a shared remote tier behind the local store: redis://host:port/db, rediss://... or "
-        "unix:///path/to/socket?db=0 (Redis or Valkey); one compile per program across a fleet"
-    ),
-    "JAX_PCACHE_REMOTE_SECRET_FILE": (
-        "the fleet key that signs remote entries: a file of at least 16 random bytes only its "
-        "owner may read (without it the remote tier is off)"
-    ),
-    "JAX_PCACHE_REMOTE_NAMESPACE": (
-        "keeps fleets apart in one Redis (1-64 of A-Z a-z 0-9 . _ -; another one switches the "
-        "remote tier off); default 'default'"
-    ),
-    "JAX_PCACHE_REMOTE_READ_ONLY": f"read the remote tier, never write it ({BOOL_FORMS})",
-    "JAX_PCACHE_REMOTE_TTL": (
-        f"expire remote entries unused for this long ({AGE_FORMS}); default: never (Redis's "
-        "maxmemory policy evicts)"
-    ),
-    "JAX_PCACHE_REMOTE_TIMEOUT": (
-        f"per-command and connect timeout of the remote tier ({AGE_FORMS}); default 2s; a "
-        "remote that fails or times out is off until it answers again (retried after a pause "
-        "that grows while it fails)"
-    ),
-    "JAX_PCACHE_REMOTE_LEASE": (
-        "how long a host's claim on compiling a program lasts without renewal (renewed while "
-        f"it compiles; a dead host's expires) ({AGE_FORMS}); default 30s"
-    ),
-    "JAX_PCACHE_PRELOAD": (
-        "how many executables of this program's previous run to load on a background thread "
-        f"at start-up (a non-negative integer; 0 = off); default {DEFAULT_PRELOAD}"
-    ),
-}
+    config = _remote.RemoteConfig(
+        url=values["remote"],
+        secret_file=values["remote_secret_file"],
+        namespace=values["remote_namespace"],
+        read_only=values["remote_read_only"],
+        ttl=values["remote_ttl"] or None,
+        timeout=values["remote_timeout"],
+        lease=values["remote_lease"],
+        wait=values["lock_timeout"],  # the local-lock wait and the lease wait: one bound
+    )
+    # A malformed namespace switches the remote tier off (one warning, when it is
+    # opened: `pcache._remote.Remote`), never the local tier.
+    if config.timeout <= 0 or config.lease <= 0:
+        raise ConfigError("remote timeout and lease must be positive")
+    return config
 
 
 _WARNED_UNKNOWN: set[str] = set()
@@ -359,49 +461,24 @@ def _warn_unknown(name: str) -> None:
     )
 
 
-def read_env(environ: Mapping[str, str] | None = None) -> EnvSettings:
-    """Read and validate every ``JAX_PCACHE_*`` variable. An unknown one (a typo, or
-    a newer pcache's in a shared environment) is logged once, with the closest known
-    name, and ignored: it never switches pcache off."""
+def read_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Every ``JAX_PCACHE_*`` variable that is set (and not blank), parsed and
+    validated, by option name. An unknown one (a typo, or a newer pcache's in a
+    shared environment) is logged once, with the closest known name, and ignored: it
+    never switches pcache off."""
     env = os.environ if environ is None else environ
     for name in sorted(k for k in env if k.startswith("JAX_PCACHE_") and k not in ENV_VARS):
         _warn_unknown(name)
-
-    def get(name, parse):
-        raw = env.get(name)
+    out: dict[str, Any] = {}
+    for o in OPTIONS:
+        raw = env.get(o.env)
         if raw is None or raw.strip() == "":
-            return None
+            continue
         try:
-            return parse(raw)
+            out[o.name] = o.parse(raw)
         except ConfigError as exc:
-            raise ConfigError(f"{name}: {exc}") from None
-
-    return EnvSettings(
-        dir=env.get("JAX_PCACHE_DIR") or None,
-        max_disk=get("JAX_PCACHE_MAX_DISK", parse_size),
-        max_memory=get("JAX_PCACHE_MAX_MEMORY", parse_size),
-        disable=bool(get("JAX_PCACHE_DISABLE", lambda v: parse_bool(v, "JAX_PCACHE_DISABLE"))),
-        raise_errors=bool(
-            get("JAX_PCACHE_RAISE_ERRORS", lambda v: parse_bool(v, "JAX_PCACHE_RAISE_ERRORS"))
-        ),
-        explain=bool(get("JAX_PCACHE_EXPLAIN", lambda v: parse_bool(v, "JAX_PCACHE_EXPLAIN"))),
-        lock_timeout=get("JAX_PCACHE_LOCK_TIMEOUT", parse_age),
-        preload=get("JAX_PCACHE_PRELOAD", parse_count),
-        check=bool(get("JAX_PCACHE_CHECK", lambda v: parse_bool(v, "JAX_PCACHE_CHECK"))),
-        lock_stale=get("JAX_PCACHE_LOCK_STALE", parse_age),
-        trace_reuse=get(
-            "JAX_PCACHE_TRACE_REUSE", lambda v: parse_bool(v, "JAX_PCACHE_TRACE_REUSE")
-        ),
-        remote=get("JAX_PCACHE_REMOTE", _remote_url),
-        remote_secret_file=get("JAX_PCACHE_REMOTE_SECRET_FILE", str),
-        remote_namespace=get("JAX_PCACHE_REMOTE_NAMESPACE", str.strip),
-        remote_read_only=get(
-            "JAX_PCACHE_REMOTE_READ_ONLY", lambda v: parse_bool(v, "JAX_PCACHE_REMOTE_READ_ONLY")
-        ),
-        remote_ttl=get("JAX_PCACHE_REMOTE_TTL", parse_age),
-        remote_timeout=get("JAX_PCACHE_REMOTE_TIMEOUT", parse_age),
-        remote_lease=get("JAX_PCACHE_REMOTE_LEASE", parse_age),
-    )
+            raise ConfigError(f"{o.env}: {exc}") from None
+    return out
 
 
 def _remote_url(text: str) -> str:

@@ -25,7 +25,7 @@ def initialize() -> None:
         _api.enable_from_env()
     except Exception as exc:  # never break the user's program at JAX start-up
         try:
-            raise_errors = _config.read_env().raise_errors
+            raise_errors = _config.read_env().get("raise_errors", False)
         except _config.ConfigError:
             raise_errors = False
         if raise_errors:

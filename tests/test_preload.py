@@ -314,7 +314,7 @@ def test_preload_setting_is_validated(monkeypatch):
     with pytest.raises(_config.ConfigError, match="JAX_PCACHE_PRELOAD.*non-negative integer"):
         _config.read_env()
     monkeypatch.setenv("JAX_PCACHE_PRELOAD", "12")
-    assert _config.read_env().preload == 12
+    assert _config.read_env()["preload"] == 12
 
 
 def test_working_set_saves_do_not_leak_connections(tmp_path, monkeypatch):
