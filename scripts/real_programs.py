@@ -4,11 +4,13 @@ persistent cache.
     python scripts/real_programs.py [--libs DIR] [--workloads numpyro,diffrax,...] [--remote]
         [--hash-seed N|random] [--pcache-only]
 
-NumPyro and diffrax are not pcache dependencies: install them somewhere and pass
-``--libs`` (a ``pip install --target`` folder, put on ``PYTHONPATH``), e.g.
+None of these libraries is a pcache dependency: install them into a scratch
+virtual environment that also has pcache (``pip install -e .``) and run the script
+with its Python, or pass ``--libs`` (a ``pip install --target`` folder, put on
+``PYTHONPATH``), e.g.
 
-    pip install --no-deps --target /tmp/libs numpyro multipledispatch tqdm \\
-        equinox diffrax jaxtyping lineax optimistix typeguard wadler_lindig
+    pip install -c constraints.txt numpyro diffrax equinox optax optimistix lineax \\
+        flax blackjax    # constraints.txt pins jax, jaxlib (and numpy) as installed
 
 Each workload runs in fresh processes: stock JAX; JAX's persistent cache (cold,
 then warm); pcache through ``JAX_PCACHE_DIR`` alone (cold, then warm). Printed per
@@ -26,14 +28,28 @@ compiles into the remote tier, a second with an empty local directory loads it.
   vmapped solves; equinox's ``vprim`` carries a user primitive as a param).
 * ``neutra``: NumPyro's NeuTra example in small (AutoBNAFNormal, SVI, NUTS).
 * ``implicit``: diffrax's Kvaerno5 and an optimistix root find (lineax and
-  optimistix filter primitives: equinox Modules in treedef params).
+  optimistix filter primitives: equinox Modules in treedef params; lineax's
+  ``linear_solve`` also carries equinox's ``Flatten`` output recorder and
+  ``object()`` sentinels, which have no canonical form: the jit seam bypasses,
+  the HLO seam serves them by their module).
 * ``cnn``: a plain-JAX CNN training step (max-pool gradients carry ``lax.ge_p``).
+* ``flax_nnx``: Flax NNX's MNIST tutorial in small (BatchNorm, Dropout,
+  ``nnx.Optimizer`` over adamw, ``nnx.MultiMetric``, ``nnx.jit``; synthetic images).
+* ``flax_linen``: a Linen CNN with BatchNorm and Dropout, ``TrainState`` over optax
+  SGD with momentum, jitted train and eval steps.
+* ``optax``: clip + adamw on a warmup-cosine schedule under ``lookahead``; L-BFGS
+  with zoom line search in a ``while_loop`` (optax's docs).
+* ``blackjax``: BlackJAX's quickstart (NUTS, ``window_adaptation``, a scan loop).
+* ``numpyro_svi``: NumPyro's SVI on eight schools (AutoNormal, Adam, Trace_ELBO,
+  Predictive, quantiles).
 
 Every run gets ``PYTHONHASHSEED=0`` unless ``--hash-seed random``: NumPyro's
-``Trace_ELBO`` traces per-process hash order (see ``neutra``). Also needs
-optax, optimistix and lineax for the new workloads (``pip install --target``
-as above). Printed besides: pcache's stats in the cold and warm process (bypass and
-nonpersistent reasons, HLO-seam hits and compiles).
+``Trace_ELBO`` traces per-process hash order (see ``neutra``). Printed besides:
+seconds of tracing, lowering and backend compiles (``jax.monitoring``'s events),
+pcache's stats in the cold and warm process (bypass and nonpersistent reasons,
+HLO-seam hits and compiles), and at the end one Markdown row per workload (the
+pcache-warm process: compiles, bypasses, nonpersistent programs, trace/lower/compile
+seconds, bitwise, work time against stock and against JAX's warm cache).
 """
 
 from __future__ import annotations
@@ -301,6 +317,297 @@ def cnn_workload():
     return [*losses, *jax.tree_util.tree_leaves(params)]
 
 
+def flax_nnx_workload():
+    """Flax NNX's MNIST tutorial in small: a CNN (Conv, BatchNorm, Dropout,
+    avg_pool, Linear) trained with ``nnx.Optimizer(optax.adamw)`` and
+    ``nnx.MultiMetric`` under ``nnx.jit``, then an eval step in ``model.eval()``
+    mode; synthetic 28x28 images (no dataset download here)."""
+    from functools import partial
+
+    import jax
+    import optax
+    from flax import nnx
+
+    class CNN(nnx.Module):
+        def __init__(self, *, rngs: nnx.Rngs):
+            self.conv1 = nnx.Conv(1, 8, kernel_size=(3, 3), rngs=rngs)
+            self.batch_norm1 = nnx.BatchNorm(8, rngs=rngs)
+            self.dropout1 = nnx.Dropout(rate=0.025, rngs=rngs)
+            self.conv2 = nnx.Conv(8, 16, kernel_size=(3, 3), rngs=rngs)
+            self.batch_norm2 = nnx.BatchNorm(16, rngs=rngs)
+            self.avg_pool = partial(nnx.avg_pool, window_shape=(2, 2), strides=(2, 2))
+            self.linear1 = nnx.Linear(16 * 7 * 7, 64, rngs=rngs)
+            self.dropout2 = nnx.Dropout(rate=0.025, rngs=rngs)
+            self.linear2 = nnx.Linear(64, 10, rngs=rngs)
+
+        def __call__(self, x):
+            x = self.avg_pool(nnx.relu(self.batch_norm1(self.dropout1(self.conv1(x)))))
+            x = self.avg_pool(nnx.relu(self.batch_norm2(self.conv2(x))))
+            x = x.reshape(x.shape[0], -1)
+            x = nnx.relu(self.dropout2(self.linear1(x)))
+            return self.linear2(x)
+
+    model = CNN(rngs=nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adamw(0.005, 0.9), wrt=nnx.Param)
+    metrics = nnx.MultiMetric(accuracy=nnx.metrics.Accuracy(), loss=nnx.metrics.Average("loss"))
+
+    def loss_fn(model, batch):
+        logits = model(batch["image"])
+        loss = optax.softmax_cross_entropy_with_integer_labels(
+            logits=logits, labels=batch["label"]
+        ).mean()
+        return loss, logits
+
+    @nnx.jit
+    def train_step(model, optimizer, metrics, batch):
+        grad_fn = nnx.value_and_grad(loss_fn, has_aux=True)
+        (loss, logits), grads = grad_fn(model, batch)
+        metrics.update(loss=loss, logits=logits, labels=batch["label"])
+        optimizer.update(model, grads)
+
+    @nnx.jit
+    def eval_step(model, metrics, batch):
+        loss, logits = loss_fn(model, batch)
+        metrics.update(loss=loss, logits=logits, labels=batch["label"])
+
+    kx, ky = jax.random.split(jax.random.PRNGKey(0))
+    images = jax.random.uniform(kx, (4, 32, 28, 28, 1))
+    labels = jax.random.randint(ky, (4, 32), 0, 10)
+    history = []
+    model.train()
+    for step in range(3):
+        train_step(model, optimizer, metrics, {"image": images[step], "label": labels[step]})
+    history += list(metrics.compute().values())
+    metrics.reset()
+    model.eval()
+    eval_step(model, metrics, {"image": images[3], "label": labels[3]})
+    history += list(metrics.compute().values())
+    return [*history, *jax.tree_util.tree_leaves(nnx.state(model))]
+
+
+def flax_linen_workload():
+    """A Flax Linen train step in the style of Flax's docs: a CNN with BatchNorm
+    (mutable ``batch_stats``) and Dropout (an ``rngs`` stream), a ``TrainState``
+    over ``optax.sgd`` with momentum, ``jax.jit`` train and eval steps."""
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from flax.training import train_state
+
+    class CNN(nn.Module):
+        @nn.compact
+        def __call__(self, x, train: bool):
+            x = nn.Conv(features=8, kernel_size=(3, 3))(x)
+            x = nn.BatchNorm(use_running_average=not train)(x)
+            x = nn.avg_pool(nn.relu(x), window_shape=(2, 2), strides=(2, 2))
+            x = nn.Conv(features=16, kernel_size=(3, 3))(x)
+            x = nn.avg_pool(nn.relu(x), window_shape=(2, 2), strides=(2, 2))
+            x = x.reshape((x.shape[0], -1))
+            x = nn.Dense(features=64)(x)
+            x = nn.Dropout(0.1, deterministic=not train)(nn.relu(x))
+            return nn.Dense(features=10)(x)
+
+    class TrainState(train_state.TrainState):
+        batch_stats: dict
+
+    kx, ky, kinit = jax.random.split(jax.random.PRNGKey(0), 3)
+    images = jax.random.uniform(kx, (4, 32, 28, 28, 1))
+    labels = jax.random.randint(ky, (4, 32), 0, 10)
+    cnn = CNN()
+    variables = cnn.init(kinit, jnp.ones((1, 28, 28, 1)), train=False)
+    state = TrainState.create(
+        apply_fn=cnn.apply,
+        params=variables["params"],
+        batch_stats=variables["batch_stats"],
+        tx=optax.sgd(0.05, 0.9),
+    )
+
+    @jax.jit
+    def train_step(state, batch, dropout_key):
+        def loss_fn(params):
+            logits, updates = state.apply_fn(
+                {"params": params, "batch_stats": state.batch_stats},
+                batch["image"],
+                train=True,
+                rngs={"dropout": dropout_key},
+                mutable=["batch_stats"],
+            )
+            loss = optax.softmax_cross_entropy_with_integer_labels(logits, batch["label"]).mean()
+            return loss, (logits, updates)
+
+        (loss, (_, updates)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+        state = state.apply_gradients(grads=grads)
+        return state.replace(batch_stats=updates["batch_stats"]), loss
+
+    @jax.jit
+    def eval_step(state, batch):
+        logits = state.apply_fn(
+            {"params": state.params, "batch_stats": state.batch_stats}, batch["image"], train=False
+        )
+        return jnp.mean(jnp.argmax(logits, -1) == batch["label"])
+
+    losses = []
+    key = jax.random.PRNGKey(1)
+    for step in range(3):
+        key, dropout_key = jax.random.split(key)
+        state, loss = train_step(state, {"image": images[step], "label": labels[step]}, dropout_key)
+        losses.append(loss)
+    acc = eval_step(state, {"image": images[3], "label": labels[3]})
+    return [*losses, acc, *jax.tree_util.tree_leaves((state.params, state.batch_stats))]
+
+
+def optax_workload():
+    """optax alone, as in its docs: an MLP regression trained by a chain of
+    ``clip_by_global_norm`` and ``adamw`` on a warmup-cosine schedule, wrapped in
+    ``optax.lookahead``; then L-BFGS (zoom line search) on Rosenbrock inside a
+    ``lax.while_loop``, with ``optax.value_and_grad_from_state``."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+    import optax.tree_utils as otu
+
+    kx, kw1, kw2 = jax.random.split(jax.random.PRNGKey(0), 3)
+    x = jax.random.normal(kx, (128, 4))
+    y = jnp.sin(x @ jnp.array([1.0, -0.5, 0.25, 2.0]))[:, None]
+    params = {
+        "w1": jax.random.normal(kw1, (4, 32)) * 0.5,
+        "b1": jnp.zeros(32),
+        "w2": jax.random.normal(kw2, (32, 1)) * 0.2,
+        "b2": jnp.zeros(1),
+    }
+
+    def mlp_loss(p, x, y):
+        h = jax.nn.gelu(x @ p["w1"] + p["b1"])
+        return jnp.mean((h @ p["w2"] + p["b2"] - y) ** 2)
+
+    schedule = optax.warmup_cosine_decay_schedule(
+        init_value=0.0, peak_value=0.01, warmup_steps=10, decay_steps=100, end_value=1e-4
+    )
+    fast = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(learning_rate=schedule))
+    optimizer = optax.lookahead(fast, sync_period=5, slow_step_size=0.5)
+    opt_state = optimizer.init(optax.LookaheadParams.init_synced(params))
+
+    @jax.jit
+    def step(params, opt_state, x, y):
+        loss, grads = jax.value_and_grad(mlp_loss)(params.fast, x, y)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    lparams = optax.LookaheadParams.init_synced(params)
+    losses = []
+    for _ in range(20):
+        lparams, opt_state, loss = step(lparams, opt_state, x, y)
+        losses.append(loss)
+
+    def rosenbrock(z):
+        return jnp.sum(100.0 * (z[1:] - z[:-1] ** 2) ** 2 + (1.0 - z[:-1]) ** 2)
+
+    @jax.jit
+    def run_lbfgs(init_params):
+        opt = optax.lbfgs()
+        value_and_grad_fun = optax.value_and_grad_from_state(rosenbrock)
+
+        def step(carry):
+            params, state = carry
+            value, grad = value_and_grad_fun(params, state=state)
+            updates, state = opt.update(
+                grad, state, params, value=value, grad=grad, value_fn=rosenbrock
+            )
+            return optax.apply_updates(params, updates), state
+
+        def continuing(carry):
+            _, state = carry
+            count = otu.tree_get(state, "count")
+            err = otu.tree_norm(otu.tree_get(state, "grad"))
+            return (count == 0) | ((count < 100) & (err >= 1e-3))
+
+        return jax.lax.while_loop(continuing, step, (init_params, opt.init(init_params)))[0]
+
+    z = run_lbfgs(jnp.zeros(8))
+    return [*losses, *jax.tree_util.tree_leaves(lparams), z]
+
+
+def blackjax_workload():
+    """BlackJAX's quickstart: NUTS on a normal model's location and log-scale,
+    step size and mass matrix from ``window_adaptation``, then an inference loop
+    as a ``lax.scan`` over a jitted kernel step."""
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+    import jax.scipy.stats as stats
+    import numpy as np
+
+    observed = np.random.default_rng(0).normal(10.0, 20.0, size=1_000)
+
+    def logdensity_fn(loc, log_scale, observed=observed):
+        scale = jnp.exp(log_scale)
+        return log_scale + jnp.sum(stats.norm.logpdf(observed, loc, scale))
+
+    def logdensity(x):
+        return logdensity_fn(**x)
+
+    def inference_loop(rng_key, kernel, initial_state, num_samples):
+        @jax.jit
+        def one_step(state, rng_key):
+            state, _ = kernel(rng_key, state)
+            return state, state
+
+        keys = jax.random.split(rng_key, num_samples)
+        _, states = jax.lax.scan(one_step, initial_state, keys)
+        return states
+
+    rng_key = jax.random.key(1000)
+    warmup_key, sample_key = jax.random.split(rng_key)
+    warmup = blackjax.window_adaptation(blackjax.nuts, logdensity)
+    (state, parameters), _ = warmup.run(warmup_key, {"loc": 1.0, "log_scale": 1.0}, num_steps=200)
+    kernel = blackjax.nuts(logdensity, **parameters).step
+    states = inference_loop(sample_key, kernel, state, 200)
+    return [
+        parameters["step_size"],
+        parameters["inverse_mass_matrix"],
+        states.position["loc"],
+        states.position["log_scale"],
+    ]
+
+
+def numpyro_svi_workload():
+    """NumPyro's SVI, as in its docs: eight schools (a plate, HalfCauchy scale)
+    fit by an ``AutoNormal`` guide with ``optim.Adam`` and ``Trace_ELBO``
+    through ``svi.run``; then ``Predictive`` draws from the fitted guide."""
+    import jax
+    import numpy as np
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro import optim
+    from numpyro.infer import SVI, Predictive, Trace_ELBO
+    from numpyro.infer.autoguide import AutoNormal
+
+    J = 8
+    y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+    sigma = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+
+    def eight_schools(J, sigma, y=None):
+        mu = numpyro.sample("mu", dist.Normal(0, 5))
+        tau = numpyro.sample("tau", dist.HalfCauchy(5))
+        with numpyro.plate("J", J):
+            theta = numpyro.sample("theta", dist.Normal(mu, tau))
+            numpyro.sample("obs", dist.Normal(theta, sigma), obs=y)
+
+    guide = AutoNormal(eight_schools)
+    svi = SVI(eight_schools, guide, optim.Adam(0.01), Trace_ELBO())
+    result = svi.run(jax.random.PRNGKey(0), 1000, J, sigma, y=y, progress_bar=False)
+    predictive = Predictive(eight_schools, guide=guide, params=result.params, num_samples=100)
+    samples = predictive(jax.random.PRNGKey(1), J, sigma)
+    quantiles = guide.quantiles(result.params, [0.25, 0.5, 0.75])
+    return [
+        result.losses,
+        *[v for _, v in sorted(result.params.items())],
+        *[v for _, v in sorted(samples.items())],
+        *[v for _, v in sorted(quantiles.items())],
+    ]
+
+
 WORKLOADS = {
     "numpyro": numpyro_workload,
     "diffrax": diffrax_workload,
@@ -308,6 +615,11 @@ WORKLOADS = {
     "neutra": neutra_workload,
     "implicit": implicit_workload,
     "cnn": cnn_workload,
+    "flax_nnx": flax_nnx_workload,
+    "flax_linen": flax_linen_workload,
+    "optax": optax_workload,
+    "blackjax": blackjax_workload,
+    "numpyro_svi": numpyro_svi_workload,
 }
 
 
@@ -315,19 +627,28 @@ def child(name: str) -> None:
     import jax
     import numpy as np
 
-    counts = {"compiles": 0, "lowerings": 0}
+    counts = {"compiles": 0, "lowerings": 0, "trace_s": 0.0, "lower_s": 0.0, "compile_s": 0.0}
 
     def listener(event, secs, **kw):
         if event == "/jax/core/compile/backend_compile_duration":
             counts["compiles"] += 1
+            counts["compile_s"] += secs
         elif event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
             counts["lowerings"] += 1
+            counts["lower_s"] += secs
+        elif event == "/jax/core/compile/jaxpr_trace_duration":
+            counts["trace_s"] += secs
+
+    def raw(o):
+        if jax.dtypes.issubdtype(getattr(o, "dtype", None), jax.dtypes.prng_key):
+            o = jax.random.key_data(o)  # a typed PRNG key (Flax NNX's Rngs state)
+        return np.asarray(o).tobytes()
 
     jax.monitoring.register_event_duration_secs_listener(listener)
     t0 = time.perf_counter()
     outs = WORKLOADS[name]()
     wall = time.perf_counter() - t0
-    digest = hashlib.sha256(b"".join(np.asarray(o).tobytes() for o in outs)).hexdigest()
+    digest = hashlib.sha256(b"".join(raw(o) for o in outs)).hexdigest()
     stats = {}
     if "pcache._api" in sys.modules:
         st = sys.modules["pcache._api"].stats()
@@ -388,7 +709,8 @@ def main() -> None:
         "--hash-seed",
         default="0",
         help="PYTHONHASHSEED of every run ('random': each process its own, as by default "
-        "in Python; NeuTra's SVI step then traces as one of two programs)",
+        "in Python; NumPyro's SVI steps then trace as one of several programs, whose "
+        "outputs differ from stock's by rounding, so 'bitwise' compares different programs)",
     )
     ap.add_argument("--pcache-only", action="store_true", help="skip JAX's own cache rows")
     ap.add_argument("--remote", action="store_true", help="also a fleet of two hosts on Redis")
@@ -398,6 +720,7 @@ def main() -> None:
         return child(args.child)
     if args.hash_seed != "random":
         os.environ["PYTHONHASHSEED"] = args.hash_seed
+    summary = []
     for name in args.workloads.split(","):
         with tempfile.TemporaryDirectory() as tmp:
             jc, pc = Path(tmp, "jax-cache"), Path(tmp, "pcache")
@@ -421,12 +744,14 @@ def main() -> None:
         stock = rows[0][1]
         print(f"\n{name}")
         print(
-            f"  {'run':<18}{'compiles':>9}{'lowerings':>10}{'work s':>8}{'process s':>10}  bitwise"
+            f"  {'run':<18}{'compiles':>9}{'lowerings':>10}{'trace s':>8}{'lower s':>8}"
+            f"{'compile s':>10}{'work s':>8}{'process s':>10}  bitwise"
         )
         for label, r in rows:
             same = "yes" if r["digest"] == stock["digest"] else "NO"
             print(
-                f"  {label:<18}{r['compiles']:>9}{r['lowerings']:>10}{r['wall']:>8.2f}"
+                f"  {label:<18}{r['compiles']:>9}{r['lowerings']:>10}{r['trace_s']:>8.2f}"
+                f"{r['lower_s']:>8.2f}{r['compile_s']:>10.2f}{r['wall']:>8.2f}"
                 f"{r['process']:>10.2f}  {same}"
             )
         by_label = dict(rows)
@@ -436,11 +761,37 @@ def main() -> None:
         if args.remote:
             print(f"  remote, new host: {rows[-1][1]['pcache']}")
         ratios = [f"pcache {warm['wall'] / stock['wall']:.2f}x"]
-        if "JAX cache, warm" in by_label:
-            ratios.insert(
-                0, f"JAX cache {by_label['JAX cache, warm']['wall'] / stock['wall']:.2f}x"
-            )
+        jax_warm = by_label.get("JAX cache, warm")
+        if jax_warm:
+            ratios.insert(0, f"JAX cache {jax_warm['wall'] / stock['wall']:.2f}x")
+            ratios.append(f"pcache vs JAX cache {warm['wall'] / jax_warm['wall']:.2f}x")
         print(f"  warm work time vs stock: {', '.join(ratios)}")
+        summary.append((name, stock, jax_warm, warm, rows))
+    print_summary(summary)
+
+
+def _reasons(d: dict) -> str:
+    return ", ".join(f"{k} x{v}" for k, v in sorted(d.items())) or "0"
+
+
+def print_summary(summary: list) -> None:
+    """One Markdown row per workload: the pcache-warm process against stock."""
+    print(
+        "\n| workload | warm compiles | bypasses (warm) | nonpersistent (warm) "
+        "| trace / lower / compile s, warm | bitwise stock (all runs) "
+        "| warm vs stock | warm vs JAX's cache |"
+    )
+    print("|---|---:|---|---|---|---|---:|---:|")
+    for name, stock, jax_warm, warm, rows in summary:
+        st = warm["pcache"]
+        bitwise = all(r["digest"] == stock["digest"] for _, r in rows)
+        vs_jax = f"{warm['wall'] / jax_warm['wall']:.2f}x" if jax_warm else "-"
+        print(
+            f"| {name} | {warm['compiles']} | {_reasons(st.get('bypass_reasons', {}))} "
+            f"| {_reasons(st.get('nonpersistent_reasons', {}))} "
+            f"| {warm['trace_s']:.2f} / {warm['lower_s']:.2f} / {warm['compile_s']:.2f} "
+            f"| {'yes' if bitwise else 'NO'} | {warm['wall'] / stock['wall']:.2f}x | {vs_jax} |"
+        )
 
 
 if __name__ == "__main__":
