@@ -48,7 +48,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from pcache import _compat
+from pcache import _compat, _memos
 from pcache._errors import Uncacheable
 
 __all__ = [
@@ -199,10 +199,10 @@ class _IdMemo:
 # * _CTX_MEMO: JaxprEqnContext -> encoding. Immutable records, built once per context.
 # * _ARRAY_MEMO: jax.Array -> content encoding. JAX arrays are immutable (JAX's array
 #   contract; an array's buffer is never written after creation).
-_JAXPR_MEMO = _IdMemo()
-_AVAL_MEMO = _IdMemo()
-_CTX_MEMO = _IdMemo()
-_ARRAY_MEMO = _IdMemo()
+_JAXPR_MEMO = _memos.memo("canon.jaxprs", _IdMemo())
+_AVAL_MEMO = _memos.memo("canon.avals", _IdMemo())
+_CTX_MEMO = _memos.memo("canon.contexts", _IdMemo())
+_ARRAY_MEMO = _memos.memo("canon.arrays", _IdMemo())
 
 
 class _JaxprMemo(NamedTuple):
@@ -727,6 +727,9 @@ def _jax_primitive_name(p: Any) -> str | None:
     return got[1]
 
 
+jax_primitive_name = _jax_primitive_name
+
+
 _LOGGED_PRIMS: set[str] = set()
 
 
@@ -1192,7 +1195,7 @@ def jaxpr_arrays(closed_jaxpr: Any) -> tuple | None:
     return None if ctx.volatile else tuple(ctx.arrays)
 
 
-_LATE_MEMO = _IdMemo()
+_LATE_MEMO = _memos.memo("canon.late", _IdMemo())
 
 
 def late_code(closed_jaxpr: Any) -> tuple[bool, tuple]:
@@ -1320,11 +1323,8 @@ class RuleKey(NamedTuple):
     traced: tuple = ()
 
 
-_RULE_KEYS: dict = {}  # Primitive -> RuleKey, revalidated by entry identity on each use
-
-
-def clear_rule_keys() -> None:
-    _RULE_KEYS.clear()
+# Primitive -> RuleKey, revalidated by entry identity on each use
+_RULE_KEYS: dict = _memos.memo("canon.rule_keys", {})
 
 
 _JAX_MODULES = ("jax.", "jaxlib.")
@@ -1491,3 +1491,6 @@ class BoundedMemo:
     def clear(self) -> None:
         with self._lock:
             self._d.clear()
+
+    def __len__(self) -> int:
+        return len(self._d)

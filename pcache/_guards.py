@@ -38,8 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from pcache import _compat
+from pcache import _canon, _compat
 from pcache._usercode import (
+    IDENTITY_BUILTINS,
+    REFLECTION_MODULES,
     UNGUARDABLE,
     NoReuse,
     code_verdict,
@@ -58,26 +60,6 @@ _FUNCTION = types.FunctionType
 # Guard kinds: (kind, namespace, name, expected[, code]); TYPE: (TYPE, object, None,
 # its type).
 IS, FN, VAL, ABSENT, TYPE, ALIASES = 0, 1, 2, 3, 4, 5
-# Library modules whose functions read what no guard can see (frames, the module
-# table, any object by name or by reference): code that reaches them is not reused.
-_REFLECTION_MODULES = frozenset(
-    {
-        "inspect",
-        "pkgutil",
-        "pydoc",
-        "importlib",
-        "gc",
-        "ctypes",
-        "builtins",
-        "sys",
-        "pickle",
-        "copyreg",
-        "marshal",
-        "typing",
-        "dill",
-        "cloudpickle",
-    }
-)
 
 
 def _builtins_of(g: dict) -> dict:
@@ -129,7 +111,7 @@ class _Guarding:
                 return self.guard(b, name, builtin=False)
             return bv
         t = type(v)
-        if isinstance(v, types.ModuleType) and v.__name__.partition(".")[0] in _REFLECTION_MODULES:
+        if isinstance(v, types.ModuleType) and v.__name__.partition(".")[0] in REFLECTION_MODULES:
             if sys.modules.get(v.__name__) is v:
                 raise NoReuse(f"reflection-module:{v.__name__}")
         if (
@@ -170,13 +152,20 @@ class _Guarding:
                 # what it reads from the module it imports is not guarded
                 raise NoReuse(f"imports-user-module:{chain[1]}")
             return
-        if chain[0] in UNGUARDABLE and chain[0] not in g:
+        if (chain[0] in UNGUARDABLE or chain[0] in IDENTITY_BUILTINS) and chain[0] not in g:
             raise NoReuse(f"reads-{chain[0]}()")
         v = self.guard(g, chain[0], builtin=True)
         for attr in chain[1:]:
-            # Attributes of a user module are its globals: guarded the same way. Of
-            # anything else: a user class or value is guarded whole (its walk), a
-            # library object taken as fixed.
+            # Attributes of a user module are its globals: guarded the same way; of a
+            # jit object, what was set on it (``JF.scale``). Of anything else: a user
+            # class or value is guarded whole (its walk), a library object taken as
+            # fixed.
+            if type(v) is _compat.PjitFunction:
+                d = getattr(v, "__dict__", None)
+                if d is None or attr in type(v).__dict__:
+                    return  # a method of jit objects: library code
+                v = self.guard(d, attr, builtin=False)
+                continue
             if not _user_module(v):
                 return
             v = self.guard(v.__dict__, attr, builtin=False)
@@ -323,7 +312,11 @@ def _scan_registries(regs: tuple, tree: dict) -> None:
     prims: dict = {}
     for d in regs:
         for p, rule in list(d.items()):
-            if isinstance(p, _compat.Primitive) and p not in prims and user_code(rule):
+            if not isinstance(p, _compat.Primitive) or p in prims:
+                continue
+            if user_code(rule) or (holds_state(rule) and _canon.jax_primitive_name(p) is None):
+                # a user's rule, or library code over data someone can change
+                # (``lower_fun(partial(jnp.multiply, FACT))`` for a user primitive)
                 prims[p] = None
     for d in regs:
         for p in list(d):
@@ -428,6 +421,35 @@ def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
     else:
         return False  # data
     return any(user_code(x, depth + 1, seen) for x in inner)
+
+
+_STATELESS = (type(None), bool, int, float, complex, str, bytes, type(...))
+
+
+def holds_state(obj: Any, depth: int = 0) -> bool:
+    """Whether ``obj`` (a rule: a function, a partial) holds anything beyond code and
+    immutable scalars, through its closure, defaults and arguments: data a trace
+    reads that can change while the rule stays the same object."""
+    if depth > 8:
+        return True
+    t = type(obj)
+    if t in _STATELESS:
+        return False
+    if t is _FUNCTION:
+        inner = [c.cell_contents for c in obj.__closure__ or () if _bound(c)]
+        inner += [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]
+        return any(holds_state(x, depth + 1) for x in inner)
+    if t is functools.partial:
+        return any(
+            holds_state(x, depth + 1) for x in (obj.func, *obj.args, *obj.keywords.values())
+        )
+    if t is tuple or t is frozenset:
+        return any(holds_state(x, depth + 1) for x in obj)
+    if isinstance(obj, (type, types.ModuleType, types.BuiltinFunctionType, _compat.Primitive)):
+        return False
+    if t is types.MethodType:
+        return holds_state(obj.__self__, depth + 1) or holds_state(obj.__func__, depth + 1)
+    return True  # lists, dicts, arrays, objects: state
 
 
 def _bound(cell: types.CellType) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from pcache import _canon, _compat, _hlo_seam, _jit_seam, _key, _load, _replay, _state, _trace
+from pcache import _compat, _hlo_seam, _jit_seam, _memos, _replay, _state, _trace
 from pcache._errors import Uncacheable
 from pcache._key import CacheKey
 
@@ -43,8 +43,7 @@ class _ClearHook:
     Nothing of a cleared program stays alive in pcache."""
 
     def cache_clear(self) -> None:
-        clear_in_memory()
-        _trace.forget_states()
+        clear_in_memory(jax_caches=True)
 
     def cache_info(self):
         return None
@@ -56,18 +55,13 @@ class _ClearHook:
 _CLEAR_HOOK = _ClearHook()  # referenced here: JAX's registry holds it weakly
 
 
-def clear_in_memory() -> None:
-    """Drop the memory tier, unused preloads and every in-process memo."""
+def clear_in_memory(*, jax_caches: bool = False) -> None:
+    """Drop the memory tier, unused preloads and every in-process memo (with
+    ``jax_caches``, also what pcache knew of JAX's own caches: `_memos`)."""
     rt = _state.rt
     if rt is not None:
         rt.clear_memory()
-    _key.clear_memos()
-    _jit_seam.COMPUTATIONS.clear()
-    _load.clear_memos()
-    _canon.clear_rule_keys()
-    _trace.clear()
-    if "lower" in _state.ORIG:
-        _canon.clear_caches()
+    _memos.clear(jax_caches=jax_caches)
 
 
 def _jit_evict_wrapper(self):

@@ -37,7 +37,7 @@ import weakref
 
 import jax
 
-from pcache import _canon, _compat, _key, _load, _replay, _state, _trace
+from pcache import _canon, _compat, _key, _load, _memos, _replay, _state, _trace
 from pcache._errors import CheckError, Uncacheable
 from pcache._hlo_seam import entry_meta, hlo_seam_off
 from pcache._key import CacheKey, Predicted
@@ -171,7 +171,7 @@ _PENDING_LOCK = threading.Lock()
 # MeshComputation (see `pjit_lower_wrapper`). Sound: the memo key is the jaxpr's
 # canonical digest (content, revalidated: see _canon._JAXPR_MEMO) and every other
 # `_pjit_lower` input by value, the trace context and the other config values.
-COMPUTATIONS = _canon.BoundedMemo(4096)
+COMPUTATIONS = _memos.memo("jit_seam.computations", _canon.BoundedMemo(4096))
 
 
 # ------------------------------------------------------------------ wrappers
@@ -245,7 +245,7 @@ def pjit_lower_wrapper(
             ctx_mesh,
             keep_unused,
             inline,
-            compiler_options_kvs,
+            _key.typed_options(compiler_options_kvs),
             lowering_platforms,
             lowering_parameters,
             _compat.trace_context(),

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from pcache import _canon, _compat, _config
+from pcache import _canon, _compat, _config, _memos
 from pcache._errors import Uncacheable
 
 __all__ = [
@@ -200,7 +200,7 @@ def environment_parts(backend: Any) -> list[tuple[str, bytes]]:
 # outside it: optimization level...); XLA's flags are those of backend start-up,
 # fixed for the process; the backend is kept in the value and compared by
 # identity, so a recycled id() (after jax.clear_backends) never matches.
-_ENV_CACHE: dict[tuple, tuple[Any, list[tuple[str, str]], str]] = {}
+_ENV_CACHE: dict[tuple, tuple[Any, list[tuple[str, str]], str]] = _memos.memo("key.environment", {})
 
 
 def environment(backend) -> tuple[list[tuple[str, str]], str]:
@@ -226,6 +226,12 @@ def _device_part(device_list) -> str:
             (d.id, d.platform, d.device_kind, getattr(d, "process_index", 0)) for d in device_list
         )
     )
+
+
+def typed_options(kvs: Any) -> tuple:
+    """Compiler options compared exactly: with ``==``, ``True == 1 == 1.0``, and XLA
+    accepts only one of them for a boolean option."""
+    return tuple((type(k), k, type(v), v) for k, v in kvs)
 
 
 def compile_parts(tuple_args, allow_in, allow_out, device_list, compiler_options_kvs):
@@ -261,7 +267,7 @@ class Predicted:
             and self.allow_in == tuple(call.allow_in)
             and self.allow_out == tuple(call.allow_out)
             and self.device_list == call.device_list
-            and self.compiler_options_kvs == call.compiler_options_kvs
+            and typed_options(self.compiler_options_kvs) == typed_options(call.compiler_options_kvs)
         )
 
     def with_call(self, call: Any) -> Predicted:
@@ -341,7 +347,7 @@ def lowering_key(
         tuple(allow_in),
         tuple(allow_out),
         device_list,
-        compiler_options_kvs,
+        typed_options(compiler_options_kvs),
     )
     try:
         context = _CONTEXT_MEMO.get(inputs)
@@ -396,7 +402,7 @@ class _ContextInputs(NamedTuple):
     allow_in: tuple
     allow_out: tuple
     device_list: Any
-    compiler_options_kvs: tuple
+    compiler_options: tuple  # `typed_options`
 
 
 def _context_parts(i: _ContextInputs) -> tuple[tuple[str, str], ...]:
@@ -416,7 +422,11 @@ def _context_parts(i: _ContextInputs) -> tuple[tuple[str, str], ...]:
         ("lowering_parameters", _vd(i.lowering_parameters)),
         ("abstract_mesh", _vd(i.abstract_mesh)),
         *compile_parts(
-            i.tuple_args, i.allow_in, i.allow_out, i.device_list, i.compiler_options_kvs
+            i.tuple_args,
+            i.allow_in,
+            i.allow_out,
+            i.device_list,
+            tuple((k, v) for _, k, _, v in i.compiler_options),
         ),
     )
 
@@ -425,7 +435,7 @@ def _context_parts(i: _ContextInputs) -> tuple[tuple[str, str], ...]:
 # inputs are the values (compared by __eq__, as JAX's own lowering cache compares
 # them: avals, shardings, layouts, device lists, options) the parts are computed
 # from; id(backend) only over-keys (no part is computed from the backend).
-_CONTEXT_MEMO = _canon.BoundedMemo(1024)
+_CONTEXT_MEMO = _memos.memo("key.context", _canon.BoundedMemo(1024))
 
 
 def with_compile_parts(key: CacheKey, parts: list[tuple[str, str]]) -> CacheKey:
@@ -438,9 +448,3 @@ def with_module(key: CacheKey, module_digest: str) -> CacheKey:
     """A `CacheKey.relower` key completed by the module lowered for it (the
     executable is a function of the module and the compile inputs the key holds)."""
     return dataclasses.replace(key, parts=(*key.parts, ("module", module_digest)), relower=False)
-
-
-def clear_memos() -> None:
-    """Forget the environment and context-part memos (`jax.clear_caches()`)."""
-    _CONTEXT_MEMO.clear()
-    _ENV_CACHE.clear()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from pcache import _compat, _config, _key
+from pcache import _compat, _config, _key, _memos
 from pcache._key import Predicted
 from pcache._replay import NO_REPLAY, Replay
 
@@ -93,7 +93,7 @@ def bind(found: Loaded, out, backend, predicted: Predicted) -> Loaded | None:
 
 # id(backend) -> (backend, working-set name); the backend is kept and compared, so
 # a recycled id() (after jax.clear_backends) never names another backend's set.
-_SET_NAMES: dict[int, tuple[Any, str]] = {}
+_SET_NAMES: dict[int, tuple[Any, str]] = _memos.memo("load.set_names", {})
 
 
 def working_set_name(backend) -> str:
@@ -224,7 +224,3 @@ def deserialize(raw: bytes, backend, predicted: Predicted, host_callbacks=()):
             raw, predicted.device_list, options, host_callbacks=list(host_callbacks)
         )
     return backend.deserialize_executable(raw, predicted.device_list, options)
-
-
-def clear_memos() -> None:
-    _SET_NAMES.clear()

@@ -36,13 +36,12 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
-import os
 import threading
 import types
 import weakref
 from typing import Any, NamedTuple
 
-from pcache import _canon, _compat, _guards, _replay, _state
+from pcache import _canon, _compat, _guards, _memos, _replay, _state
 from pcache._errors import CheckError, Uncacheable
 from pcache._walk import NoReuse, Walker
 
@@ -227,9 +226,10 @@ class TraceMemo:
         return self._bytes
 
 
-MEMO = TraceMemo()
+MEMO = _memos.memo("trace.memo", TraceMemo())
 
 
+@_memos.after_fork
 def _after_fork_in_child() -> None:
     # A fork while another thread held one of these would leave the child waiting
     # forever on a lock nobody will release.
@@ -238,7 +238,6 @@ def _after_fork_in_child() -> None:
     _STATE_LOCK = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
 #: The jaxprs of recorded traces (weakly): a reuse hands JAX this very object, whose
 #: lowering JAX's own `_pjit_lower` cache holds (`_jit_seam.pjit_lower_wrapper`).
 RECORDED: weakref.WeakSet = weakref.WeakSet()
@@ -356,7 +355,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     try:
         ck = w.value(fun)
         rest = (
-            _compat.jit_info_key(jit_info),
+            w.value(_compat.jit_info_key(jit_info)),  # not ==: 1 == True == 1.0
             w.signature(signature),  # static arguments and trees by the walk's rules
             in_avals,
             ctx_mesh,
@@ -417,7 +416,9 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         return entry
     pins = w.pins + rw.pins + gw.pins
     warned = _replay.WARNINGS[0]
-    made = Made(key, skeleton, guards, pins, ck, rest, codes, jax_arrays, fun, warned, signature)
+    made = Made(
+        key, skeleton, guards, pins, ck, rest, codes, jax_arrays, fun, warned, signature, jit_info
+    )
     owned = fun if w.arrays else None  # the callable holds JAX arrays: see `_hold`
 
     def record(p) -> None:
@@ -443,6 +444,7 @@ class Made(NamedTuple):
     fun: Any  # (for `_unchanged`: held only until the trace is recorded)
     warnings: int  # warnings issued in the process before the trace
     signature: Any  # JAX's argument signature (static arguments), walked again
+    jit_info: Any  # JAX's jit options, walked again
 
 
 _PURE = (type(None), bool, int, float, complex, str, bytes)
@@ -471,18 +473,21 @@ def _unchanged(made: Made) -> bool:
     trace: a trace that wrote to anything it was keyed by (a captured container, a
     global, through any alias or helper) or ran while another thread changed it
     is not recorded."""
-    w = Walker()
+    w = Walker()  # walked in the key's order (identities are numbered in it)
     try:
-        ck = w.value(made.fun)
+        if w.value(made.fun) != made.callable_key:
+            return False
+        if w.value(_compat.jit_info_key(made.jit_info)) != made.rest[0]:
+            return False
+        if w.signature(made.signature) != made.rest[1]:
+            return False  # written through a static argument
     except (NoReuse, RecursionError):
         return False
-    if ck != made.callable_key or _guards.failed_guard(made.guards, w) is not None:
+    if _guards.failed_guard(made.guards, w) is not None:
         return False
     if _replay.WARNINGS[0] != made.warnings:
         return False  # the trace warned: a reuse would not
     try:
-        if w.signature(made.signature) != made.rest[1]:
-            return False  # written through a static argument
         settings = (_compat.trace_context(), _compat.config_snapshot(), _guards.host_state())
         if settings != made.rest[4]:
             return False  # the trace changed a setting
@@ -610,6 +615,9 @@ def forget_states() -> None:
     with _STATE_LOCK:
         _FN_STATE.clear()
         _MUTATED.clear()
+
+
+_memos.register("trace.function_states", forget_states, with_jax_caches=True)
 
 
 # ------------------------------------------------------------ lowering's warnings

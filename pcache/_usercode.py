@@ -205,6 +205,57 @@ REFLECTIVE = frozenset(
 # Builtins (also as ``builtins.<name>``) through which code reads or runs what no
 # guard can see.
 UNGUARDABLE = frozenset({"globals", "vars", "locals", "eval", "exec", "__import__", "compile"})
+# Builtins whose result is an object's identity (``SCALE_BY_ID[id(c)]``, ``hash`` of a
+# function): compared with ints held elsewhere, which no key relates to the object.
+IDENTITY_BUILTINS = frozenset({"id", "hash"})
+# Builtins that read what no guard can see when reached as a value (``G = globals``,
+# ``GA = getattr`` with a name held in data, ``id``/``hash`` of an object compared
+# with ints held elsewhere): a callable that holds one is not reused.
+REFLECTIVE_BUILTINS = (
+    UNGUARDABLE
+    | IDENTITY_BUILTINS
+    | frozenset({"getattr", "setattr", "delattr", "hasattr", "breakpoint", "open", "input"})
+)
+# Library modules whose functions read what no guard can see (frames, the module
+# table, any object by name or by reference): code that reaches them, or holds one
+# of their functions, is not reused.
+REFLECTION_MODULES = frozenset(
+    {
+        "inspect",
+        "pkgutil",
+        "pydoc",
+        "importlib",
+        "gc",
+        "ctypes",
+        "_ctypes",
+        "builtins",
+        "sys",
+        "pickle",
+        "_pickle",
+        "copyreg",
+        "marshal",
+        "typing",
+        "dill",
+        "cloudpickle",
+    }
+)
+
+
+def reflective_callable(v: Any) -> str | None:
+    """Why calling ``v`` (a builtin or library function reached as a value) reads
+    what no guard can see; None if it does not."""
+    name = getattr(v, "__name__", None)
+    module = getattr(v, "__module__", None)
+    if not isinstance(module, str):
+        return None
+    root = module.partition(".")[0]
+    if root == "builtins":
+        return f"reflective-builtin:{name}" if name in REFLECTIVE_BUILTINS else None
+    if root in REFLECTION_MODULES:
+        return f"reflective-function:{module}.{name}"
+    return None
+
+
 # Methods that mutate a builtin container (a captured list, dict or set).
 _MUTATORS = frozenset(
     {
@@ -389,7 +440,10 @@ def _local_target(ins: list, i: int) -> bool:
 
 
 __all__ = [
+    "IDENTITY_BUILTINS",
+    "REFLECTION_MODULES",
     "REFLECTIVE",
+    "REFLECTIVE_BUILTINS",
     "UNGUARDABLE",
     "NoReuse",
     "code_verdict",
@@ -397,4 +451,5 @@ __all__ = [
     "is_library_module",
     "is_library_type",
     "qualname",
+    "reflective_callable",
 ]

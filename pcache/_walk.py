@@ -70,14 +70,16 @@ from typing import Any
 
 import numpy as np
 
-from pcache import _compat
+from pcache import _compat, _memos
 from pcache._usercode import (
+    REFLECTION_MODULES,
     NoReuse,
     code_verdict,
     is_library,
     is_library_module,
     is_library_type,
     qualname,
+    reflective_callable,
 )
 
 #: Captured numpy arrays larger than this are not hashed on every call: no reuse.
@@ -90,7 +92,7 @@ MAX_NODES = 4096
 # is exact) -> their key; most argument trees are these, and walking one node by
 # node costs more than the rest of a reuse.
 _NONE_TYPE = type(None)
-_PLAIN_TREES: dict = {}
+_PLAIN_TREES: dict = _memos.memo("walk.plain_trees", {})
 MAX_PLAIN_TREES = 1024
 
 
@@ -194,6 +196,15 @@ class Walker:
         t = type(v)
         enc = _EXACT.get(t)
         if enc is not None:
+            if t in _SINGLETONS:  # (the value is the object)
+                return enc(v)
+            back = self._enter(v)  # equal strings, ints, floats may be other objects
+            if back is not None:
+                return back
+            if t is str and "__" in v and "{" in v:  # str.format reaching dunders
+                raise NoReuse("reflective-format-string")
+            if v != v:  # a NaN: also by its identity beyond this walk (``math.nan``)
+                return (*enc(v), self.ident(v))
             return enc(v)
         if t is tuple:
             back = self._enter(v)  # (its identity: ``axes is DEFAULT_AXES``)
@@ -227,6 +238,9 @@ class Walker:
         if isinstance(v, _BUILTIN):
             bound = getattr(v, "__self__", None)
             if bound is None or type(bound) is types.ModuleType:
+                why = reflective_callable(v)
+                if why is not None:
+                    raise NoReuse(why)
                 return self.ident(v)
             return ("B", v.__name__, self.ident(type(bound)), self.value(bound))
         if isinstance(v, _PARTIAL):  # subclasses (jax.tree_util.Partial)
@@ -241,6 +255,9 @@ class Walker:
             return self.ident(v)
         user = not is_library_type(t)
         if isinstance(v, tuple) and hasattr(t, "_fields"):  # NamedTuples
+            back = self._enter(v)  # its identity (``dn is DEFAULT``)
+            if back is not None:
+                return back
             if getattr(v, "__dict__", None):
                 raise NoReuse(f"mutable:{qualname(t)}")  # attributes beside its items
             items = [tuple.__getitem__(v, i) for i in range(tuple.__len__(v))]
@@ -280,13 +297,26 @@ class Walker:
         data = a.tobytes()  # C order (a memoryview refuses ml_dtypes' formats)
         digest = hashlib.blake2b(data, digest_size=16).digest()
         f = a.flags
-        layout = (a.strides, f.writeable, f.c_contiguous, f.f_contiguous, f.aligned)
-        return ("n", self.dtype(a.dtype), a.shape, digest, layout)
+        layout = (a.strides, f.writeable, f.c_contiguous, f.f_contiguous, f.aligned, f.owndata)
+        node = ("n", self.dtype(a.dtype), a.shape, digest, layout)
+        base = a.base
+        if base is None:
+            return node
+        # a view: what it shares memory with, and where in it (``a.base[7]``,
+        # ``np.shares_memory(a, BUF)``)
+        offset = None
+        if isinstance(base, np.ndarray):
+            offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        return (*node, "base", self.value(base), offset)
 
     def _numpy_scalar(self, v: np.generic) -> tuple:
         if v.dtype.hasobject:
             raise NoReuse("numpy-object")
-        return ("g", self.dtype(v.dtype), v.tobytes())
+        back = self._enter(v)
+        if back is not None:
+            return back
+        node = ("g", self.dtype(v.dtype), v.tobytes())
+        return (*node, self.ident(v)) if bool(v != v) else node  # a NaN: its identity
 
     def dtype(self, dt: np.dtype) -> tuple:
         """Every property of a dtype that decides what its bytes mean."""
@@ -418,8 +448,8 @@ class Walker:
             for name, attr in vars(k).items():
                 if name in CLASS_BOOKKEEPING:
                     continue
-                if is_enum and (name in _ENUM_CLASS or isinstance(attr, t)):
-                    continue  # Enum's bookkeeping and members (keyed where used)
+                if is_enum and name in _ENUM_CLASS:
+                    continue  # Enum's bookkeeping (its members are keyed as attributes)
                 out.append((name, self.value(attr)))
         return ("code", *out)
 
@@ -460,7 +490,10 @@ class Walker:
         g = f.__globals__
         if type(g) is not dict:
             raise NoReuse(f"globals-not-a-dict:{f.__qualname__}")
-        if not is_library(g):
+        if is_library(g):
+            if str(g.get("__name__")).partition(".")[0] in REFLECTION_MODULES:
+                raise NoReuse(f"reflective-function:{g.get('__name__')}.{f.__name__}")
+        else:
             why, _, writes = code_verdict(code)
             if why is not None:
                 raise NoReuse(why)
@@ -532,8 +565,6 @@ class _Eq:
 
 
 def _float(v: float) -> tuple:
-    if v != v:  # a NaN: ``nan in xs`` answers by identity first
-        return ("f", _STRUCT_D.pack(v), id(v))
     return ("f", _STRUCT_D.pack(v))
 
 
@@ -545,7 +576,9 @@ def _range(v: range) -> tuple:
     return ("r", v.start, v.stop, v.step)
 
 
-# Exact types with a lossless encoding of their own (no recursion).
+# Exact types with a lossless encoding of their own (no recursion). All but the
+# singletons are also numbered by identity (`Walker.value`).
+_SINGLETONS = frozenset({type(None), bool, type(...), type(NotImplemented)})
 _EXACT: dict[type, Any] = {
     type(None): lambda v: ("N",),
     bool: lambda v: ("b", v),
@@ -571,14 +604,23 @@ def _weakref(w: Walker, v: weakref.ref) -> tuple:
 
 def _operator(w: Walker, v: Any) -> tuple:
     made, args = v.__reduce__()[:2]  # methodcaller's keywords are in ``made``
+    names = args if isinstance(v, (operator.attrgetter, operator.methodcaller)) else ()
+    if any(isinstance(n, str) and "__" in n for n in names):
+        raise NoReuse("reflective-attrgetter")  # attrgetter("__globals__")
     return ("op", w.ident(type(v)), w.value(made), w.value(args))
+
+
+_TYPING_MODULES = frozenset({"typing", "types", "typing_extensions"})
 
 
 def _annotation(w: Walker, a: Any) -> Any:
     try:
         return w.value(a)
     except NoReuse:
-        return ("ann", qualname(type(a)), repr(a))  # typing constructs: by their text
+        t = type(a)
+        if is_library_type(t) and getattr(t, "__module__", None) in _TYPING_MODULES:
+            return ("ann", qualname(t), repr(a))  # typing constructs: by their text
+        raise
 
 
 def _signature(w: Walker, v: inspect.Signature) -> tuple:
@@ -602,7 +644,7 @@ def _field(w: Walker, f: dataclasses.Field) -> tuple:
         opt(f.default_factory),
         w.value(dict(f.metadata)),
         (f.init, f.repr, f.hash, f.compare, f.kw_only),
-        repr(f.type),
+        _annotation(w, f.type),
     )
 
 
@@ -641,7 +683,13 @@ _DISPATCH: dict[type, Any] = {
     np.ufunc: _ufunc,
     staticmethod: lambda w, v: ("SM", w.value(v.__func__)),
     classmethod: lambda w, v: ("CM", w.value(v.__func__)),
-    property: lambda w, v: ("PR", w.value(v.fget), w.value(v.fset), w.value(v.fdel)),
+    property: lambda w, v: (
+        "PR",
+        w.value(v.fget),
+        w.value(v.fset),
+        w.value(v.fdel),
+        w.value(v.__doc__),
+    ),
     **dict.fromkeys(_OPERATOR_TYPES, _operator),
     **dict.fromkeys(_DESCRIPTORS, _descriptor),
 }

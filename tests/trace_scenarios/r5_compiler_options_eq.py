@@ -1,0 +1,5 @@
+mk = lambda o: jax.jit(lambda v: v * 2, compiler_options={"xla_cpu_enable_fast_math": o})
+show("True", lambda: mk(True)(x))
+show("1", lambda: mk(1)(x))
+show("1.0", lambda: mk(1.0)(x))
+show("'true'", lambda: mk("true")(x))
