@@ -145,14 +145,15 @@ class _Guarding:
             self.more(before)
         return v
 
-    def chain(self, g: dict, chain: tuple, escaped: bool) -> None:
+    def chain(self, g: dict, chain: tuple, escaped: bool, hashing: bool = False) -> None:
         if chain[0] == "<import>":
             mod = sys.modules.get(chain[1])
             if mod is None or _user_module(mod):
                 # what it reads from the module it imports is not guarded
                 raise NoReuse(f"imports-user-module:{chain[1]}")
             return
-        if (chain[0] in UNGUARDABLE or chain[0] in IDENTITY_BUILTINS) and chain[0] not in g:
+        identity = chain[0] in IDENTITY_BUILTINS and not hashing
+        if (chain[0] in UNGUARDABLE or identity) and chain[0] not in g:
             raise NoReuse(f"reads-{chain[0]}()")
         v = self.guard(g, chain[0], builtin=True)
         for attr in chain[1:]:
@@ -197,8 +198,11 @@ def guards_for(funcs: list[tuple], callable_walk: Walker | None = None) -> tuple
         why, reads, writes = code_verdict(code)
         if why is not None:
             raise NoReuse(why)
+        # (a ``__hash__`` that hashes its fields, as a dataclass's does, hands the
+        # result only to dicts and sets, whose contents and order are keyed)
+        hashing = code.co_name == "__hash__"
         for chain, escaped in reads:
-            run.chain(g, chain, escaped)
+            run.chain(g, chain, escaped, hashing)
         for root, target in writes:
             if root == "g":
                 _global_write(g, target)
