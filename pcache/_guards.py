@@ -85,7 +85,11 @@ class _Guarding:
         self.work: list[tuple[dict, types.CodeType]] = []
 
     def more(self, before: int) -> None:
-        self.work.extend((fg, fc) for fg, fc, *_ in self.w.funcs[before:] if not is_library(fg))
+        for fg, fc, f, *_ in self.w.funcs[before:]:
+            if not is_library(fg):
+                if f.__builtins__ is not _builtins_of(fg):
+                    raise NoReuse(f"builtins-not-its-globals:{f.__qualname__}")
+                self.work.append((fg, fc))
 
     def guard(self, ns: dict, name: str, builtin: bool) -> Any:
         """Guard ``ns[name]``; return its value (`_MISSING` if absent)."""
@@ -111,6 +115,8 @@ class _Guarding:
                 return self.guard(b, name, builtin=False)
             return bv
         t = type(v)
+        if v is operator.attrgetter or v is operator.methodcaller:
+            raise NoReuse(f"reflective-attrgetter:{name}")  # a name computed, then read
         if isinstance(v, types.ModuleType) and v.__name__.partition(".")[0] in REFLECTION_MODULES:
             if sys.modules.get(v.__name__) is v:
                 raise NoReuse(f"reflection-module:{v.__name__}")
@@ -192,6 +198,11 @@ def guards_for(funcs: list[tuple], callable_walk: Walker | None = None) -> tuple
     for a read that cannot be guarded. ``callable_walk``: the walk of the callable,
     whose objects' identity with the globals' is guarded too (`aliases`)."""
     run = _Guarding(callable_walk)
+    for g, _c, f, *_ in funcs:
+        if not is_library(g) and f.__builtins__ is not _builtins_of(g):
+            # (exec'd with other builtins than its namespace now names: the guards
+            # read the namespace's)
+            raise NoReuse(f"builtins-not-its-globals:{f.__qualname__}")
     run.work = [(g, c) for g, c, *_ in funcs if not is_library(g)]
     while run.work:
         g, code = run.work.pop()
@@ -444,9 +455,7 @@ def holds_state(obj: Any, depth: int = 0) -> bool:
         inner += [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]
         return any(holds_state(x, depth + 1) for x in inner)
     if t is functools.partial:
-        return any(
-            holds_state(x, depth + 1) for x in (obj.func, *obj.args, *obj.keywords.values())
-        )
+        return any(holds_state(x, depth + 1) for x in (obj.func, *obj.args, *obj.keywords.values()))
     if t is tuple or t is frozenset:
         return any(holds_state(x, depth + 1) for x in obj)
     if isinstance(obj, (type, types.ModuleType, types.BuiltinFunctionType, _compat.Primitive)):

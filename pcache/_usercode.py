@@ -155,6 +155,7 @@ def _compiled(t: type) -> bool:
     meta = type(t)
     if meta.__flags__ & _HEAPTYPE and not _compiled(meta):
         return False
+    own_c = False
     for k in t.__mro__:
         if not k.__flags__ & _HEAPTYPE:
             continue
@@ -163,7 +164,10 @@ def _compiled(t: type) -> bool:
                 continue
             if not isinstance(a, _C_ATTRS):
                 return False
-    return True
+            own_c = own_c or k is t
+    # An extension's class defines C slots of its own; a class statement's with no
+    # body and a module name never imported defines none (a user class: not library).
+    return own_c
 
 
 # ------------------------------------------------------------ code scans
@@ -344,15 +348,19 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             why = why or f"writes-global:{arg}"
         elif op in ("STORE_DEREF", "DELETE_DEREF") and arg in outer:
             why = why or f"writes-nonlocal:{arg}"
-        elif op in _ATTR_OPS and arg in REFLECTIVE:
+        elif op in _ATTR_OPS and (arg in REFLECTIVE or arg in REFLECTIVE_ATTRS):
             why = why or f"reflection:{arg}"
+        elif op in _ATTR_OPS and arg in _FORMATS and (i == 0 or ins[i - 1].opname != "LOAD_CONST"):
+            why = why or "reflection:computed-format"  # a format string built or held
         elif op in ("STORE_SUBSCR", "DELETE_SUBSCR") and not _local_target(ins, i):
             why = why or "writes-container"
         elif op == "IMPORT_NAME":
             reads[(("<import>", arg), False)] = None
         elif op == "LOAD_CONST" and _reflective_const(arg):
             why = why or "reflection:constant"  # getattr(f, "__globals__"), a format
-        if op in _GLOBAL_OPS and arg in _ATTR_BUILTINS and not _constant_attr_call(ins, i):
+        if op in _GLOBAL_OPS and arg in _ATTR_WRITES:
+            why = why or f"writes-{arg}"  # setattr(obj, "name", v): a write, named or not
+        elif op in _GLOBAL_OPS and arg in _ATTR_BUILTINS and not _constant_attr_call(ins, i):
             why = why or f"dynamic-{arg}"  # getattr(obj, name) with a computed name
         if op in _OUTER_LOADS:
             chain = [arg]
@@ -362,8 +370,10 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
                 j += 1
             nxt = ins[j].opname if j < n else "RETURN_VALUE"
             for attr in chain[1:]:
-                if attr in REFLECTIVE or attr in UNGUARDABLE:
+                if attr in REFLECTIVE or attr in UNGUARDABLE or attr in REFLECTIVE_ATTRS:
                     why = why or f"reflection:{attr}"
+                elif attr in _FORMATS:
+                    why = why or "reflection:computed-format"  # FMT.format(fn)
             root = "g" if op in _GLOBAL_OPS else "f"
             if op in ("LOAD_DEREF", "LOAD_CLASSDEREF") and arg not in outer:
                 root = ""  # one of this call's own cells
@@ -407,6 +417,30 @@ def _reflective_const(c: Any) -> bool:
 
 
 _ATTR_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
+_ATTR_WRITES = frozenset({"setattr", "delattr"})
+_FORMATS = frozenset({"format", "format_map"})
+# Attributes that read or write any attribute by a name held in data, or reach frames
+# and tracebacks (``obj.__getattribute__(name)``, ``e.__traceback__.tb_frame``).
+REFLECTIVE_ATTRS = frozenset(
+    {
+        "__getattribute__",
+        "__getattr__",
+        "__setattr__",
+        "__delattr__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__getstate__",
+        "__traceback__",
+        "tb_frame",
+        "tb_next",
+        "gi_frame",
+        "cr_frame",
+        "ag_frame",
+        "f_code",
+        "attrgetter",
+        "methodcaller",
+    }
+)
 _CALLS = frozenset({"PRECALL", "CALL", "CALL_FUNCTION", "CALL_FUNCTION_KW"})
 
 
@@ -443,6 +477,7 @@ __all__ = [
     "IDENTITY_BUILTINS",
     "REFLECTION_MODULES",
     "REFLECTIVE",
+    "REFLECTIVE_ATTRS",
     "REFLECTIVE_BUILTINS",
     "UNGUARDABLE",
     "NoReuse",

@@ -70,9 +70,11 @@ from typing import Any
 
 import numpy as np
 
-from pcache import _compat, _memos
+from pcache import _canon, _compat, _memos
 from pcache._usercode import (
     REFLECTION_MODULES,
+    REFLECTIVE,
+    REFLECTIVE_ATTRS,
     NoReuse,
     code_verdict,
     is_library,
@@ -121,7 +123,6 @@ CLASS_BOOKKEEPING = frozenset(
         "__dict__",
         "__weakref__",
         "__annotations__",
-        "__slots__",
         "__dataclass_params__",
         "__orig_bases__",
         "__parameters__",
@@ -132,8 +133,8 @@ CLASS_BOOKKEEPING = frozenset(
 )
 
 
-# An enum member's and an enum class's own bookkeeping (their members, names and
-# values, keyed as ("E", class, name, value)); everything else they hold is keyed.
+# An enum member's own bookkeeping (keyed as ("E", class, name, value)); everything
+# else a member or its class holds is keyed.
 _ENUM_MEMBER = frozenset({"_value_", "_name_", "__objclass__", "_sort_order_"})
 _ENUM_CLASS = frozenset(
     {
@@ -201,8 +202,8 @@ class Walker:
             back = self._enter(v)  # equal strings, ints, floats may be other objects
             if back is not None:
                 return back
-            if t is str and "__" in v and "{" in v:  # str.format reaching dunders
-                raise NoReuse("reflective-format-string")
+            if (t is str and "__" in v and "{" in v) or (t is bytes and b"__" in v and b"{" in v):
+                raise NoReuse("reflective-format-string")  # str.format reaching dunders
             if v != v:  # a NaN: also by its identity beyond this walk (``math.nan``)
                 return (*enc(v), self.ident(v))
             return enc(v)
@@ -220,6 +221,8 @@ class Walker:
         if isinstance(v, _compat.Tracer):
             raise NoReuse("captured-tracer")
         if isinstance(v, type):
+            if v is operator.attrgetter or v is operator.methodcaller:
+                raise NoReuse("reflective-attrgetter")  # attrgetter(name)(fn), name computed
             return self.klass(v)
         if isinstance(v, types.ModuleType):
             if type(v) is types.ModuleType and is_library_module(v):
@@ -237,6 +240,8 @@ class Walker:
             return self.dtype(v)
         if isinstance(v, _BUILTIN):
             bound = getattr(v, "__self__", None)
+            if isinstance(bound, types.ModuleType) and v.__name__.startswith("__"):
+                raise NoReuse(f"reflective-method:{v.__name__}")  # cfg.__getattribute__
             if bound is None or type(bound) is types.ModuleType:
                 why = reflective_callable(v)
                 if why is not None:
@@ -252,7 +257,14 @@ class Walker:
         if isinstance(v, _compat.CUSTOM_DERIVATIVE_TYPES):
             return self.callable(v)
         if isinstance(v, _compat.Primitive) and is_library_type(t):
-            return self.ident(v)
+            if _canon.jax_primitive_name(v) is not None:
+                return self.ident(v)  # one of JAX's own
+            back = self._enter(v)
+            if back is not None:
+                return back
+            # another's (a user's): with what was set on it (``P.scale``,
+            # ``multiple_results``, its impl and abstract eval)
+            return ("prim", self.ident(v), self.value(dict(vars(v))))
         user = not is_library_type(t)
         if isinstance(v, tuple) and hasattr(t, "_fields"):  # NamedTuples
             back = self._enter(v)  # its identity (``dn is DEFAULT``)
@@ -427,30 +439,39 @@ class Walker:
         return node
 
     def _abc(self, cls: type) -> tuple:
-        """The classes registered on an ABC (``isinstance`` answers by them)."""
+        """The classes registered on an ABC and on each of its subclasses
+        (``isinstance`` answers by all of them)."""
         if not isinstance(cls, abc.ABCMeta):
             return ()
-        try:
-            registry = abc._get_dump(cls)[0]
-        except Exception:
-            raise NoReuse(f"abc:{qualname(cls)}") from None
-        found = [c for r in registry if (c := r()) is not None]
-        return ("abc", *sorted((qualname(c), id(c)) for c in found), *map(self.klass, found))
+        found = []
+        todo, met = [cls], set()
+        while todo:
+            k = todo.pop()
+            if id(k) in met:
+                continue
+            met.add(id(k))
+            if len(met) > 256:
+                raise NoReuse(f"abc-too-large:{qualname(cls)}")
+            try:
+                registry = abc._get_dump(k)[0] if isinstance(k, abc.ABCMeta) else ()
+                todo += type.__subclasses__(k)
+            except Exception:
+                raise NoReuse(f"abc:{qualname(cls)}") from None
+            found += [c for r in registry if (c := r()) is not None]
+        subs = sorted((qualname(c), id(c)) for c in found)
+        return ("abc", *subs, *map(self.klass, found))
 
     def class_code(self, t: type) -> tuple:
         """What a user class's instances run: the functions and values its own
         classes (the user-defined ones of its MRO) define, by these rules."""
         out = []
-        is_enum = isinstance(t, enum.EnumMeta)
         for k in t.__mro__:
             if k is object or is_library_type(k):
                 continue
             for name, attr in vars(k).items():
                 if name in CLASS_BOOKKEEPING:
                     continue
-                if is_enum and name in _ENUM_CLASS:
-                    continue  # Enum's bookkeeping (its members are keyed as attributes)
-                out.append((name, self.value(attr)))
+                out.append((name, self.value(attr)))  # (an enum's maps and members too)
         return ("code", *out)
 
     # -- callables
@@ -605,8 +626,10 @@ def _weakref(w: Walker, v: weakref.ref) -> tuple:
 def _operator(w: Walker, v: Any) -> tuple:
     made, args = v.__reduce__()[:2]  # methodcaller's keywords are in ``made``
     names = args if isinstance(v, (operator.attrgetter, operator.methodcaller)) else ()
-    if any(isinstance(n, str) and "__" in n for n in names):
-        raise NoReuse("reflective-attrgetter")  # attrgetter("__globals__")
+    for n in names:
+        parts = n.split(".") if isinstance(n, str) else ()
+        if any("__" in a or a in REFLECTIVE or a in REFLECTIVE_ATTRS for a in parts):
+            raise NoReuse("reflective-attrgetter")  # attrgetter("tb_frame.f_globals")
     return ("op", w.ident(type(v)), w.value(made), w.value(args))
 
 
