@@ -79,6 +79,9 @@ EXPECTED: dict[str, str] = {
     r"pjit_test\.py::ShardingInTypesTest::test_compilation_cache_miss_when_devices_change$": (
         "counts lowerings; a pcache hit skips lowering"
     ),
+    r"shard_map_test\.py::ShardMapTest::test_different_devices_shmap_abstract_mesh_cache_hit$": (
+        "counts lowerings; a pcache hit skips lowering"
+    ),
     # `pxla._cached_lowering_to_hlo.cache_info()`: JAX's own lowering cache is not
     # asked when pcache answers first.
     r"pjit_test\.py::ArrayPjitTest::test_(pjit_kwargs|pjit_single_device_sharding_add)$": (
