@@ -135,9 +135,7 @@ def stats() -> dict[str, Any]:
     out.update(
         enabled=True,
         path=str(rt.path),
-        memory_entries=len(rt.memory),
-        memory_bytes=rt.memory.bytes,
-        memory_max_bytes=rt.memory.max_bytes,
+        **{f"memory_{k}": v for k, v in rt.memory.stats().items()},
         trace_entries=len(_trace.MEMO),
         trace_bytes=_trace.MEMO.bytes,
         remote=rt.remote_info(),

@@ -1,4 +1,4 @@
-"""In-process counters: what `pcache.stats()` returns."""
+"""In-process counters: what `pcache.stats()` returns, and where else each event goes."""
 
 from __future__ import annotations
 
@@ -43,6 +43,33 @@ _COUNTERS = (
 )
 
 
+#: The sinks of an event `pcache._cache.Runtime.count` records besides `stats()`:
+#: ``monitor``, a `jax.monitoring` event ``/pcache/<name>`` ("event", or "duration":
+#: seconds, and then not a counter of `stats()`); ``persist``, a counter of the
+#: store (what `pcache stats` shows across processes), or the prefix of one named
+#: by the event's reason.
+SINKS: dict[str, tuple[str, str]] = {
+    "memory_hits": ("event", ""),
+    "disk_hits": ("event", ""),
+    "misses": ("event", ""),
+    "errors": ("event", ""),
+    "load_time_sec": ("duration", ""),
+    "preload_hits": ("event", "preload_hits"),
+    "remote_hits": ("event", "remote_hits"),
+    "bypasses": ("event", "bypass:"),
+    "nonpersistent": ("event", "nonpersistent:"),
+    "seconds_saved": ("", "seconds_saved"),
+    **{
+        name: ("", name)
+        for name in (
+            "remote_misses", "remote_bytes_read", "remote_writes", "remote_bytes_written",
+            "remote_errors", "remote_uploads", "remote_breaker_opens", "remote_recoveries",
+            "remote_slow_skips",
+        )
+    },
+}  # fmt: skip
+
+
 class Stats:
     """In-process counters; `snapshot()` is what `pcache.stats()` returns."""
 
@@ -54,21 +81,22 @@ class Stats:
         self._errors: collections.Counter[str] = collections.Counter()
         self._trace: collections.Counter[str] = collections.Counter()
         self._remote_miss: collections.Counter[str] = collections.Counter()
+        self._reasons = {
+            "bypasses": self._bypass,
+            "nonpersistent": self._local,
+            "errors": self._errors,
+            "remote_misses": self._remote_miss,
+        }
 
-    def add(self, name: str, n: float = 1) -> None:
+    def count(self, name: str, n: float = 1, why: str = "") -> None:
+        """``n`` more of counter ``name``; ``why``: its reason, for the counters
+        counted by reason (bypasses, nonpersistent, errors, remote_misses)."""
         with self._lock:
-            self._c[name] += n
-
-    def bypass(self, reason: str) -> None:
-        with self._lock:
-            self._c["bypasses"] += 1
-            self._bypass[reason] += 1
-
-    def nonpersistent(self, reason: str) -> None:
-        """A program compiled for the memory tier only: it can never be stored."""
-        with self._lock:
-            self._c["nonpersistent"] += 1
-            self._local[reason] += 1
+            if name in self._c:
+                self._c[name] += n
+            reasons = self._reasons.get(name)
+            if reasons is not None:
+                reasons[why] += 1
 
     def trace_hit(self) -> None:
         with self._lock:
@@ -81,16 +109,6 @@ class Stats:
             if reason not in self._trace and len(self._trace) >= max_reasons:
                 reason = "other"
             self._trace[reason] += 1
-
-    def remote_miss(self, reason: str) -> None:
-        with self._lock:
-            self._c["remote_misses"] += 1
-            self._remote_miss[reason] += 1
-
-    def error(self, cause: str) -> None:
-        with self._lock:
-            self._c["errors"] += 1
-            self._errors[cause] += 1
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:

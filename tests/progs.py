@@ -198,7 +198,7 @@ def preload(root: str, use_pcache: bool = True) -> None:
     jax.block_until_ready(outs)
     if use_pcache and os.environ.get("PROG_PAUSE") != "0":
         # Let the preload finish (counts are then exact): wait for its thread.
-        for pre in list(pcache._api.runtime()._preloaders.values()):
+        for pre in list(pcache._api.runtime().preloaded.preloaders.values()):
             pre._thread.join(30)
     fns = [
         (jax.jit(lambda a: jnp.sin(a) @ a), (x,)),
@@ -233,7 +233,7 @@ def exit_early(root: str) -> None:
     pcache.enable(root)
     x, _ = inputs()
     jax.block_until_ready(jax.jit(lambda a: a + 1.0)(x))
-    print(json.dumps({"preloaders": len(pcache._api.runtime()._preloaders)}), flush=True)
+    print(json.dumps({"preloaders": len(pcache._api.runtime().preloaded.preloaders)}), flush=True)
 
 
 def env_only() -> None:

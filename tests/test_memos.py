@@ -20,7 +20,7 @@ NOT_MEMOS = {
     ("_state.py", "ORIG"): "the originals of the JAX functions pcache wraps",
     ("_replay.py", "_INITIALIZED"): "initializers already run in this process (never undone)",
     ("_config.py", "_WARNED_UNKNOWN"): "unknown variables already warned about (once)",
-    ("_cache.py", "_UNTRUSTED_WARNED"): "directories already warned about (once)",
+    ("_local.py", "_UNTRUSTED_WARNED"): "directories already warned about (once)",
     ("_canon.py", "_LOGGED_PRIMS"): "primitives already logged (once)",
     ("_canon.py", "_JAX_PRIMS"): "JAX's own module-level primitives, found by scanning jax.*",
     ("_canon.py", "_JAX_PRIMS_SEEN"): "the jax.* modules already scanned",

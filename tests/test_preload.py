@@ -199,7 +199,7 @@ def _eventually(cond, timeout: float = 10.0) -> bool:
 
 
 def _the_preloader():
-    (pre,) = pcache._api.runtime()._preloaders.values()
+    (pre,) = pcache._api.runtime().preloaded.preloaders.values()
     return pre
 
 
@@ -371,7 +371,7 @@ def test_a_forked_child_neither_preloads_nor_saves(tmp_path, monkeypatch):
             code = 1
             try:
                 ok = not rt.preload_pending(name) and not rt.preload_pending("other")
-                rt._working_sets.add(name, "f" * 64)
+                rt.preloaded.working_sets.add(name, "f" * 64)
                 time.sleep(0.2)  # several save delays
                 rt._at_exit()
                 code = 0 if ok else 1

@@ -367,8 +367,7 @@ def test_lease_single_flight_and_expiry(server, ns):
     assert got.outcome == "ready" and 0.4 < got.waited < 2.0
     assert not reader.client.exists(f"{reader.prefix}l:r")
     assert a.claim("e").held
-    with a._lock:  # a holder that stops renewing (dead): its lease expires
-        a._held.clear()
+    a.leases.forget()  # a holder that stops renewing (dead): its lease expires
     late = make_remote(server, ns, lease=0.6, wait=5.0).claim("e")
     assert late.held and late.took_over and late.waited < 1.5
 

@@ -179,7 +179,7 @@ def test_lease_checks(server, ns):
     # ...one signed with another key is not the fleet's: taken over at once.
     other = make_remote(server, ns, key=b"o" * 32, lease=2.0)
     name = f"{a.prefix}l:y"
-    r.set(name, other._token(name), px=2000)
+    r.set(name, other.leases._token(name), px=2000)
     t0 = time.monotonic()
     assert b.claim("y").held and time.monotonic() - t0 < 1
     # A void lease with a sane expiry: compile at once, without a lease.

@@ -96,7 +96,7 @@ def test_memory_tier_stays_within_bound_while_cycling_programs(tmp_path):
         for i in range(2000):  # noqa: B007
             # A distinct constant per program: 2,000 distinct keys and executables.
             jax.jit(lambda v, i=i: v * float(i) + jnp.arange(8, dtype=jnp.float32))(x)
-            assert rt.memory.bytes <= bound
+            assert rt.memory.lru.bytes <= bound
             if i in (499, 1999):
                 gc.collect()
                 rss.append(_rss_kib())
