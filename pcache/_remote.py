@@ -89,6 +89,8 @@ from pcache._remote_wire import (
     redact,
 )
 
+_GET_SHA = hashlib.sha1(_GET.encode()).hexdigest()
+
 __all__ = [
     "DEFAULT_LEASE",
     "DEFAULT_TIMEOUT",
@@ -143,12 +145,14 @@ class Remote:
         self._redis_errors = (redis.RedisError, OSError)
         self._oom = getattr(redis.exceptions, "OutOfMemoryError", ())
         self._response_error = redis.exceptions.ResponseError
+        self._noscript = redis.exceptions.NoScriptError
         self.client = connect(config.url, config.timeout)
         self.lock = threading.Lock()
         self.health = Health(config, self.report)
         self.leases = Leases(self)
         self.jobs = Jobs(self.report)
         self._cctx = zstandard.ZstdCompressor(level=3, write_content_size=True)
+        self._dctxs = threading.local()  # a decompressor per thread (not thread-safe)
         self.writer_name = f"{socket.gethostname()}:{os.getpid()}"
         reg = self.client.register_script
         self.scripts = SimpleNamespace(
@@ -204,6 +208,12 @@ class Remote:
             self.health.sample(time.monotonic() - t0)
         self.health.ok()
         return out
+
+    def _dctx(self) -> zstandard.ZstdDecompressor:
+        d = getattr(self._dctxs, "d", None)
+        if d is None:
+            d = self._dctxs.d = zstandard.ZstdDecompressor()
+        return d
 
     def _after_fork(self) -> None:
         self.lock = threading.Lock()
@@ -269,9 +279,7 @@ class Remote:
         chunk_prefix = self.key_name("c", digest, cls=cls) + ":"
         try:  # one round trip: the head, and the value too when it is small
             got = self.cmd(
-                "read",
-                lambda: self.client.eval(_GET, 1, name, MAX_HEAD_BYTES, FAST_BYTES, chunk_prefix),
-                True,
+                "read", lambda: self._get(name, MAX_HEAD_BYTES, FAST_BYTES, chunk_prefix), True
             )
         except _Down:
             return Fetched(None, miss="off")
@@ -308,13 +316,21 @@ class Remote:
         if len(packed) == head.packed_size:
             with contextlib.suppress(Exception):  # a frame that lies about its size, ...
                 if zstandard.get_frame_parameters(packed).content_size == head.raw_size:
-                    raw = zstandard.ZstdDecompressor().decompress(packed, max_output_size=head.raw_size)
+                    raw = self._dctx().decompress(packed, max_output_size=head.raw_size)
         if raw is None or len(raw) != head.raw_size or _sha(raw) != head.sha256:
             self._note_stale(digest, blob)
             return Fetched(
                 None, miss="tampered", detail=f"{digest[:12]}: its value does not match its head"
             )
         return Fetched(raw, head)
+
+    def _get(self, *args: object) -> Any:
+        """`_GET` by its hash (the server keeps scripts across connections); sent
+        whole only when the server does not have it (restarted, flushed)."""
+        try:
+            return self.client.evalsha(_GET_SHA, 1, *args)
+        except self._noscript:
+            return self.client.eval(_GET, 1, *args)
 
     def _read_chunks(self, keys: list[str], size: int) -> list[bytes] | int:
         """The chunks ``keys``, read only if together they are no longer than
@@ -518,7 +534,10 @@ class Remote:
             "writer": self.writer_name,
             "key_id": self.key_id,
         }
-        text = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
+        # The fields the server's read script needs first (`_GET`: no JSON decode).
+        first = ("chunks", "id", "packed_size")
+        ordered = {k: fields[k] for k in first} | {k: fields[k] for k in sorted(fields)}
+        text = json.dumps(ordered, separators=(",", ":")).encode()
         return packed, chunks, wid, self._sign(name, text).encode() + b"\n" + text
 
     def _announce(self) -> None:

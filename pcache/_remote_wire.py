@@ -96,7 +96,8 @@ if total > tonumber(ARGV[1]) then return {-2} end
 return redis.call('mget', unpack(KEYS))
 """
 #: An entry's head (at most ARGV[1] bytes) and, when its JSON (not verified here:
-#: the caller verifies it) names at most 64 chunks of at most ARGV[2] bytes in all,
+#: the caller verifies it; `Remote.put` writes its chunks, id and packed_size first,
+#: found without decoding the rest) names at most 64 chunks of at most ARGV[2] bytes in all,
 #: those chunks (named ARGV[3] .. id .. ':' .. i), read only if together they are
 #: exactly that long: {head, chunks...}; {head, -1} when one is missing, {head, -2}
 #: when they are another length; {head} when the caller reads them itself.
@@ -105,9 +106,14 @@ local head = redis.call('getrange', KEYS[1], 0, tonumber(ARGV[1]))
 if #head == 0 then return {head} end
 local nl = string.find(head, '\\n', 1, true)
 if not nl then return {head} end
-local ok, f = pcall(cjson.decode, string.sub(head, nl + 1))
-if not ok or type(f) ~= 'table' then return {head} end
-local id, n, size = f['id'], f['chunks'], f['packed_size']
+local n, id, size = string.match(head, '^{"chunks":(%d+),"id":"([0-9a-f]+)","packed_size":(%d+),', nl + 1)
+if n then
+  n, size = tonumber(n), tonumber(size)
+else  -- a head written with its fields in another order (an older pcache's)
+  local ok, f = pcall(cjson.decode, string.sub(head, nl + 1))
+  if not ok or type(f) ~= 'table' then return {head} end
+  id, n, size = f['id'], f['chunks'], f['packed_size']
+end
 if type(id) ~= 'string' or #id > 64 or not string.match(id, '^[0-9a-f]+$') then return {head} end
 if type(n) ~= 'number' or type(size) ~= 'number' then return {head} end
 if n < 1 or n > 64 or n ~= math.floor(n) or size > tonumber(ARGV[2]) then return {head} end
