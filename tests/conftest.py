@@ -1,11 +1,44 @@
 """Shared test setup.
 
 8 host CPU devices so sharding tests can run in-process; this must happen before
-jax is imported anywhere.
+jax is imported anywhere. The remote tier's fixtures: a redis-server per module,
+a fleet key, a fresh namespace, stock JAX's results of tests/fleet_prog.py.
 """
 
 import os
+import uuid
+
+import pytest
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ["JAX_PCACHE_RAISE_ERRORS"] = "1"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from redis_helpers import RedisServer
+
+    srv = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def key(tmp_path):
+    from redis_helpers import fleet_key
+
+    return fleet_key(tmp_path / "fleet.key")
+
+
+@pytest.fixture
+def ns():
+    return "t" + uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(scope="module")
+def stock():
+    from redis_helpers import run_host
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    return run_host(env, "--stock")["digests"]

@@ -1,4 +1,7 @@
-"""A real redis-server for the remote tier's tests: started, killed, paused.
+"""A real redis-server for the remote tier's tests: started, killed, paused; and
+the hosts of a fleet (tests/fleet_prog.py) run against it.
+
+The fixtures (``server``, ``key``, ``ns``, ``stock``) are in tests/conftest.py.
 
 `scripts/dev.py test` (what CI runs) installs Debian's redis-server when it is
 missing; a test that needs one fails (never skips) when there is none.
@@ -7,16 +10,21 @@ missing; a test that needs one fails (never skips) when there is none.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+HERE = Path(__file__).resolve().parent
+PROG = HERE / "fleet_prog.py"
+ROOT = HERE.parent
 INSTALL_HINT = (
     "redis-server not found: run the tests with `python3 scripts/dev.py test` (it installs "
     "Debian's redis-server), or install it (apt-get install redis-server) or point "
@@ -161,3 +169,62 @@ def fleet_key(path: Path) -> Path:
     path.write_bytes(secrets.token_hex(32).encode())
     path.chmod(0o600)
     return path
+
+
+# -- hosts of a fleet ------------------------------------------------------------------
+
+
+def host_env(cache: Path, url: str, key: Path | None, ns: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    env.update(
+        JAX_PCACHE_DIR=str(cache),
+        JAX_PCACHE_REMOTE=url,
+        JAX_PCACHE_REMOTE_NAMESPACE=ns,
+        JAX_PCACHE_PRELOAD="0",
+        PYTHONPATH=str(ROOT),
+    )
+    if "JAX_PCACHE_CHECK" in os.environ:
+        env["JAX_PCACHE_CHECK"] = os.environ["JAX_PCACHE_CHECK"]
+    if key is not None:
+        env["JAX_PCACHE_REMOTE_SECRET_FILE"] = str(key)
+    env.update(extra)
+    return env
+
+
+def start_host(env: dict[str, str], *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(PROG), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(proc: subprocess.Popen, timeout: float = 300) -> dict:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err[-4000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run_host(env: dict[str, str], *args: str) -> dict:
+    return finish(start_host(env, *args))
+
+
+def remote_warnings(res: dict) -> list[str]:
+    return [w for w in res["warnings"] if "remote" in w]
+
+
+def make_remote(server, ns, key=b"k" * 32, **kw):
+    """A `pcache._remote.Remote` on ``server``, namespace ``ns``; what it reports
+    is kept in its ``errors``."""
+    from pcache import _remote
+
+    errors = []
+    rem = _remote.Remote(
+        _remote.RemoteConfig(server.url, None, namespace=ns, **kw),
+        key,
+        report=lambda what, cause, exc: errors.append((what, cause, exc)),
+    )
+    rem.errors = errors
+    return rem

@@ -19,79 +19,20 @@ import uuid
 from pathlib import Path
 
 import pytest
-from redis_helpers import RedisServer, fleet_key, free_port
+from redis_helpers import (
+    RedisServer,
+    finish,
+    fleet_key,
+    free_port,
+    host_env,
+    make_remote,
+    remote_warnings,
+    run_host,
+    start_host,
+)
 
 from pcache import _remote
 from pcache._config import ConfigError, Settings
-
-HERE = Path(__file__).resolve().parent
-PROG = HERE / "fleet_prog.py"
-ROOT = HERE.parent
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = RedisServer(tmp_path_factory.mktemp("redis"))
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def key(tmp_path):
-    return fleet_key(tmp_path / "fleet.key")
-
-
-@pytest.fixture
-def ns():
-    return "t" + uuid.uuid4().hex[:10]
-
-
-def host_env(cache: Path, url: str, key: Path | None, ns: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
-    env.update(
-        JAX_PCACHE_DIR=str(cache),
-        JAX_PCACHE_REMOTE=url,
-        JAX_PCACHE_REMOTE_NAMESPACE=ns,
-        JAX_PCACHE_PRELOAD="0",
-        PYTHONPATH=str(ROOT),
-    )
-    if "JAX_PCACHE_CHECK" in os.environ:
-        env["JAX_PCACHE_CHECK"] = os.environ["JAX_PCACHE_CHECK"]
-    if key is not None:
-        env["JAX_PCACHE_REMOTE_SECRET_FILE"] = str(key)
-    env.update(extra)
-    return env
-
-
-def start_host(env: dict[str, str], *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, str(PROG), *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def finish(proc: subprocess.Popen, timeout: float = 300) -> dict:
-    out, err = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, err[-4000:]
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def run_host(env: dict[str, str], *args: str) -> dict:
-    return finish(start_host(env, *args))
-
-
-@pytest.fixture(scope="module")
-def stock():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
-    return run_host(env, "--stock")["digests"]
-
-
-def remote_warnings(res: dict) -> list[str]:
-    return [w for w in res["warnings"] if "remote" in w]
-
 
 # -- the fleet ------------------------------------------------------------------------
 
@@ -314,17 +255,6 @@ def test_fleet_key_must_be_private(server, ns, tmp_path, stock):
 
 
 # -- the Remote object itself -------------------------------------------------------------
-
-
-def make_remote(server, ns, key=b"k" * 32, **kw) -> _remote.Remote:
-    errors = []
-    rem = _remote.Remote(
-        _remote.RemoteConfig(server.url, None, namespace=ns, **kw),
-        key,
-        report=lambda what, cause, exc: errors.append((what, cause, exc)),
-    )
-    rem.errors = errors
-    return rem
 
 
 def test_chunked_values_are_verified_whole(server, ns):

@@ -10,19 +10,24 @@ peak memory (ru_maxrss) is compared with an honest run of the same kind.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import jsonschema
-import pytest
-from redis_helpers import LatencyProxy, RedisServer, fleet_key
-from test_remote import finish, host_env, make_remote, remote_warnings, run_host, start_host
+from redis_helpers import (
+    LatencyProxy,
+    RedisServer,
+    finish,
+    host_env,
+    make_remote,
+    remote_warnings,
+    run_host,
+    start_host,
+)
 
 from pcache import _remote
 
@@ -30,29 +35,6 @@ ROOT = Path(__file__).resolve().parent.parent
 MB = 1 << 20
 RSS_SLACK = 50 * MB  # a hostile run's peak memory, over an honest one's
 CLI = [sys.executable, "-m", "pcache.cli"]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = RedisServer(tmp_path_factory.mktemp("redis"))
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def key(tmp_path):
-    return fleet_key(tmp_path / "fleet.key")
-
-
-@pytest.fixture
-def ns():
-    return "h" + uuid.uuid4().hex[:10]
-
-
-@pytest.fixture(scope="module")
-def stock():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
-    return run_host(env, "--stock")["digests"]
 
 
 def heads(srv, ns: str) -> list[bytes]:
