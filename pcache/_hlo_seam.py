@@ -22,7 +22,7 @@ import contextvars
 import hashlib
 from typing import Any
 
-from pcache import _compat, _state
+from pcache import _compat, _load, _state
 from pcache._errors import Uncacheable
 
 _HLO_OFF = contextvars.ContextVar("pcache_hlo_off", default=False)
@@ -89,7 +89,8 @@ def compile_or_get_cached_wrapper(
         key = _compat.hlo_cache_key(computation, devices, compile_options, backend)
         if callbacks:
             key = _with_callbacks(key, len(callbacks))
-        exe = rt.hlo_get(key, load)
+        cls = _load.host_class(backend, executable_devices)
+        exe = rt.hlo_get(key, load, cls)
     except Exception as exc:
         rt.error("hlo lookup", exc)
         return call()
@@ -113,7 +114,7 @@ def compile_or_get_cached_wrapper(
         name = _compat.module_name(computation)
         return entry_meta(backend, list(executable_devices), name)
 
-    return rt.hlo_compile_through(key, compile_fn, load, meta)
+    return rt.hlo_compile_through(key, compile_fn, load, meta, cls)
 
 
 # The custom calls by which JAX's CPU and GPU lowerings call a host callback: by

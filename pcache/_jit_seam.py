@@ -476,6 +476,7 @@ def _lookup(rt, key: CacheKey, predicted: Predicted, backend):
             lambda raw, replay: _load.load_entry(raw, replay, backend, predicted),
             lambda signature: signature == _load.load_signature(predicted),
             working_set=ws,
+            host_class=_load.host_class(backend, predicted.device_list),
         )
     except CheckError:
         raise
@@ -637,8 +638,9 @@ def _compile(computation, call: _compat.CompileCall, call_orig):
 
     meta = entry_meta(backend, call.device_list, pending.fun_name)
     meta["extra"]["replay"] = pending.replay.to_json()
-    ws = None
+    ws, cls = None, ""
     try:
+        cls = _load.host_class(backend, call.device_list)
         params = _load.load_params(backend, predicted)
         if params is not None:
             meta["extra"]["load"] = params
@@ -652,6 +654,7 @@ def _compile(computation, call: _compat.CompileCall, call_orig):
         meta,
         lambda signature: signature == _load.load_signature(predicted),
         ws,
+        cls,
     )
     if bool(loaded.replay.host_callbacks) != bool(pending.host_callbacks):
         rt.bypass("host-callback-module", f"{call.name}: stored with other host callbacks")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from pcache import _compat, _config, _key, _memos
+from pcache import _compat, _config, _host, _key, _memos
 from pcache._key import Predicted
 from pcache._replay import NO_REPLAY, Replay
 
@@ -113,6 +113,15 @@ def working_set_name(backend) -> str:
         )
         _SET_NAMES[id(backend)] = (backend, name)
     return name
+
+
+def host_class(backend, devices) -> str:
+    """The host class of an executable for ``devices`` of ``backend``: the remote
+    tier's key space for it (`pcache._host`: the CPU's features on CPU, the device
+    kind and the backend's versions on an accelerator)."""
+    d0 = next(iter(devices), None)
+    kind = d0.device_kind if d0 is not None else ""
+    return _host.host_class(backend.platform, backend.platform_version, kind)
 
 
 LOAD_PARAMS_VERSION = 1
