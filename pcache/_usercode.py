@@ -341,6 +341,9 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
     ins = list(dis.get_instructions(c))
     n = len(ins)
     why = None
+    # A constructor sets attributes on the object it makes (a frozen dataclass's
+    # ``object.__setattr__(self, "k", k)``): a write to this call's own object.
+    sets = _SETTERS if c.co_name in _CONSTRUCTORS else frozenset()
     i = 0
     while i < n:
         op, arg = ins[i].opname, ins[i].argval
@@ -348,7 +351,7 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             why = why or f"writes-global:{arg}"
         elif op in ("STORE_DEREF", "DELETE_DEREF") and arg in outer:
             why = why or f"writes-nonlocal:{arg}"
-        elif op in _ATTR_OPS and (arg in REFLECTIVE or arg in REFLECTIVE_ATTRS):
+        elif op in _ATTR_OPS and (arg in REFLECTIVE or arg in REFLECTIVE_ATTRS) and arg not in sets:
             why = why or f"reflection:{arg}"
         elif op in _ATTR_OPS and arg in _FORMATS and (i == 0 or ins[i - 1].opname != "LOAD_CONST"):
             why = why or "reflection:computed-format"  # a format string built or held
@@ -359,7 +362,8 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
         elif op == "LOAD_CONST" and _reflective_const(arg):
             why = why or "reflection:constant"  # getattr(f, "__globals__"), a format
         if op in _GLOBAL_OPS and arg in _ATTR_WRITES:
-            why = why or f"writes-{arg}"  # setattr(obj, "name", v): a write, named or not
+            if arg not in sets:
+                why = why or f"writes-{arg}"  # setattr(obj, "name", v): a write, named or not
         elif op in _GLOBAL_OPS and arg in _ATTR_BUILTINS and not _constant_attr_call(ins, i):
             why = why or f"dynamic-{arg}"  # getattr(obj, name) with a computed name
         if op in _OUTER_LOADS:
@@ -370,6 +374,8 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
                 j += 1
             nxt = ins[j].opname if j < n else "RETURN_VALUE"
             for attr in chain[1:]:
+                if attr in sets:
+                    continue
                 if attr in REFLECTIVE or attr in UNGUARDABLE or attr in REFLECTIVE_ATTRS:
                     why = why or f"reflection:{attr}"
                 elif attr in _FORMATS:
@@ -418,6 +424,8 @@ def _reflective_const(c: Any) -> bool:
 
 _ATTR_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 _ATTR_WRITES = frozenset({"setattr", "delattr"})
+_SETTERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__"})
+_CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "__setattr__", "__delattr__"})
 _FORMATS = frozenset({"format", "format_map"})
 # Attributes that read or write any attribute by a name held in data, or reach frames
 # and tracebacks (``obj.__getattribute__(name)``, ``e.__traceback__.tb_frame``).
