@@ -21,7 +21,6 @@ from __future__ import annotations
 import atexit
 import hashlib
 import logging
-import os
 import threading
 import time
 import weakref
@@ -31,6 +30,7 @@ from typing import Any
 
 import jax.monitoring
 
+from pcache import _memos
 from pcache._config import Settings
 from pcache._flight import Flight
 from pcache._key import CacheKey
@@ -65,8 +65,8 @@ class Runtime:
             self.tiers.append(self.fleet)
         # A fork while another thread holds one of these would leave the child
         # waiting forever on a lock nobody will release: give the child new ones.
+        _memos.reset_after_fork(self)
         me = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: (rt := me()) and rt._after_fork())
         atexit.register(lambda: (rt := me()) and rt._at_exit())
 
     def _open_flight(self, locks_dir: Path) -> Flight | None:

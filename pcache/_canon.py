@@ -376,6 +376,11 @@ def _enc_prng_impl(impl: Any) -> str:
     # reuses a name can't alias a built-in one.
     if _compat.registered_prng_impls.get(impl.name) is not impl:
         raise _Unknown("unregistered-prng-impl:" + _qual(type(impl)))
+    for f in impl:
+        # JAX lowers random bits through the impl's Python (``lower_fun``): only
+        # JAX's own impls are named by their name; another's code is not keyed.
+        if callable(f) and not str(getattr(f, "__module__", "")).startswith("jax."):
+            raise _Unknown("user-prng-impl:" + _enc_str(str(impl.name)))
     return f"prng:{_enc_str(impl.name)}:{_enc_str(impl.tag)}:{impl.key_shape!r}"
 
 

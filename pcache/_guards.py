@@ -59,7 +59,9 @@ _FUNCTION = types.FunctionType
 
 # Guard kinds: (kind, namespace, name, expected[, code]); TYPE: (TYPE, object, None,
 # its type).
-IS, FN, VAL, ABSENT, TYPE, ALIASES = 0, 1, 2, 3, 4, 5
+IS, FN, VAL, ABSENT, TYPE, ALIASES, ISN = 0, 1, 2, 3, 4, 5, 6
+# ISN: an identity guard whose object is also numbered by the value guards' walker,
+# so its identity with the callable's own objects is keyed (``fn is DEFAULT_JIT``).
 
 
 def _builtins_of(g: dict) -> dict:
@@ -128,7 +130,11 @@ class _Guarding:
         ):
             if t is _compat.ArrayImpl:
                 self.w.arrays.append(v)
-            guards.append((IS, ns, name, v))
+            if t is _compat.PjitFunction:
+                guards.append((ISN, ns, name, v))
+                self.vw._enter(v)
+            else:
+                guards.append((IS, ns, name, v))
         elif isinstance(v, types.ModuleType):
             if t is not types.ModuleType:
                 raise NoReuse(f"module-subclass:{name}")
@@ -274,6 +280,10 @@ def failed_guard(guards: list[tuple], callable_walk: Walker | None = None) -> st
         if kind == IS:
             if g.get(name, _MISSING) is not expected:
                 return name
+        elif kind == ISN:
+            if g.get(name, _MISSING) is not expected:
+                return name
+            vw._enter(expected)
         elif kind == TYPE:
             if type(g) is not expected:
                 return getattr(g, "__name__", "?")

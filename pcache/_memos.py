@@ -11,6 +11,7 @@ already run, the originals of the functions pcache wraps) are not registered.
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +41,15 @@ def after_fork(fn: Callable[[], Any]) -> Callable[[], Any]:
     return fn
 
 
+_FORKED: weakref.WeakSet = weakref.WeakSet()  # objects with an ``_after_fork()``
+
+
+def reset_after_fork(obj: Any) -> None:
+    """Call ``obj._after_fork()`` in a forked child while ``obj`` lives (a runtime's,
+    a remote tier's locks); held weakly, so a closed object is not kept alive."""
+    _FORKED.add(obj)
+
+
 def clear(*, jax_caches: bool = False) -> None:
     for _name, fn, with_jax in _CLEARS:
         if jax_caches or not with_jax:
@@ -54,6 +64,8 @@ def registered() -> list[tuple[str, Any]]:
 def _in_child() -> None:
     for fn in _AFTER_FORK:
         fn()
+    for obj in list(_FORKED):
+        obj._after_fork()
 
 
 os.register_at_fork(after_in_child=_in_child)

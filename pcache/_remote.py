@@ -40,13 +40,13 @@ import secrets
 import socket
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
 import zstandard
 
+from pcache import _memos
 from pcache._host import cpu_class
 from pcache._remote_admin import gc, inventory
 from pcache._remote_health import Health
@@ -159,8 +159,7 @@ class Remote:
             release=reg(_RELEASE), renew=reg(_RENEW), take=reg(_TAKE), chunks=reg(_CHUNKS),
             ids=reg(_KEY_IDS),
         )  # fmt: skip
-        me = weakref.ref(self)  # the fork hook must not keep a closed tier alive
-        os.register_at_fork(after_in_child=lambda: (r := me()) and r._after_fork())
+        _memos.reset_after_fork(self)  # (weakly: a closed tier is not kept alive)
 
     def prefix_of(self, cls: str) -> str:
         """The key space of host class ``cls`` ("": this host's CPU class) and this

@@ -346,6 +346,22 @@ def infer_params_cached_wrapper(fun, jit_info, signature, in_avals, ctx_mesh):
         return entry
 
 
+def _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple:
+    """The callable's key by ``w``, and the rest of the call's (registries by ``rw``),
+    in the order `_unchanged` walks them again."""
+    ck = w.value(fun)
+    rest = (
+        w.value(_compat.jit_info_key(jit_info)),  # not ==: 1 == True == 1.0
+        w.signature(signature),  # static arguments and trees by the walk's rules
+        in_avals,
+        ctx_mesh,
+        # JAX's trace context, every option tracing may read, and the host's
+        (_compat.trace_context(), _compat.config_snapshot(), _guards.host_state()),
+        _guards.registry_key(rw),
+    )
+    return ck, rest
+
+
 def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     blocked = _compat.trace_reuse_blocked()
     if blocked is not None:
@@ -353,16 +369,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     w = Walker()
     rw = Walker()  # the registries' rules: guarded, but JAX holds no trace of them
     try:
-        ck = w.value(fun)
-        rest = (
-            w.value(_compat.jit_info_key(jit_info)),  # not ==: 1 == True == 1.0
-            w.signature(signature),  # static arguments and trees by the walk's rules
-            in_avals,
-            ctx_mesh,
-            # JAX's trace context, every option tracing may read, and the host's
-            (_compat.trace_context(), _compat.config_snapshot(), _guards.host_state()),
-            _guards.registry_key(rw),
-        )
+        ck, rest = _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh)
         key = (ck, rest)
         hash(key)
     except NoReuse as e:

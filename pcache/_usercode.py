@@ -241,6 +241,13 @@ REFLECTION_MODULES = frozenset(
         "typing",
         "dill",
         "cloudpickle",
+        "traceback",
+        "linecache",
+        "faulthandler",
+        "pdb",
+        "bdb",
+        "trace",
+        "tracemalloc",
     }
 )
 
@@ -411,10 +418,20 @@ _REFLECTIVE_PARTS = (
     "f_locals",
     "f_back",
     "cell_contents",
+    "gi_frame",
+    "cr_frame",
+    "ag_frame",
+    "tb_frame",
+    "__getattribute__",
+    "__setattr__",
+    "__delattr__",
+    "__traceback__",
 )
 
 
 def _reflective_const(c: Any) -> bool:
+    if type(c) is bytes:
+        c = c.decode("latin-1")
     if type(c) is str:
         return c in REFLECTIVE or any(p in c for p in _REFLECTIVE_PARTS)
     if type(c) in (tuple, frozenset):
@@ -426,7 +443,12 @@ _ATTR_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 _ATTR_WRITES = frozenset({"setattr", "delattr"})
 _SETTERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__"})
 _CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "__setattr__", "__delattr__"})
-_FORMATS = frozenset({"format", "format_map"})
+_FORMATS = frozenset({"format", "format_map", "vformat", "get_field", "get_value"})
+# Names a format string can reach frames and globals through without a dunder.
+FORMAT_REFLECTIVE = (
+    "f_globals", "f_locals", "f_back", "f_builtins", "gi_frame", "cr_frame", "ag_frame",
+    "tb_frame", "tb_next", "cell_contents", "modules",
+)  # fmt: skip
 # Attributes that read or write any attribute by a name held in data, or reach frames
 # and tracebacks (``obj.__getattribute__(name)``, ``e.__traceback__.tb_frame``).
 REFLECTIVE_ATTRS = frozenset(
@@ -447,6 +469,8 @@ REFLECTIVE_ATTRS = frozenset(
         "f_code",
         "attrgetter",
         "methodcaller",
+        "Formatter",
+        "vformat",
     }
 )
 _CALLS = frozenset({"PRECALL", "CALL", "CALL_FUNCTION", "CALL_FUNCTION_KW"})
@@ -485,6 +509,7 @@ __all__ = [
     "IDENTITY_BUILTINS",
     "REFLECTION_MODULES",
     "REFLECTIVE",
+    "FORMAT_REFLECTIVE",
     "REFLECTIVE_ATTRS",
     "REFLECTIVE_BUILTINS",
     "UNGUARDABLE",

@@ -72,9 +72,8 @@ import numpy as np
 
 from pcache import _canon, _compat, _memos
 from pcache._usercode import (
+    FORMAT_REFLECTIVE,
     REFLECTION_MODULES,
-    REFLECTIVE,
-    REFLECTIVE_ATTRS,
     NoReuse,
     code_verdict,
     is_library,
@@ -82,6 +81,17 @@ from pcache._usercode import (
     is_library_type,
     qualname,
     reflective_callable,
+)
+from pcache._walk_kinds import (
+    _annotation,
+    _descriptor,
+    _field,
+    _object,
+    _operator,
+    _signature,
+    _slice,
+    _ufunc,
+    _weakref,
 )
 
 #: Captured numpy arrays larger than this are not hashed on every call: no reuse.
@@ -124,8 +134,6 @@ CLASS_BOOKKEEPING = frozenset(
         "__weakref__",
         "__annotations__",
         "__dataclass_params__",
-        "__orig_bases__",
-        "__parameters__",
         "__firstlineno__",
         "__static_attributes__",
         "_abc_impl",  # ABCMeta's subclass cache
@@ -202,8 +210,8 @@ class Walker:
             back = self._enter(v)  # equal strings, ints, floats may be other objects
             if back is not None:
                 return back
-            if (t is str and "__" in v and "{" in v) or (t is bytes and b"__" in v and b"{" in v):
-                raise NoReuse("reflective-format-string")  # str.format reaching dunders
+            if (t is str or t is bytes) and _reflective_format(v):
+                raise NoReuse("reflective-format-string")  # "{0.gi_frame.f_globals[S]}"
             if v != v:  # a NaN: also by its identity beyond this walk (``math.nan``)
                 return (*enc(v), self.ident(v))
             return enc(v)
@@ -352,6 +360,9 @@ class Walker:
             hash(v)
         except Exception:
             raise NoReuse(f"unhashable:{qualname(t)}") from None
+        back = self._enter(v)  # its identity (``s is DEFAULT_SHARDING``)
+        if back is not None:
+            return back
         self.pins.append(v)  # immutable; compared by its __eq__ (LIBRARY_VALUES)
         return ("v", self.ident(t), _Eq(v))
 
@@ -471,7 +482,11 @@ class Walker:
             for name, attr in vars(k).items():
                 if name in CLASS_BOOKKEEPING:
                     continue
-                out.append((name, self.value(attr)))  # (an enum's maps and members too)
+                if name in ("__orig_bases__", "__parameters__") and type(attr) is tuple:
+                    enc = ("t", *[_annotation(self, x) for x in attr])  # Base[Cfg], T
+                else:
+                    enc = self.value(attr)  # (an enum's maps and members too)
+                out.append((name, enc))
         return ("code", *out)
 
     # -- callables
@@ -585,6 +600,18 @@ class _Eq:
         return self.h
 
 
+_FORMAT_NAMES = ("__", *FORMAT_REFLECTIVE)
+_FORMAT_BYTES = tuple(n.encode() for n in _FORMAT_NAMES)
+
+
+def _reflective_format(v: str | bytes) -> bool:
+    """A format string that reaches frames, globals or dunders (``str.format`` reads
+    attributes by the names it holds)."""
+    if isinstance(v, str):
+        return "{" in v and any(n in v for n in _FORMAT_NAMES)
+    return b"{" in v and any(n in v for n in _FORMAT_BYTES)
+
+
 def _float(v: float) -> tuple:
     return ("f", _STRUCT_D.pack(v))
 
@@ -612,81 +639,6 @@ _EXACT: dict[type, Any] = {
     type(...): lambda v: ("...",),
     type(NotImplemented): lambda v: ("NI",),
 }
-
-
-def _slice(w: Walker, v: slice) -> tuple:
-    return ("sl", w.value(v.start), w.value(v.stop), w.value(v.step))
-
-
-def _weakref(w: Walker, v: weakref.ref) -> tuple:
-    target = v()
-    return ("W", None if target is None else w.value(target))
-
-
-def _operator(w: Walker, v: Any) -> tuple:
-    made, args = v.__reduce__()[:2]  # methodcaller's keywords are in ``made``
-    names = args if isinstance(v, (operator.attrgetter, operator.methodcaller)) else ()
-    for n in names:
-        parts = n.split(".") if isinstance(n, str) else ()
-        if any("__" in a or a in REFLECTIVE or a in REFLECTIVE_ATTRS for a in parts):
-            raise NoReuse("reflective-attrgetter")  # attrgetter("tb_frame.f_globals")
-    return ("op", w.ident(type(v)), w.value(made), w.value(args))
-
-
-_TYPING_MODULES = frozenset({"typing", "types", "typing_extensions"})
-
-
-def _annotation(w: Walker, a: Any) -> Any:
-    try:
-        return w.value(a)
-    except NoReuse:
-        t = type(a)
-        if is_library_type(t) and getattr(t, "__module__", None) in _TYPING_MODULES:
-            return ("ann", qualname(t), repr(a))  # typing constructs: by their text
-        raise
-
-
-def _signature(w: Walker, v: inspect.Signature) -> tuple:
-    params = [
-        (p.name, int(p.kind), w.value(p.default), _annotation(w, p.annotation))
-        for p in v.parameters.values()
-    ]
-    return ("sig", *params, _annotation(w, v.return_annotation))
-
-
-def _field(w: Walker, f: dataclasses.Field) -> tuple:
-    # what dataclasses.fields() hands to code: name, defaults, metadata, flags; the
-    # annotation by its text (annotations are not run)
-    def opt(v):
-        return ("MISSING",) if v is dataclasses.MISSING else w.value(v)
-
-    return (
-        "field",
-        f.name,
-        opt(f.default),
-        opt(f.default_factory),
-        w.value(dict(f.metadata)),
-        (f.init, f.repr, f.hash, f.compare, f.kw_only),
-        _annotation(w, f.type),
-    )
-
-
-def _object(w: Walker, v: Any) -> tuple:
-    return w.ident(v)  # a bare sentinel: no state
-
-
-def _ufunc(w: Walker, v: np.ufunc) -> tuple:
-    # numpy's own (immutable); np.frompyfunc's wrap a Python function: not keyed
-    if getattr(np, v.__name__, None) is not v:
-        raise NoReuse(f"value:ufunc:{v.__name__}")
-    return w.ident(v)
-
-
-def _descriptor(w: Walker, v: Any) -> tuple:
-    if t := getattr(v, "__objclass__", None):
-        if not is_library_type(t):
-            raise NoReuse(f"value:{qualname(type(v))}")
-    return w.ident(v)
 
 
 _DISPATCH: dict[type, Any] = {

@@ -1,0 +1,113 @@
+"""How `pcache._walk.Walker` keys the library kinds of value it accepts besides
+scalars and containers: slices, weak references, ``operator`` objects, signatures
+and their annotations, dataclass fields, sentinels, ufuncs and descriptors. Each
+takes the walker and the value, and returns the value's key or raises `NoReuse`."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import operator
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pcache._usercode import REFLECTIVE, REFLECTIVE_ATTRS, NoReuse, is_library_type, qualname
+
+if TYPE_CHECKING:
+    from pcache._walk import Walker
+
+
+def _slice(w: Walker, v: slice) -> tuple:
+    return ("sl", w.value(v.start), w.value(v.stop), w.value(v.step))
+
+
+def _weakref(w: Walker, v: weakref.ref) -> tuple:
+    target = v()
+    return ("W", None if target is None else w.value(target))
+
+
+def _operator(w: Walker, v: Any) -> tuple:
+    made, args = v.__reduce__()[:2]  # methodcaller's keywords are in ``made``
+    names = args if isinstance(v, (operator.attrgetter, operator.methodcaller)) else ()
+    for n in names:
+        parts = n.split(".") if isinstance(n, str) else ()
+        if any("__" in a or a in REFLECTIVE or a in REFLECTIVE_ATTRS for a in parts):
+            raise NoReuse("reflective-attrgetter")  # attrgetter("tb_frame.f_globals")
+    return ("op", w.ident(type(v)), w.value(made), w.value(args))
+
+
+_TYPING_MODULES = frozenset({"typing", "types", "typing_extensions"})
+
+
+_TYPING_PARTS = ("__origin__", "__args__", "__metadata__", "__bound__", "__constraints__")
+
+
+def _annotation(w: Walker, a: Any, depth: int = 0) -> Any:
+    """An annotation: a value by the walk's rules, or a typing construct by its text
+    and, part by part, what it holds (``Annotated[float, scaled]``'s ``scaled``, a
+    ``TypeVar``'s bound, a generic's arguments: code can read through them)."""
+    try:
+        return w.value(a)
+    except NoReuse:
+        t = type(a)
+        if not (is_library_type(t) and getattr(t, "__module__", None) in _TYPING_MODULES):
+            raise
+        if depth > 16:
+            raise NoReuse("annotation-too-deep") from None
+        parts = []
+        for name in _TYPING_PARTS:
+            got = getattr(a, name, None)
+            if isinstance(got, tuple):
+                got = tuple(_annotation(w, x, depth + 1) for x in got)
+            elif got is not None:
+                got = _annotation(w, got, depth + 1)
+            parts.append(got)
+        return ("ann", qualname(t), repr(a), *parts)
+
+
+def _signature(w: Walker, v: inspect.Signature) -> tuple:
+    params = [
+        (p.name, int(p.kind), w.value(p.default), _annotation(w, p.annotation))
+        for p in v.parameters.values()
+    ]
+    return ("sig", *params, _annotation(w, v.return_annotation))
+
+
+def _field(w: Walker, f: dataclasses.Field) -> tuple:
+    # what dataclasses.fields() hands to code: name, defaults, metadata, flags; the
+    # annotation by its text (annotations are not run)
+    def opt(v):
+        return ("MISSING",) if v is dataclasses.MISSING else w.value(v)
+
+    return (
+        "field",
+        f.name,
+        opt(f.default),
+        opt(f.default_factory),
+        w.value(dict(f.metadata)),
+        (f.init, f.repr, f.hash, f.compare, f.kw_only),
+        _annotation(w, f.type),
+    )
+
+
+def _object(w: Walker, v: Any) -> tuple:
+    return w.ident(v)  # a bare sentinel: no state
+
+
+def _ufunc(w: Walker, v: np.ufunc) -> tuple:
+    # numpy's own (immutable); np.frompyfunc's wrap a Python function: not keyed
+    if getattr(np, v.__name__, None) is not v:
+        raise NoReuse(f"value:ufunc:{v.__name__}")
+    return w.ident(v)
+
+
+def _descriptor(w: Walker, v: Any) -> tuple:
+    name = getattr(v, "__name__", None)
+    if name in REFLECTIVE or name in REFLECTIVE_ATTRS:
+        raise NoReuse(f"reflective-method:{name}")  # GA = object.__getattribute__
+    if t := getattr(v, "__objclass__", None):
+        if not is_library_type(t):
+            raise NoReuse(f"value:{qualname(type(v))}")
+    return w.ident(v)
