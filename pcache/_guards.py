@@ -221,14 +221,14 @@ def guards_for(funcs: list[tuple], callable_walk: Walker | None = None) -> tuple
         for chain, escaped in reads:
             run.chain(g, chain, escaped, hashing)
         for root, target in writes:
-            if root == "g":
-                _global_write(g, target)
+            if root[0] == "g":
+                _global_write(g, target, store=root == "g=")
     # which objects the globals share with the callable: one guard, checked last
     run.guards.append((ALIASES, None, None, aliases(callable_walk, run.vw)))
     return run.guards, run.w
 
 
-def _global_write(g: dict, target: tuple) -> None:
+def _global_write(g: dict, target: tuple, store: bool = False) -> None:
     """A write to an attribute of, or a container method called on, what a global
     chain names: only a library module or class (taken as fixed) may be the target,
     anything else is state a reuse would not update."""
@@ -239,9 +239,9 @@ def _global_write(g: dict, target: tuple) -> None:
         if not isinstance(v, types.ModuleType):
             break
         v = v.__dict__.get(attr, _MISSING)
-    if isinstance(v, types.ModuleType) and is_library_module(v):
-        return
-    if isinstance(v, type) and is_library_type(v):
+    if isinstance(v, types.ModuleType) and is_library_module(v) and not store:
+        return  # ``np.append(a, b)``: a library function, named like a mutator
+    if isinstance(v, type) and is_library_type(v) and not store:
         return
     raise NoReuse(f"writes-attribute:{'.'.join(target)}")
 

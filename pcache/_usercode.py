@@ -394,7 +394,7 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
                 nxt in ("STORE_ATTR", "DELETE_ATTR")
                 or (nxt == "COPY" and j + 1 < n and ins[j + 1].opname in _ATTR_OPS)
             ):
-                writes[(root, tuple(chain))] = None  # ``m.n = v``, ``m.n += 1``
+                writes[(root + "=", tuple(chain))] = None  # ``m.n = v``, ``m.n += 1``
             elif root and len(chain) > 1 and chain[-1] in _MUTATORS:
                 writes[(root, tuple(chain[:-1]))] = None  # ``m.log.append(v)``
             if root == "g":

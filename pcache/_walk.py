@@ -64,6 +64,7 @@ import hashlib
 import inspect
 import operator
 import struct
+import sys
 import types
 import weakref
 from typing import Any
@@ -212,7 +213,9 @@ class Walker:
                 return back
             if (t is str or t is bytes) and _reflective_format(v):
                 raise NoReuse("reflective-format-string")  # "{0.gi_frame.f_globals[S]}"
-            if v != v:  # a NaN: also by its identity beyond this walk (``math.nan``)
+            if v != v or (t is float and id(v) in _library_floats()):
+                # a NaN, or a library's constant: also by its identity beyond this
+                # walk (``nan in xs``, ``lim is np.inf``)
                 return (*enc(v), self.ident(v))
             return enc(v)
         if t is tuple:
@@ -534,8 +537,8 @@ class Walker:
             if why is not None:
                 raise NoReuse(why)
             for root, target in writes:
-                if root == "f":
-                    self._free_write(f, target)
+                if root[0] == "f":
+                    self._free_write(f, target, store=root == "f=")
         self.pins.append(code)
         self.pins.append(g)
         self.pins.append(f.__builtins__)
@@ -558,7 +561,7 @@ class Walker:
         self.funcs.append((g, code, f, node))
         return node
 
-    def _free_write(self, f: types.FunctionType, target: tuple) -> None:
+    def _free_write(self, f: types.FunctionType, target: tuple, store: bool = False) -> None:
         """A write through a free variable (``box.n = 1``, ``log.append(v)``):
         only to a library module or class (taken as fixed), else never reused."""
         try:
@@ -569,9 +572,9 @@ class Walker:
             if not (isinstance(v, types.ModuleType) and is_library_module(v)):
                 break
             v = getattr(v, attr, None)
-        if isinstance(v, types.ModuleType) and is_library_module(v):
-            return
-        if isinstance(v, type) and is_library_type(v):
+        if isinstance(v, types.ModuleType) and is_library_module(v) and not store:
+            return  # a library function named like a mutator (``np.append``)
+        if isinstance(v, type) and is_library_type(v) and not store:
             return
         raise NoReuse(f"writes-attribute:{'.'.join(target)}")
 
@@ -602,6 +605,27 @@ class _Eq:
 
 _FORMAT_NAMES = ("__", *FORMAT_REFLECTIVE)
 _FORMAT_BYTES = tuple(n.encode() for n in _FORMAT_NAMES)
+
+
+_LIB_FLOATS: set = _memos.memo("walk.library_floats", set())  # ids of their floats
+_LIB_SCANNED: set = _memos.memo("walk.library_floats_scanned", set())  # module names
+
+
+def _library_floats() -> set:
+    """The ids of the floats that loaded library modules hold as attributes
+    (``np.inf``, ``math.pi``): code may compare a value with them by identity.
+    Modules are scanned once, when first seen loaded."""
+    if len(_LIB_SCANNED) != len(sys.modules):
+        for name, m in list(sys.modules.items()):
+            if name in _LIB_SCANNED:
+                continue
+            _LIB_SCANNED.add(name)
+            if isinstance(m, types.ModuleType) and is_library_module(m):
+                try:
+                    _LIB_FLOATS.update(id(x) for x in vars(m).values() if type(x) is float)
+                except Exception:  # noqa: S112 - a module whose dict cannot be read
+                    continue
+    return _LIB_FLOATS
 
 
 def _reflective_format(v: str | bytes) -> bool:
