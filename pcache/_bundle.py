@@ -34,7 +34,8 @@ with what a bundle claims); import keeps a few numbers per entry, not its
 records; a value is inflated as a stream that stops at its signed size, after
 its frame declared that size and the size was checked against the store's
 limits. Nothing is stored before every record, and every byte of every value to
-be stored, checked out; a failure while storing removes what the import stored.
+be stored, checked out; then every entry (and working set) is stored in one
+transaction (`Store.put_many`): a failure or a crash while storing leaves none.
 
 Format 1 (one JSON manifest, a signature over the manifest alone) is not read.
 """
@@ -834,41 +835,61 @@ def read_bundle(
             done += e.size
             if progress is not None:
                 progress("verify", i + 1, len(entries), done, total)
-        # Then store; a failure (the file changed since, a full disk) undoes this import.
-        stored: list[str] = []
-        try:
-            done = 0
-            todo = [e for e in entries if e.key in plan]
-            for i, e in enumerate(todo):
-                f.seek(start + e.offset)
-                raw = _inflate(_Window(f, e.size), e, keep=True)
-                f.seek(e.record_at)
-                text = f.read(e.record_len)
-                if isinstance(raw, str) or hashlib.sha256(text).digest() != e.record_digest:
-                    raise BundleError(f"{path} changed while it was imported")
-                extra = signer.seal(e.key, raw, _loads(text)["extra"])
-                store.put(e.key, raw, meta={**e.meta, "extra": extra})
-                stored.append(e.key)
-                done += e.size
-                result.imported += 1
-                result.bytes_imported += len(raw)
-                if progress is not None:
-                    progress("import", i + 1, len(todo), done, total)
-        except BaseException:
-            for key in stored:
-                with contextlib.suppress(Exception):
-                    store.delete(key)
-            raise
-    present = {e.key for e in entries if e.key in store}
-    for name, keys in parsed.sets:
+        # Then store, all in one transaction: a failure (the file changed since, a full
+        # disk) or a crash leaves none of it.
+        todo = [e for e in entries if e.key in plan]
+        sets = _merged_sets(
+            store, parsed.sets, {e.key for e in entries if e.key in plan or e.key in store}, result
+        )
+        store.put_many(
+            _values(f, path, start, todo, signer, result, progress, total), key_sets=sets
+        )
+    return result
+
+
+def _merged_sets(
+    store: Any, records: list[tuple[str, list[str]]], present: set[str], result: ImportResult
+) -> dict[str, list[str]]:
+    """The working sets to store: each in the order the exporting run used its keys
+    (those of the bundle's entries stored here), merged ahead of the set of that
+    name here, so a run of that program preloads them as if it had run before."""
+    sets: dict[str, list[str]] = {}
+    for name, keys in records:
         keys = [k for k in dict.fromkeys(keys) if k in present]
         if keys:
-            # The order the exporting run used them in: a run of that program here
-            # preloads them as if it had run before (merged ahead of any set here).
-            old = [k for k in store.key_set(name) if k not in set(keys)]
-            store.put_key_set(name, keys + old)
+            here = sets[name] if name in sets else store.key_set(name)
+            sets[name] = keys + [k for k in here if k not in set(keys)]
             result.working_sets += 1
-    return result
+    return sets
+
+
+def _values(
+    f: IO[bytes],
+    path: Path,
+    start: int,
+    todo: list[_Entry],
+    signer: Signer,
+    result: ImportResult,
+    progress: Progress | None,
+    total: int,
+) -> Iterator[tuple[str, bytes, dict[str, Any]]]:
+    """``(key, value, meta)`` of each entry to store, read again, inflated and sealed
+    one at a time (as `Store.put_many` asks for them)."""
+    done = 0
+    for i, e in enumerate(todo):
+        f.seek(start + e.offset)
+        raw = _inflate(_Window(f, e.size), e, keep=True)
+        f.seek(e.record_at)
+        text = f.read(e.record_len)
+        if isinstance(raw, str) or hashlib.sha256(text).digest() != e.record_digest:
+            raise BundleError(f"{path} changed while it was imported")
+        extra = signer.seal(e.key, raw, _loads(text)["extra"])
+        yield e.key, raw, {**e.meta, "extra": extra}
+        done += e.size
+        result.imported += 1
+        result.bytes_imported += len(raw)
+        if progress is not None:
+            progress("import", i + 1, len(todo), done, total)
 
 
 def _stored_bytes(store: Any) -> int:

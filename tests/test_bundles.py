@@ -803,3 +803,129 @@ def test_a_long_working_set_spans_records_and_comes_back_whole(tmp_path, source,
     _bundle.import_dir(tmp_path / "dest", path, _bundle.probe_machine(False), trust_unsigned=True)
     with Store(tmp_path / "dest" / "store") as s:
         assert s.key_set(name) == order
+
+
+# -- kill -9 while importing: nothing or everything --------------------------------------
+
+KILL_N = 40  # entries of the synthetic bundle: half inline, half side files
+
+
+def _synthetic_source(cache: Path, n: int) -> None:
+    """A cache directory of ``n`` entries signed with its secret, as pcache writes
+    them (random bytes: half small, half big enough for side files)."""
+    import random
+    from importlib.metadata import version
+
+    from pcache._config import Layout
+    from pcache._signing import Signer, load_secret
+
+    cache.mkdir(mode=0o700, parents=True)
+    layout = Layout(cache)
+    signer = Signer(load_secret(layout.secret, create=True), layout.secret)
+    rng = random.Random(26)
+    with Store(layout.store) as s:
+        for i in range(n):
+            raw = rng.randbytes(400_000 if i % 2 else 2_000)
+            key = hashlib.sha256(b"entry %d" % i).hexdigest()
+            meta = {"backend": "cpu", "device_kind": "cpu", "jax_version": jax.__version__,
+                    "jaxlib_version": version("jaxlib"), "function_name": f"f{i}",
+                    "compile_seconds": 1.0}  # fmt: skip
+            s.put(key, raw, meta={**meta, "extra": signer.seal(key, raw, {})})
+        s.put_key_set("prog", [hashlib.sha256(b"entry %d" % i).hexdigest() for i in range(n)])
+
+
+_SELF_KILL = (
+    "import os, signal, sys\n"
+    "from pcache import _bundle\n"
+    "dest, path, at = sys.argv[1], sys.argv[2], int(sys.argv[3])\n"
+    "def progress(phase, done, total, nbytes, total_bytes):\n"
+    "    if phase == 'import' and done == at:\n"
+    "        os.kill(os.getpid(), signal.SIGKILL)\n"
+    "if at < 0:  # killed as soon as the transaction committed\n"
+    "    from pcache.store import Store\n"
+    "    put_many = Store.put_many\n"
+    "    def committed(self, *a, **kw):\n"
+    "        put_many(self, *a, **kw)\n"
+    "        os.kill(os.getpid(), signal.SIGKILL)\n"
+    "    Store.put_many = committed\n"
+    "_bundle.import_dir(dest, path, _bundle.probe_machine(False), trust_unsigned=True,\n"
+    "                   progress=progress)\n"
+    "print('finished')\n"
+)
+
+
+def _bundle_keys_stored(cache: Path, keys: set[str]) -> int:
+    db = cache / "store" / "store.db"
+    if not db.exists():
+        return 0
+    con = sqlite3.connect(db)
+    try:
+        return sum(1 for (k,) in con.execute("SELECT key FROM entries") if k in keys)
+    finally:
+        con.close()
+
+
+def _assert_nothing_or_everything(dest: Path, keys: set[str]) -> int:
+    stored = _bundle_keys_stored(dest, keys)
+    assert stored in (0, len(keys)), f"{stored} of {len(keys)} entries stored"
+    if (dest / "store" / "store.db").exists():
+        proc = subprocess.run(
+            [sys.executable, "-m", "pcache", "--dir", str(dest), "verify"],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr
+    return stored
+
+
+def test_an_import_killed_at_any_point_stores_nothing_or_everything(tmp_path):
+    """`pcache import` killed with SIGKILL: at each point its values are being
+    stored (the process kills itself there), and from outside at delays spread over
+    a whole import. Afterwards the store holds none of the bundle's entries or all
+    of them, and `pcache verify` passes; an import run again completes."""
+    import random
+    import signal
+    import time
+
+    source = tmp_path / "source"
+    _synthetic_source(source, KILL_N)
+    path = tmp_path / "many.pcb"
+    r = pcache_cli("--dir", str(source), "export", str(path), "--all", "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["entries"] == KILL_N, r.output
+    keys = {hashlib.sha256(b"entry %d" % i).hexdigest() for i in range(KILL_N)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+
+    # Killed while the transaction is prepared (after 1, half, all values), and
+    # right after it committed.
+    for at, expected in ((1, 0), (KILL_N // 2, 0), (KILL_N, 0), (-1, KILL_N)):
+        dest = tmp_path / f"self-{at}"
+        proc = subprocess.run(
+            [sys.executable, "-c", _SELF_KILL, str(dest), str(path), str(at)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+        assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+        assert _assert_nothing_or_everything(dest, keys) == expected
+
+    cmd = [sys.executable, "-m", "pcache", "import", str(path), "--no-device-check",
+           "--trust-unsigned"]  # fmt: skip
+    t0 = time.monotonic()
+    full = subprocess.run([*cmd[:3], "--dir", str(tmp_path / "timed"), *cmd[3:]], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=240)  # fmt: skip
+    took = time.monotonic() - t0
+    assert full.returncode == 0, full.stderr
+    assert _bundle_keys_stored(tmp_path / "timed", keys) == KILL_N
+    rng = random.Random(9)
+    outcomes = []
+    for i in range(8):  # from outside: anywhere from start-up to the last commit
+        dest = tmp_path / f"outside-{i}"
+        child = subprocess.Popen([*cmd[:3], "--dir", str(dest), *cmd[3:]], cwd=ROOT, env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        time.sleep(took * (0.4 + 0.8 * rng.random()))
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+        outcomes.append(_assert_nothing_or_everything(dest, keys))
+        again = subprocess.run([*cmd[:3], "--dir", str(dest), *cmd[3:]], cwd=ROOT, env=env,
+                               capture_output=True, text=True, timeout=240)  # fmt: skip
+        assert again.returncode == 0, again.stderr
+        assert _bundle_keys_stored(dest, keys) == KILL_N
+    print("outside kills, entries stored:", outcomes)
