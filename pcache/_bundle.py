@@ -360,8 +360,9 @@ def read_bundle(
     max_bytes: int | None = None,
     progress: Progress | None = None,
 ) -> ImportResult:
-    """Store the entries of bundle ``path`` that can load on ``machine`` (or what a
-    callable returns, called once the bundle passed its checks), signed with
+    """Store the entries of bundle ``path`` that can load on ``machine`` in ``store``
+    (either, or what a callable returns, called once the bundle passed its
+    checks), signed with
     ``signer`` (see the module's docstring). Needs a signature checked with
     ``verify_key``, or ``trust_unsigned``. Raises `BundleError`, having stored
     nothing, for a bundle that is not whole, untrusted, or malformed; skips (and
@@ -387,6 +388,8 @@ def read_bundle(
             )
         if callable(machine):
             machine = machine()
+        if callable(store):  # opened only for a bundle that passed its checks
+            store = store()
         # What would be stored: decided (from the metadata alone) before a value is read.
         plan: set[str] = set()
         used = _stored_bytes(store)
@@ -597,7 +600,12 @@ def import_dir(
     directory = Path(directory)
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     signer = _signer(directory, create=True)
-    store = _open(directory, create=True, max_bytes=max_bytes)
+    opened: list[Any] = []
+
+    def store() -> Any:  # not before the bundle passed its checks: a bad one touches nothing
+        opened.append(_open(directory, create=True, max_bytes=max_bytes))
+        return opened[0]
+
     try:
         return read_bundle(
             store,
@@ -610,4 +618,5 @@ def import_dir(
             progress=progress,
         )
     finally:
-        store.close()
+        for opened_store in opened:
+            opened_store.close()

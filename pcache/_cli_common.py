@@ -153,13 +153,14 @@ _HINTS = (
 
 @contextlib.contextmanager
 def _store_errors() -> Iterator[None]:
-    """Turn library errors into a one-line ``ClickException`` (exit 1)."""
+    """Turn library errors into a one-line ``ClickException`` (exit 1), with a hint
+    of what to do for the common ones."""
     try:
         yield
     except StoreError as exc:
         hint = next((h for cls, h in _HINTS if isinstance(exc, cls)), "")
         raise click.ClickException(
-            f"{type(exc).__name__}: {exc}" + (f"\n{hint}" if hint else "")
+            f"{type(exc).__name__}: {exc}" + (f" ({hint})" if hint else "")
         ) from exc
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -3,6 +3,7 @@ cache directory."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -226,6 +227,8 @@ def clear(ctx: click.Context, yes: bool) -> None:
                 confirmed = click.confirm(prompt, default=False, err=True)
             except click.Abort:  # end of input: nobody there to say yes
                 raise click.ClickException("not cleared: no answer on stdin; pass --yes") from None
+            if not sys.stdin.isatty():  # the answer read was not echoed: end the line
+                click.echo(err=True)
             if not confirmed:
                 raise click.ClickException("not cleared")
         with _store_errors():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -203,36 +204,11 @@ def remote_gc(
     )
 
 
-@remote.command()
-@click.option(
-    "--namespace",
-    help="The fleet's namespace [default: $JAX_PCACHE_REMOTE_NAMESPACE, else default].",
-)
-@click.option("--dry-run", is_flag=True, help="Count what would be pushed; write nothing.")
-@json_option
-@click.pass_context
-def push(ctx: click.Context, namespace: str | None, dry_run: bool, as_json: bool) -> None:
-    """Fill the remote from this host's local store (--dir): every entry it lacks.
-
-    Each entry is checked with the local directory's secret and signed with the
-    fleet key ($JAX_PCACHE_REMOTE_SECRET_FILE); it is shared with the hosts of
-    this host's class (CPU). For a new or flushed remote, from a warm host.
-    """
-    from pcache._cache import Runtime
-
-    directory = ctx.find_object(_State).resolve()
-    with _open_store(ctx) as store:  # the errors of a missing or damaged store
-        keys = [e.key for e in store.entries()]
-    try:
-        settings = Settings.resolve(
-            directory, remote=ctx.obj[1], remote_namespace=namespace, preload=0
-        )
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    rt = Runtime(settings)
+def _push(rt: Any, keys: list[str], dry_run: bool) -> dict[str, Any]:
+    """Upload what the remote of ``rt`` lacks of ``keys``; what was done."""
     try:
         rem = rt.remote
-        if rem is None:
+        if rem is None:  # what the runtime logged about it is this message, on one line
             raise click.ClickException(f"remote tier off: {rt.remote_off_reason}")
         if not rem.writable:
             raise click.ClickException(f"remote {rem.url} is {rem.state}: {rem.state_reason}")
@@ -265,6 +241,58 @@ def push(ctx: click.Context, namespace: str | None, dry_run: bool, as_json: bool
         }
     finally:
         rt.close()
+    return data
+
+
+@contextlib.contextmanager
+def _held_logs() -> Iterator[list[logging.LogRecord]]:
+    """The records pcache logs while inside, held back instead of printed."""
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        held.append(record)
+        return False
+
+    log = logging.getLogger("pcache")
+    log.addFilter(hold)
+    try:
+        yield held
+    finally:
+        log.removeFilter(hold)
+
+
+@remote.command()
+@click.option(
+    "--namespace",
+    help="The fleet's namespace [default: $JAX_PCACHE_REMOTE_NAMESPACE, else default].",
+)
+@click.option("--dry-run", is_flag=True, help="Count what would be pushed; write nothing.")
+@json_option
+@click.pass_context
+def push(ctx: click.Context, namespace: str | None, dry_run: bool, as_json: bool) -> None:
+    """Fill the remote from this host's local store (--dir): every entry it lacks.
+
+    Each entry is checked with the local directory's secret and signed with the
+    fleet key ($JAX_PCACHE_REMOTE_SECRET_FILE); it is shared with the hosts of
+    this host's class (CPU). For a new or flushed remote, from a warm host.
+    """
+    from pcache._cache import Runtime
+
+    directory = ctx.find_object(_State).resolve()
+    with _open_store(ctx) as store:  # the errors of a missing or damaged store
+        keys = [e.key for e in store.entries()]
+    try:
+        settings = Settings.resolve(
+            directory, remote=ctx.obj[1], remote_namespace=namespace, preload=0
+        )
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    # What the runtime logs while it pushes (the remote off, failing) is what the
+    # error says: printed only when the push succeeds.
+    with _held_logs() as held:
+        data = _push(Runtime(settings), keys, dry_run)
+    for record in held:
+        logging.getLogger("pcache").handle(record)
     if as_json:
         _echo_json(data)
         return

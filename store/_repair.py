@@ -39,7 +39,7 @@ SWEEP_INTERVAL = 86400.0  # seconds between orphan sweeps done at open (gc alway
 Report = Callable[[str, type[Warning], str], None]
 
 
-class ForeignDatabase(StoreCorruptError):
+class _ForeignDatabase(StoreCorruptError):
     """store.db is a SQLite database, but not one a Store wrote."""
 
 
@@ -171,7 +171,7 @@ class Repair:
             if version == 0:
                 try:
                     self._create()
-                except ForeignDatabase as exc:
+                except _ForeignDatabase as exc:
                     if not self.enabled:
                         raise
                     self.quarantine(str(exc), locked=True)
@@ -190,7 +190,7 @@ class Repair:
 
         existing = db.read("inspecting database", tables)
         if existing:
-            raise ForeignDatabase(
+            raise _ForeignDatabase(
                 f"{db.path} is a SQLite database but not a pcache store "
                 f"(user_version 0, tables {existing[:5]})"
             )
