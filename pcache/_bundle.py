@@ -390,22 +390,7 @@ def read_bundle(
             machine = machine()
         if callable(store):  # opened only for a bundle that passed its checks
             store = store()
-        # What would be stored: decided (from the metadata alone) before a value is read.
-        plan: set[str] = set()
-        used = _stored_bytes(store)
-        for e in entries:
-            why = machine.why_not(e.meta)
-            if parsed.head["entry_format"] != ENTRY_FORMAT:
-                why = f"entry format {parsed.head['entry_format']!r} (here {ENTRY_FORMAT})"
-            if why is not None:
-                result.skip(f"not for this machine: {why}")
-            elif e.key in store:
-                result.present += 1
-            elif max_bytes is not None and used + e.raw_size > max_bytes:
-                result.skip("over the store's size limit")
-            else:
-                plan.add(e.key)
-                used += e.raw_size
+        plan = _plan(store, entries, parsed.head, machine, max_bytes, result)
         # Every value hashed; every one to be stored inflated (bounded) and checked.
         f.seek(start)
         done = 0
@@ -432,6 +417,34 @@ def read_bundle(
             _values(f, path, start, todo, signer, result, progress, total), key_sets=sets
         )
     return result
+
+
+def _plan(
+    store: Any,
+    entries: list[_Entry],
+    head: dict[str, Any],
+    machine: Machine,
+    max_bytes: int | None,
+    result: ImportResult,
+) -> set[str]:
+    """The keys to store: decided from the metadata alone, before a value is read;
+    what is skipped is counted in ``result``."""
+    plan: set[str] = set()
+    used = _stored_bytes(store)
+    for e in entries:
+        why = machine.why_not(e.meta)
+        if head["entry_format"] != ENTRY_FORMAT:
+            why = f"entry format {head['entry_format']!r} (here {ENTRY_FORMAT})"
+        if why is not None:
+            result.skip(f"not for this machine: {why}")
+        elif e.key in store:
+            result.present += 1
+        elif max_bytes is not None and used + e.raw_size > max_bytes:
+            result.skip("over the store's size limit")
+        else:
+            plan.add(e.key)
+            used += e.raw_size
+    return plan
 
 
 def _merged_sets(
