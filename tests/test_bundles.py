@@ -860,6 +860,8 @@ def _bundle_keys_stored(cache: Path, keys: set[str]) -> int:
         return 0
     con = sqlite3.connect(db)
     try:
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'entries'").fetchone():
+            return 0  # killed while the store was created: an empty database, as Store makes it
         return sum(1 for (k,) in con.execute("SELECT key FROM entries") if k in keys)
     finally:
         con.close()
