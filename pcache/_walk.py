@@ -64,7 +64,6 @@ import hashlib
 import inspect
 import operator
 import struct
-import sys
 import types
 import weakref
 from typing import Any
@@ -73,7 +72,6 @@ import numpy as np
 
 from pcache import _canon, _compat, _memos
 from pcache._usercode import (
-    FORMAT_REFLECTIVE,
     REFLECTION_MODULES,
     NoReuse,
     code_verdict,
@@ -87,8 +85,10 @@ from pcache._walk_kinds import (
     _annotation,
     _descriptor,
     _field,
+    _library_floats,
     _object,
     _operator,
+    _reflective_format,
     _signature,
     _slice,
     _ufunc,
@@ -601,39 +601,6 @@ class _Eq:
 
     def __hash__(self) -> int:
         return self.h
-
-
-_FORMAT_NAMES = ("__", *FORMAT_REFLECTIVE)
-_FORMAT_BYTES = tuple(n.encode() for n in _FORMAT_NAMES)
-
-
-_LIB_FLOATS: set = _memos.memo("walk.library_floats", set())  # ids of their floats
-_LIB_SCANNED: set = _memos.memo("walk.library_floats_scanned", set())  # module names
-
-
-def _library_floats() -> set:
-    """The ids of the floats that loaded library modules hold as attributes
-    (``np.inf``, ``math.pi``): code may compare a value with them by identity.
-    Modules are scanned once, when first seen loaded."""
-    if len(_LIB_SCANNED) != len(sys.modules):
-        for name, m in list(sys.modules.items()):
-            if name in _LIB_SCANNED:
-                continue
-            _LIB_SCANNED.add(name)
-            if isinstance(m, types.ModuleType) and is_library_module(m):
-                try:
-                    _LIB_FLOATS.update(id(x) for x in vars(m).values() if type(x) is float)
-                except Exception:  # noqa: S112 - a module whose dict cannot be read
-                    continue
-    return _LIB_FLOATS
-
-
-def _reflective_format(v: str | bytes) -> bool:
-    """A format string that reaches frames, globals or dunders (``str.format`` reads
-    attributes by the names it holds)."""
-    if isinstance(v, str):
-        return "{" in v and any(n in v for n in _FORMAT_NAMES)
-    return b"{" in v and any(n in v for n in _FORMAT_BYTES)
 
 
 def _float(v: float) -> tuple:

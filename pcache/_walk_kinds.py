@@ -8,12 +8,23 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import operator
+import sys
+import types
 import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pcache._usercode import REFLECTIVE, REFLECTIVE_ATTRS, NoReuse, is_library_type, qualname
+from pcache import _memos
+from pcache._usercode import (
+    FORMAT_REFLECTIVE,
+    REFLECTIVE,
+    REFLECTIVE_ATTRS,
+    NoReuse,
+    is_library_module,
+    is_library_type,
+    qualname,
+)
 
 if TYPE_CHECKING:
     from pcache._walk import Walker
@@ -111,3 +122,36 @@ def _descriptor(w: Walker, v: Any) -> tuple:
         if not is_library_type(t):
             raise NoReuse(f"value:{qualname(type(v))}")
     return w.ident(v)
+
+
+_FORMAT_NAMES = ("__", *FORMAT_REFLECTIVE)
+_FORMAT_BYTES = tuple(n.encode() for n in _FORMAT_NAMES)
+
+
+_LIB_FLOATS: set = _memos.memo("walk.library_floats", set())  # ids of their floats
+_LIB_SCANNED: set = _memos.memo("walk.library_floats_scanned", set())  # module names
+
+
+def _library_floats() -> set:
+    """The ids of the floats that loaded library modules hold as attributes
+    (``np.inf``, ``math.pi``): code may compare a value with them by identity.
+    Modules are scanned once, when first seen loaded."""
+    if len(_LIB_SCANNED) != len(sys.modules):
+        for name, m in list(sys.modules.items()):
+            if name in _LIB_SCANNED:
+                continue
+            _LIB_SCANNED.add(name)
+            if isinstance(m, types.ModuleType) and is_library_module(m):
+                try:
+                    _LIB_FLOATS.update(id(x) for x in vars(m).values() if type(x) is float)
+                except Exception:  # noqa: S112 - a module whose dict cannot be read
+                    continue
+    return _LIB_FLOATS
+
+
+def _reflective_format(v: str | bytes) -> bool:
+    """A format string that reaches frames, globals or dunders (``str.format`` reads
+    attributes by the names it holds)."""
+    if isinstance(v, str):
+        return "{" in v and any(n in v for n in _FORMAT_NAMES)
+    return b"{" in v and any(n in v for n in _FORMAT_BYTES)

@@ -254,7 +254,6 @@ OVER_LIMIT = {
     "pcache/_jit_seam.py::lowering_wrapper": 81,
     "pcache/_jit_seam.py::_compile": 126,
     "pcache/_key.py::lowering_key": 96,
-    "pcache/_walk.py": 707,
 }
 
 

@@ -7,7 +7,9 @@ from jax.interpreters import mlir
 FACT = np.array([2.0], np.float32)
 q = Primitive("myq_fact")
 q.def_abstract_eval(copy.copy)
-mlir.register_lowering(q, mlir.lower_fun(functools.partial(jnp.multiply, FACT), multiple_results=False))
+mlir.register_lowering(
+    q, mlir.lower_fun(functools.partial(jnp.multiply, FACT), multiple_results=False)
+)
 mk2 = lambda: jax.jit(lambda v: q.bind(v))
 show("fact 2", lambda: mk2()(x))
 FACT[0] = 3.0

@@ -33,7 +33,9 @@ NAME = "__globals__"
 S = 2.0
 fs2 = {
     "GA alias + NAME": lambda: jax.jit(lambda v: v * GA(helper, NAME)["S"]),
-    "attrgetter computed": lambda: jax.jit(lambda v: v * operator.attrgetter("__glob" + "als__")(helper)["S"]),
+    "attrgetter computed": lambda: jax.jit(
+        lambda v: v * operator.attrgetter("__glob" + "als__")(helper)["S"]
+    ),
 }
 for k, mk in fs2.items():
     show(k + " S=2", lambda: mk()(x))

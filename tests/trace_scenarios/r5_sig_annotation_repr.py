@@ -14,7 +14,9 @@ def mk(sig):
 
 
 def sig_of(k):
-    return inspect.Signature([inspect.Parameter("v", inspect.Parameter.POSITIONAL_ONLY, annotation=Unit(k))])
+    return inspect.Signature(
+        [inspect.Parameter("v", inspect.Parameter.POSITIONAL_ONLY, annotation=Unit(k))]
+    )
 
 
 show("k=2", lambda: mk(sig_of(2.0))(x))

@@ -1,6 +1,7 @@
 """isinstance against a user ABC answers through its subclasses' registries too
 (ABCMeta.__subclasscheck__ recurses into cls.__subclasses__()); only the ABC's own
 registry is keyed."""
+
 import abc
 
 

@@ -1,5 +1,6 @@
 """Enum lookup by value goes through the class's _value2member_map_, which the class
 walk treats as bookkeeping."""
+
 import enum
 
 

@@ -1,5 +1,6 @@
 """An exec-made function whose namespace's __builtins__ is replaced after it was made:
 the function keeps reading the builtins it was created with."""
+
 B = {"float": float}
 ns = {"__builtins__": B}
 exec("def f(v):\n    return v * SC\n", ns)

@@ -1,5 +1,6 @@
 """A trace-time write, by setattr with a constant name, to a global jit object's
 attributes (the global is guarded by identity): stock writes on every trace."""
+
 helper = jax.jit(lambda v: v)
 helper.traced = 0
 

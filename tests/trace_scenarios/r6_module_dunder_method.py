@@ -1,5 +1,6 @@
 """A user module's attribute read and written through the module's own dunder methods
 with constant names (no getattr/setattr, no escape of the module object)."""
+
 import sys, types
 
 cfg = types.ModuleType("cfg_r6")

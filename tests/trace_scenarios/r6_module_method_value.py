@@ -1,5 +1,6 @@
 """A user module's __getattribute__ held as a value (a method-wrapper bound to the
 module): keyed like a builtin module's function, by identity."""
+
 import sys, types
 
 cfg = types.ModuleType("cfg_r6b")

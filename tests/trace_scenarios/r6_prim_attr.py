@@ -1,4 +1,5 @@
 """A user-made Primitive used as a holder of settings: keyed by identity only."""
+
 from jax.extend.core import Primitive
 
 P = Primitive("r6_settings")

@@ -1,4 +1,5 @@
 """A user primitive's multiple_results flag flipped between steps (not a rule)."""
+
 from jax.extend.core import Primitive
 from jax.interpreters import mlir
 

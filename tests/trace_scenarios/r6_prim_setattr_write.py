@@ -1,5 +1,6 @@
 """A trace-time write to an attribute of a user-made Primitive (held by identity):
 stock writes on every trace, a reuse skips it."""
+
 from jax.extend.core import Primitive
 
 P = Primitive("r6_counter")

@@ -1,5 +1,6 @@
 """An attrgetter held as a value whose path has no dunder but reaches a frame's
 globals (tb_frame.f_globals of a caught exception's traceback)."""
+
 import operator
 
 S = 2.0

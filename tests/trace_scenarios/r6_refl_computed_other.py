@@ -1,4 +1,5 @@
 """Reflection with a computed name through APIs other than getattr."""
+
 import operator
 
 S = 2.0
@@ -14,7 +15,8 @@ def name():
 
 fs = {
     "object.__getattribute__": lambda: jax.jit(
-        lambda v: v * object.__getattribute__(helper, name())["S"]),
+        lambda v: v * object.__getattribute__(helper, name())["S"]
+    ),
     "fn.__getattribute__": lambda: jax.jit(lambda v: v * helper.__getattribute__(name())["S"]),
     "operator.attrgetter": lambda: jax.jit(lambda v: v * operator.attrgetter(name())(helper)["S"]),
     "str.format": lambda: jax.jit(lambda v: v * float(("{0." + name() + "[S]}").format(helper))),

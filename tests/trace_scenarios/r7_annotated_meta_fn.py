@@ -1,5 +1,6 @@
 """A dataclass schema whose fields are annotated with transforms (typing.Annotated
 metadata); the trace runs the transform found in the annotation, which reads a global."""
+
 import dataclasses
 from typing import Annotated
 

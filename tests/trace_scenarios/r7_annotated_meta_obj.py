@@ -1,5 +1,6 @@
 """A dataclass schema whose field annotation carries a bounds object
 (Annotated[float, Bounds(...)]); the bounds are changed and the trace clips by them."""
+
 import dataclasses
 from typing import Annotated
 

@@ -1,5 +1,6 @@
 """A generic base parametrized by a config class (class Model(Base[Cfg])): the trace
 finds the config class through __orig_bases__ and reads its attribute."""
+
 from typing import Generic, TypeVar
 
 T = TypeVar("T")

@@ -1,5 +1,6 @@
 """A user PRNG implementation, registered (jax._src.random.prng.register_prng), whose
 random_bits reads a global: JAX runs it while lowering random_bits."""
+
 import numpy as onp
 from jax.extend.random import define_prng_impl
 
@@ -23,10 +24,16 @@ def _bits(key, bit_width, shape):
 
 
 IMPL = define_prng_impl(
-    key_shape=(2,), seed=_seed, split=_split, random_bits=_bits, fold_in=_fold_in,
-    name="r7_user_impl", tag="r7u",
+    key_shape=(2,),
+    seed=_seed,
+    split=_split,
+    random_bits=_bits,
+    fold_in=_fold_in,
+    name="r7_user_impl",
+    tag="r7u",
 )
 from jax._src.random.prng import register_prng
+
 register_prng(IMPL._impl)
 K = jax.random.wrap_key_data(jnp.array([5, 0], jnp.uint32), impl=IMPL)
 

@@ -1,5 +1,6 @@
 """object.__getattribute__ held as a value (a slot wrapper, not the getattr builtin),
 called with attribute names computed at trace time, reaching a frame's globals."""
+
 SCALE = 2.0
 GA = object.__getattribute__
 

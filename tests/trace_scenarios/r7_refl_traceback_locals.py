@@ -1,5 +1,6 @@
 """traceback (not on the reflection list) hands the trace the locals of the frames
 above it as text: the module frame's SCALE."""
+
 import traceback
 
 SCALE = 2.0

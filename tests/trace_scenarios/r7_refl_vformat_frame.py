@@ -1,5 +1,6 @@
 """An attribute path held in data (a format string in a global, no dunder in it)
 applied by string.Formatter().vformat, reaching a frame's globals."""
+
 import string
 
 SCALE = 2.0

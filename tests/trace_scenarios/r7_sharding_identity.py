@@ -1,5 +1,6 @@
 """A sharding compared by identity with a global default (``s is DEFAULT``): the
 callable holds either that very object or an equal NamedSharding made again."""
+
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 mesh = Mesh(np.array(jax.devices()), ("d",))

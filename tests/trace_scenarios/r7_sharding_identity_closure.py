@@ -1,5 +1,6 @@
 """Two shardings held by the callable compared by identity (``s is d``): the very
 same object, then an equal NamedSharding made again."""
+
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 mesh = Mesh(np.array(jax.devices()), ("d",))

@@ -1,5 +1,6 @@
 """A Signature computed once (module level) and held in a global; the trace reads a
 parameter's Annotated metadata object, whose attribute is changed."""
+
 import inspect
 from typing import Annotated
 

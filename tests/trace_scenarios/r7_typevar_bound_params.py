@@ -1,5 +1,6 @@
 """A generic class whose type parameter is bound to a config class
 (T = TypeVar("T", bound=Cfg)); the trace reads the bound through __parameters__."""
+
 from typing import Generic, TypeVar
 
 

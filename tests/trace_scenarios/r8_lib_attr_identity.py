@@ -1,6 +1,7 @@
 """A captured float compared by identity with a library module's attribute
 (``lim is np.inf``): the callable holds either np.inf itself or an equal float
 made again (float('inf'))."""
+
 import math
 
 

@@ -1,5 +1,6 @@
 """Trace-time write to an attribute of a library module object held in a user
 namespace (functools used as a scratch namespace)."""
+
 import types
 import functools as ns
 
