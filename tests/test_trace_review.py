@@ -53,11 +53,21 @@ def _run(paths, env) -> list[str]:
     return out.stdout.splitlines()
 
 
-@pytest.mark.parametrize("check", ["0", "1"])
-def test_review_scenarios_match_stock(tmp_path, check):
+def _base_env() -> dict:
     base = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
     base["JAX_PLATFORMS"] = "cpu"
-    stock = _run(SCENARIOS, base)
+    return base
+
+
+@pytest.fixture(scope="module")
+def stock() -> list[str]:
+    """The scenarios' results in stock JAX (once for both check modes)."""
+    return _run(SCENARIOS, _base_env())
+
+
+@pytest.mark.parametrize("check", ["0", "1"])
+def test_review_scenarios_match_stock(tmp_path, check, stock):
+    base = _base_env()
     cached = _run(
         SCENARIOS,
         {**base, "JAX_PCACHE_DIR": str(tmp_path / "c"), "JAX_PCACHE_CHECK": check},
