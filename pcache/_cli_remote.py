@@ -28,6 +28,7 @@ from pcache._config import (
     format_size,
     parse_age,
 )
+from pcache._host import host_class_of_meta
 
 # -- remote ---------------------------------------------------------------------------------
 
@@ -214,7 +215,7 @@ def _push(rt: Any, keys: list[str], dry_run: bool) -> dict[str, Any]:
             raise click.ClickException(f"remote {rem.url} is {rem.state}: {rem.state_reason}")
         counts = {"pushed": 0, "present": 0, "skipped": 0, "bytes_written": 0}
         for key in keys:
-            there = rem.exists(key)
+            there = rem.exists(key, _class_of(rt, key))
             if there is None:
                 raise click.ClickException(f"remote {rem.url}: {rem.state_reason}")
             if there:
@@ -242,6 +243,19 @@ def _push(rt: Any, keys: list[str], dry_run: bool) -> dict[str, Any]:
     finally:
         rt.close()
     return data
+
+
+def _class_of(rt: Any, key: str) -> str:
+    """The key space the local entry ``key`` goes to (its metadata's host class,
+    as `RemoteTier.upload` places it); "" (this host's CPU) if it does not say."""
+    try:
+        entry = rt.local.store.entry(key)
+    except Exception:  # unreadable: the upload that follows reports it
+        return ""
+    if entry is None:
+        return ""
+    meta = {"backend": entry.backend, "device_kind": entry.device_kind, "extra": entry.extra}
+    return host_class_of_meta(meta) or ""
 
 
 @contextlib.contextmanager

@@ -96,3 +96,47 @@ def test_cpu_entries_land_in_the_cpu_class_key_space(server, ns, tmp_path, monke
     digest = heads[0].rsplit(b":", 1)[1].decode()
     assert other.get(digest).raw is not None  # this host's class
     assert other.get(digest, cls="x86_64-000000000000").miss == "missing"
+
+
+def test_push_dry_run_looks_in_each_entrys_key_space(server, ns, tmp_path, monkeypatch):
+    """`pcache remote push --dry-run` counts an accelerator entry the remote holds
+    (in that accelerator's key space) as present, as the real push finds it, not
+    as one to push because this host's CPU key space lacks it."""
+    import json
+    import subprocess
+    import sys
+
+    from redis_helpers import host_env
+
+    import pcache
+
+    monkeypatch.setenv("JAX_PCACHE_RAISE_ERRORS", "1")
+    fleet = tmp_path / "fleet.key"
+    fleet.write_bytes(b"k" * 32)
+    fleet.chmod(0o600)
+    cache = tmp_path / "c"
+    pcache.enable(cache, remote=server.url, remote_secret_file=fleet, remote_namespace=ns)
+    try:
+        jax.jit(lambda x: jnp.cos(x) + 2)(jnp.arange(4.0)).block_until_ready()
+        rt = pcache._api.runtime()
+        assert rt.remote.flush(30)
+        # An entry compiled on a GPU host of the fleet, copied here (a bundle, say).
+        backend, devices = fake_backend("cuda", CUDA, "NVIDIA H100 80GB HBM3")
+        meta = entry_meta(backend, devices, "g")
+        gpu = "ab" * 32
+        rt.local.store.put(gpu, b"not an executable", meta=meta)
+        stored = len(rt.local.store)
+    finally:
+        pcache.disable()
+    other = make_remote(server, ns, key=b"k" * 32)
+    assert other.put(gpu, b"not an executable", meta, cls=_host.host_class_of_meta(meta))
+    env = host_env(cache, server.url, fleet, ns)
+    out = subprocess.run(
+        [sys.executable, "-m", "pcache.cli", "remote", "push", "--dry-run", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert (got["pushed"], got["present"]) == (0, stored), got
