@@ -700,6 +700,31 @@ def gspmd_sharding_proto(s) -> bytes:
 # `pjit_params` `_infer_params` fills after tracing (`_trace_for_jit`). Same on 0.9.2.
 
 
+def evict_traces(f: Any, keep: tuple = ()) -> None:
+    """Drop every trace of ``f`` that JAX's identity-keyed caches hold (each cache
+    JAX registers that is keyed on a function: `weakref_lru_cache`s by weak
+    reference, `lu.cache`s by ``fun.f``), but those of the caches in ``keep``."""
+    for cache in list(_util._caches.keys()):
+        if any(cache is k for k in keep):
+            continue
+        evict = getattr(cache, "evict_weakref", None) or getattr(cache, "evict_function", None)
+        if evict is not None:
+            try:
+                evict(f)
+            except TypeError:  # not weakly referenceable: never a key there
+                pass
+
+
+def served_entry(params) -> Any:
+    """An `InferParamsCacheEntry` holding ``params``, for one call only: not the one
+    JAX's cache keeps for this callable, which stays empty so that JAX asks again
+    (through pcache) the next time it needs this callable's trace, instead of
+    keeping a trace whose constants another callable holds."""
+    entry = _pjit.InferParamsCacheEntry()
+    entry.pjit_params = params
+    return entry
+
+
 def jit_parts(f) -> tuple[Any, Any] | None:
     """(the function, its PjitInfo) of a `jax.jit` object, else None."""
     if type(f) is not PjitFunction:

@@ -442,10 +442,25 @@ def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
     elif callable(obj) and not isinstance(
         obj, (types.ModuleType, _compat.Primitive, types.BuiltinFunctionType)
     ):
-        return not is_library_type(t)
+        if not is_library_type(t):
+            return True
+        # A library object that may wrap user code (custom_vmap's ClosedRule holds
+        # the user's rule): what it holds decides.
+        inner = _held(obj)
     else:
         return False  # data
     return any(user_code(x, depth + 1, seen) for x in inner)
+
+
+def _held(obj: Any) -> list:
+    """The values an object holds in its ``__dict__`` and slots."""
+    held = list(vars(obj).values()) if hasattr(obj, "__dict__") else []
+    for klass in type(obj).__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__"):
+                held.append(getattr(obj, name, None))
+    return held
 
 
 _STATELESS = (type(None), bool, int, float, complex, str, bytes, type(...))

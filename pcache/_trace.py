@@ -98,7 +98,12 @@ def note_states(funcs: list[tuple]) -> str | None:
             except (NoReuse, RecursionError):
                 continue
             seen = _FN_STATE.get(f)
-            if seen is not None and (seen[0] != node or any(r() is None for r in seen[1])):
+            if seen is None:
+                # Met for the first time: a trace JAX made of it before (eagerly, or
+                # before pcache was on) may be of an older state, which pcache never
+                # saw. Dropped, so that the trace that follows is of this state.
+                _compat.evict_traces(f, keep=(_state.ORIG.get("infer_params"),))
+            elif seen[0] != node or any(r() is None for r in seen[1]):
                 _MUTATED.add(f)
                 found = found or f.__qualname__
             _FN_STATE[f] = (node, _weak_refs(w.pins))
@@ -394,9 +399,8 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
                 return _Recorder(entry, lambda p: _checked(rt, rec, p))
             if rec.holders is not None and not _hold(rec, key, fun):
                 return _missed(rt, entry, fun, "unreferenceable-callable")
-            entry.pjit_params = rec.params
             rt.stats.trace_hit()
-            return entry
+            return _compat.served_entry(rec.params)
         if why == "array-deleted":
             MEMO.drop(key, rec)  # its id may be another array's from now on
     skeleton = (tuple(id(c) for _, c, *_ in w.funcs), rest[0])

@@ -264,6 +264,8 @@ def reflective_callable(v: Any) -> str | None:
         return f"reflective-builtin:{name}" if name in REFLECTIVE_BUILTINS else None
     if root in REFLECTION_MODULES:
         return f"reflective-function:{module}.{name}"
+    if root in ("operator", "_operator") and name in ("is_", "is_not"):
+        return "identity-test"
     return None
 
 
@@ -368,6 +370,10 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             reads[(("<import>", arg), False)] = None
         elif op == "LOAD_CONST" and _reflective_const(arg):
             why = why or "reflection:constant"  # getattr(f, "__globals__"), a format
+        elif op == "IS_OP" and not _singleton_test(ins, i):
+            # ``s is "SAME"``, ``a is b``: identity, which the key numbers among the
+            # values it walks but not against code constants (interned or not).
+            why = why or "identity-test"
         if op in _GLOBAL_OPS and arg in _ATTR_WRITES:
             if arg not in sets:
                 why = why or f"writes-{arg}"  # setattr(obj, "name", v): a write, named or not
@@ -429,6 +435,49 @@ _REFLECTIVE_PARTS = (
 )
 
 
+_SINGLETONS = (None, True, False, Ellipsis, NotImplemented)
+
+
+def _singleton_test(ins: list, i: int) -> bool:
+    """Whether the ``is`` at ``ins[i]`` tests against a singleton constant
+    (``x is None``, ``None is x``, ``flag is True``: the same object for every
+    equal value, so identity says no more than the key's value) or a class (a
+    dataclass's ``other.__class__ is self.__class__``)."""
+
+    def const(j: int) -> bool:
+        return (
+            j >= 0
+            and ins[j].opname == "LOAD_CONST"
+            and any(ins[j].argval is c for c in _SINGLETONS)
+        )
+
+    if const(i - 1) or _a_class(ins, i - 1):
+        return True
+    # ``None is x``, ``type(self) is cls``: the first operand, then one simple load
+    return ins[i - 1].opname in _SIMPLE_LOADS and (const(i - 2) or _a_class(ins, i - 2))
+
+
+def _a_class(ins: list, j: int) -> bool:
+    """Whether ``ins[j]`` leaves a class on the stack (``x.__class__``, ``type(x)``):
+    never a code constant, and compared by identity in the key itself."""
+    if j < 0:
+        return False
+    if ins[j].opname == "LOAD_ATTR" and ins[j].argval == "__class__":
+        return True
+    # type(x) (3.11: LOAD_GLOBAL type, a simple load, PRECALL 1, CALL 1)
+    return (
+        j >= 4
+        and ins[j].opname == "CALL"
+        and ins[j - 1].opname == "PRECALL"
+        and ins[j - 2].opname in _SIMPLE_LOADS
+        and ins[j - 3].opname == "LOAD_GLOBAL"
+        and ins[j - 3].argval == "type"
+    )
+
+
+_SIMPLE_LOADS = frozenset({"LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_CONST"})
+
+
 def _reflective_const(c: Any) -> bool:
     if type(c) is bytes:
         c = c.decode("latin-1")
@@ -455,6 +504,8 @@ REFLECTIVE_ATTRS = frozenset(
     {
         "__getattribute__",
         "__getattr__",
+        "is_",  # operator.is_/is_not: an identity test (see `_singleton_test`)
+        "is_not",
         "__setattr__",
         "__delattr__",
         "__reduce__",

@@ -57,6 +57,7 @@ nothing.
 from __future__ import annotations
 
 import abc
+import builtins
 import dataclasses
 import enum
 import functools
@@ -533,9 +534,11 @@ class Walker:
             if str(g.get("__name__")).partition(".")[0] in REFLECTION_MODULES:
                 raise NoReuse(f"reflective-function:{g.get('__name__')}.{f.__name__}")
         else:
-            why, _, writes = code_verdict(code)
+            why, reads, writes = code_verdict(code)
             if why is not None:
                 raise NoReuse(why)
+            if reads and _import_hooked(f, reads):
+                raise NoReuse(f"import-hook:{f.__qualname__}")
             for root, target in writes:
                 if root[0] == "f":
                     self._free_write(f, target, store=root == "f=")
@@ -584,6 +587,24 @@ class Walker:
         except ValueError:  # a cell not yet bound
             return ("empty",)
         return self.value(v)
+
+
+_REAL_IMPORT = builtins.__import__
+
+
+def _import_hooked(f: types.FunctionType, reads: tuple) -> bool:
+    """Whether ``f``'s code imports through an ``__import__`` other than the
+    interpreter's own (its namespace's builtins, or the builtins module, carry a
+    hook): the guard of an import reads ``sys.modules``, not what a hook returns."""
+    if not any(type(r[0]) is tuple and r[0][:1] == ("<import>",) for r in reads):
+        return False
+    b = f.__builtins__
+    hook = b.get("__import__") if type(b) is dict else getattr(b, "__import__", None)
+    return (
+        hook is not _REAL_IMPORT
+        or builtins.__import__ is not _REAL_IMPORT
+        or (type(_REAL_IMPORT) is not types.BuiltinFunctionType)
+    )
 
 
 class _Eq:
