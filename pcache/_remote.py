@@ -90,6 +90,8 @@ from pcache._remote_wire import (
 )
 
 _GET_SHA = hashlib.sha1(_GET.encode()).hexdigest()
+_HEAD_FIELDS = tuple(f.name for f in dataclasses.fields(Head))
+_WRITER_ID = re.compile(r"[0-9a-f]{1,64}")
 
 __all__ = [
     "DEFAULT_LEASE",
@@ -127,6 +129,7 @@ class Remote:
         self.config = config
         self.url = redact(config.url)
         self._key = key
+        self._head_mac = hmac.new(key, b"pcache-remote-head\0", hashlib.sha256)
         self.key_id = key_id(key)
         self.host_class = cpu_class()  # this host's: the key space of its CPU programs
         ns = config.namespace
@@ -410,7 +413,7 @@ class Remote:
         except (ValueError, RecursionError):
             return None, ("tampered", f"{digest[:12]}: its head is signed but not JSON")
         try:
-            head = Head(**{f.name: fields[f.name] for f in dataclasses.fields(Head)})
+            head = Head(**{name: fields[name] for name in _HEAD_FIELDS})
             ok = (
                 head.digest == digest
                 and isinstance(head.meta, dict)
@@ -418,7 +421,7 @@ class Remote:
                 and all(isinstance(v, int) and v >= 0 for v in (head.raw_size, head.packed_size))
                 and isinstance(head.chunks, int)
                 and 0 < head.chunks <= head.packed_size
-                and re.fullmatch(r"[0-9a-f]{1,64}", str(head.id)) is not None
+                and _WRITER_ID.fullmatch(str(head.id)) is not None
             )
         except (KeyError, TypeError):
             ok = False
@@ -446,7 +449,10 @@ class Remote:
     # -- writing ----------------------------------------------------------------------
 
     def _sign(self, name: str, text: bytes) -> str:
-        h = hmac.new(self._key, b"pcache-remote-head\0" + name.encode() + b"\0", hashlib.sha256)
+        # HMAC(key, "pcache-remote-head\0" name "\0" text), from the keyed state of
+        # its fixed prefix (`_head_mac`): the same bytes, one key schedule per process
+        h = self._head_mac.copy()
+        h.update(name.encode() + b"\0")
         h.update(text)
         return h.hexdigest()
 
