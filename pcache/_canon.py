@@ -113,7 +113,7 @@ class JaxprDigest(NamedTuple):
 #   entry is revalidated by content on every use: it keeps each numpy array the walk
 #   encoded with a snapshot of its content (compared again; arrays JAX made itself
 #   over a buffer nothing else can reach are exempt, see
-#   `_compat.literal_buffer_is_private`), and each primitive's
+#   `_canon_values._literal_buffer_is_private`), and each primitive's
 #   lowering-rule entries (compared by identity, kept alive). A walk that met a
 #   mutable container (list, dict, set, a non-frozen dataclass) is not memoized.
 

@@ -375,6 +375,25 @@ def _enc_treedef(t: Any, ctx: Ctx) -> str:
         return "treedef:" + local_eq_token(t)
 
 
+def _literal_buffer_is_private(a) -> bool:
+    """True when no object but ``a`` can reach the memory ``a`` views, so its content
+    cannot change: ``a`` is a literal array JAX made itself while tracing (a
+    TypedNdArray: user code never holds one) viewing an owner array that nothing
+    else refers to (a Python scalar JAX turned into an array). A view of a user's
+    array is not private: the user's reference counts too (numpy points every view
+    at the owner).
+    """
+    if type(a) is not _compat.TypedNdArray:
+        return False
+    base = a.base
+    return (
+        type(base) is np.ndarray
+        and base.base is None
+        # references: a.base, this local, getrefcount's argument; nothing else
+        and sys.getrefcount(base) == 3
+    )
+
+
 def enc(obj: Any, ctx: Ctx) -> str:
     """Canonical, injective, type-tagged text encoding of a value."""
     t = type(obj)
@@ -390,7 +409,7 @@ def enc(obj: Any, ctx: Ctx) -> str:
         return f"ns({_enc_dtype(obj.dtype)};{obj.tobytes().hex()})"
     if isinstance(obj, np.ndarray):
         code, snapshot = _array_snapshot(obj)
-        if not _compat.literal_buffer_is_private(obj):
+        if not _literal_buffer_is_private(obj):
             ctx.arrays.append((obj, snapshot))  # mutable: a memo over it revalidates it
         return code
     if isinstance(obj, (_Jaxpr, _ClosedJaxpr)):
