@@ -19,10 +19,10 @@ and abstract devices without a platform.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import logging
-import os
 import sys
 from typing import Any
 
@@ -31,41 +31,14 @@ import jaxlib
 import numpy as np
 
 __all__ = [  # the types the canonical form names (re-exported from JAX's private modules)
-    "AbstractMesh",
-    "AbstractRef",
-    "AbstractToken",
-    "ArrayImpl",
-    "AutoLayoutSingleton",
-    "AxisEnv",
-    "ClosedJaxpr",
-    "Device",
-    "DropVar",
-    "Effect",
-    "FlatCallback",
-    "Format",
-    "GSPMDSharding",
-    "Jaxpr",
-    "JaxprEqnContext",
-    "KeyTy",
-    "Layout",
-    "Literal",
-    "ManualAxisType",
-    "Mesh",
-    "MeshComputation",
-    "PRNGImpl",
-    "PRNGKeyArray",
-    "PjitFunction",
-    "Primitive",
-    "PyTreeDef",
-    "ShapedArray",
-    "SingleDeviceSharding",
-    "Tolerance",
-    "Tracer",
-    "TypedNdArray",
-    "UnspecifiedValue",
-    "Var",
-    "registered_prng_impls",
-]
+    "AbstractMesh", "AbstractRef", "AbstractToken", "ArrayImpl", "AutoLayoutSingleton",
+    "AxisEnv", "ClosedJaxpr", "Device", "DropVar", "Effect", "FlatCallback", "Format",
+    "GSPMDSharding", "Jaxpr", "JaxprEqnContext", "KeyTy", "Layout", "Literal",
+    "ManualAxisType", "Mesh", "MeshComputation", "PRNGImpl", "PRNGKeyArray",
+    "PjitFunction", "Primitive", "PyTreeDef", "ShapedArray", "SingleDeviceSharding",
+    "Tolerance", "Tracer", "TypedNdArray", "UnspecifiedValue", "Var",
+    "registered_prng_impls"
+]  # fmt: skip
 
 # The JAX lines the jit seam was written against (the private names below exist
 # with these signatures there). 0.9.x is served from 0.9.2, the first 0.9 release
@@ -233,34 +206,38 @@ def exclude_from_tracebacks(directory: str) -> None:
 # ------------------------------------------------ the lowering and compile calls
 
 
-@dataclasses.dataclass(frozen=True)
-class LoweringCall:
+class LoweringCall(
+    collections.namedtuple(
+        "LoweringCall",
+        "closed_jaxpr module_name backend num_const_args in_avals sem_in sem_out in_layouts "
+        "out_layouts num_devices device_assignment donated_invars all_default_mem_kind "
+        "inout_aliases propagated_out_mem_kinds platforms lowering_parameters abstract_mesh",
+    )
+):
     """The arguments of one `pxla._cached_lowering_to_hlo` call, by name."""
 
-    closed_jaxpr: Any
-    module_name: str
-    backend: Any
-    num_const_args: int
-    in_avals: tuple
-    sem_in: Any
-    sem_out: Any
-    in_layouts: tuple
-    out_layouts: tuple
-    num_devices: int
-    device_assignment: Any
-    donated_invars: tuple
-    all_default_mem_kind: bool
-    inout_aliases: Any
-    propagated_out_mem_kinds: tuple
-    platforms: tuple
-    lowering_parameters: Any
-    abstract_mesh: Any
+    __slots__ = ()
 
     @classmethod
     def of(cls, args: tuple, kwargs: dict) -> LoweringCall:
-        return cls(
-            *args, kwargs["lowering_parameters"], kwargs.get("abstract_mesh")
-        )  # fmt: skip
+        return cls(*args, kwargs["lowering_parameters"], kwargs.get("abstract_mesh"))
+
+
+class PjitLowerCall(
+    collections.namedtuple(
+        "PjitLowerCall",
+        "jaxpr in_shardings out_shardings in_layouts out_layouts donated_invars ctx_mesh "
+        "name keep_unused inline compiler_options_kvs lowering_platforms "
+        "lowering_parameters pgle_profiler",
+    )
+):
+    """The arguments of one `pjit._pjit_lower` call, by name (the same on every line)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, args: tuple, kwargs: dict) -> PjitLowerCall:
+        return cls(*args, **kwargs)
 
 
 def lowering_result(module, keepalive, host_callbacks, unordered, ordered, tuple_args, poly):
@@ -368,18 +345,6 @@ def log_compiles() -> bool:
     return bool(_config.log_compiles.value)
 
 
-def lowering_warnings_name_sources() -> bool:
-    """Whether lowering's captured-constant warnings now name source locations or
-    the function (a report with frames, or the per-constant warning of simplified
-    constants): text that the key, which leaves out debug information, does not
-    determine."""
-    if config_value("jax_captured_constants_warn_bytes") < 0:
-        return False
-    return bool(config_value("jax_captured_constants_report_frames")) or bool(
-        config_value("jax_use_simplified_jaxpr_constants")
-    )
-
-
 def jax_cache_configured() -> bool:
     """Whether the user has pointed JAX's own persistent cache at a directory
     (`jax_enable_compilation_cache` alone is True by default and means nothing
@@ -396,38 +361,15 @@ def hlo_cache_key(computation, devices, compile_options, backend) -> str:
 
 # ------------------------------------------------------ serializing executables
 #
-# XLA cannot serialize every executable it compiles. On jaxlib 0.10.x (and the XLA
-# it is built from) `PjRtLoadedExecutable::Serialize` writes one spec per parameter
-# (`PjRtExecutable::CommonMetadata::Serialize`): when the executable's parameter
-# layouts cannot be read (`GetParameterLayouts` is UNIMPLEMENTED for a token or an
-# opaque parameter) it counts the parameters by their shardings and writes a null
-# layout for each, which it then dereferences: SIGSEGV, the whole process. The
-# shardings exist only for an SPMD-partitioned executable (more than one device),
-# so a one-device program with tokens serializes, and a multi-device one crashes.
-# JAX gives an executable token parameters for its ordered effects (one per effect:
-# `io_callback(ordered=True)` is the one JAX allows on several devices, through
-# `effects.shardable_ordered_effects`), and for token-typed arguments. JAX's own
-# persistent cache never meets them: it refuses any compile with host callbacks.
-#
-# `unserializable_program` names the class before anything is compiled (from what
-# the jaxpr says); `serialize` checks the compiled executable itself, the same way
-# the crashing code decides, and refuses instead of crashing: fail closed.
+# XLA cannot serialize every executable it compiles: on jaxlib 0.10.x an SPMD
+# executable whose parameter layouts cannot be read (token parameters) crashes the
+# process in `PjRtLoadedExecutable::Serialize` (the account: `pcache._jit_seam`,
+# whose `unserializable_program` names such programs before compiling). `serialize`
+# checks the compiled executable itself and refuses instead of crashing: fail closed.
 
 #: The reasons (``nonpersistent_reasons`` keys) for programs never serialized.
 UNSERIALIZABLE_ORDERED = "unserializable:ordered-effects-multi-device"
 UNSERIALIZABLE_TOKENS = "unserializable:token-parameters"
-
-
-def unserializable_program(ordered_effects, num_devices: int, in_avals, out_avals) -> str | None:
-    """Why XLA would crash serializing the executable of a jit program with these
-    ordered effects, device count and avals (see above), or None."""
-    if num_devices <= 1:
-        return None
-    if ordered_effects:
-        return UNSERIALIZABLE_ORDERED
-    if any(isinstance(a, AbstractToken) for a in (*in_avals, *out_avals)):
-        return UNSERIALIZABLE_TOKENS
-    return None
 
 
 def serialize_hazard(exe) -> str | None:
@@ -589,25 +531,6 @@ else:  # pragma: no cover
         return ()
 
 
-def literal_buffer_is_private(a) -> bool:
-    """True when no object but ``a`` can reach the memory ``a`` views, so its content
-    cannot change: ``a`` is a literal array JAX made itself while tracing (a
-    TypedNdArray: user code never holds one) viewing an owner array that nothing
-    else refers to (a Python scalar JAX turned into an array). A view of a user's
-    array is not private: the user's reference counts too (numpy points every view
-    at the owner).
-    """
-    if type(a) is not TypedNdArray:
-        return False
-    base = a.base
-    return (
-        type(base) is np.ndarray
-        and base.base is None
-        # references: a.base, this local, getrefcount's argument; nothing else
-        and sys.getrefcount(base) == 3
-    )
-
-
 def trace_context_items() -> list[tuple[str, object]]:
     """(name, value) of every config/context value JAX keys its own trace caches on."""
     values = _config.trace_context()
@@ -637,11 +560,7 @@ def lowering_registries() -> tuple[dict, ...]:
     return (_mlir._lowerings, *_mlir._platform_specific_lowerings.values())
 
 
-def _lower_fun_code():
-    return _mlir.lower_fun(lambda: None).__code__
-
-
-_LOWER_FUN_CODE = _lower_fun_code() if JIT_SEAM else None
+_LOWER_FUN_CODE = _mlir.lower_fun(lambda: None).__code__ if JIT_SEAM else None
 
 
 def lower_fun_parts(rule) -> tuple[Any, bool] | None:
@@ -763,43 +682,7 @@ def unreusable_params(p) -> str | None:
     return None
 
 
-def const_bytes(closed_jaxpr) -> int:
-    """Bytes of the arrays a ClosedJaxpr holds as constants."""
-    return sum(int(getattr(c, "nbytes", 0) or 0) for c in closed_jaxpr.consts)
-
-
-PCACHE_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
 # ------------------------------------------------------------- trace reuse's walk
-
-
-def library_value_types() -> tuple[type, ...]:
-    """Immutable JAX values trace reuse compares by their own ``__eq__`` (as JAX
-    compares static arguments): shardings, meshes and partition specs (JAX keys
-    executables by them), tree definitions and devices, PRNG key dtypes, layouts,
-    and JAX's "unspecified" and "auto" sentinels (singletons without state)."""
-    if not JIT_SEAM:  # pragma: no cover
-        return ()
-    from jax._src.named_sharding import NamedSharding
-    from jax._src.partition_spec import PartitionSpec
-
-    return (
-        NamedSharding,
-        SingleDeviceSharding,
-        GSPMDSharding,
-        PartitionSpec,
-        Mesh,
-        AbstractMesh,
-        Device,
-        KeyTy,
-        UnspecifiedValue,
-        type(AutoLayoutSingleton)
-        if not isinstance(AutoLayoutSingleton, type)
-        else AutoLayoutSingleton,
-        Layout,
-        Format,
-    )
 
 
 _HOLDERS: list = [None, ()]  # (the config's holder dict size, its holders)
@@ -821,23 +704,13 @@ def rule_registries() -> tuple[dict, ...]:
     from jax._src.interpreters import partial_eval as pe
 
     return (
-        ad.primitive_jvps,
-        ad.primitive_transposes,
-        ad.primitive_linearizations,
-        ad.reducing_transposes,
-        ad.fancy_transposes,
-        batching.fancy_primitive_batchers,
-        pe.custom_partial_eval_rules,
-        pe.partial_eval_jaxpr_custom_rules,
-        pe.dce_rules,
-        pe.const_fold_rules,
-        pe.forwarding_rules,
-        pe.custom_staging_rules,
-        _core.custom_typechecks,
-        _mlir._lowerings,
-        _mlir._platform_specific_lowerings,
+        ad.primitive_jvps, ad.primitive_transposes, ad.primitive_linearizations,
+        ad.reducing_transposes, ad.fancy_transposes, batching.fancy_primitive_batchers,
+        pe.custom_partial_eval_rules, pe.partial_eval_jaxpr_custom_rules, pe.dce_rules,
+        pe.const_fold_rules, pe.forwarding_rules, pe.custom_staging_rules,
+        _core.custom_typechecks, _mlir._lowerings, _mlir._platform_specific_lowerings,
         *_mlir._platform_specific_lowerings.values(),
-    )
+    )  # fmt: skip
 
 
 def pytree_registry() -> dict:

@@ -9,9 +9,10 @@ so `uninstall()` never disturbs executables JAX's own caches already hold.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 
-from pcache import _compat, _hlo_seam, _jit_seam, _memos, _replay, _state, _trace
+from pcache import _compat, _hlo_seam, _jit_compile, _jit_seam, _memos, _replay, _state, _trace
 from pcache._errors import Uncacheable
 from pcache._key import CacheKey
 
@@ -111,7 +112,7 @@ def _install_jit_seam() -> None:
     _replay.install_warning_hook()
     # pcache's wrapper frames are not user code: keep them out of filtered
     # tracebacks and out of the source locations JAX writes into the HLO.
-    _compat.exclude_from_tracebacks(_compat.PCACHE_DIR)
+    _compat.exclude_from_tracebacks(os.path.dirname(os.path.abspath(__file__)))
     _compat.register_clear_hook(_CLEAR_HOOK, "pcache (memory tier and memos)")
     orig = _state.ORIG
     orig["jit_evict"] = _compat.patch("jit_evict", _jit_evict_wrapper)
@@ -128,7 +129,7 @@ def _install_jit_seam() -> None:
     lower = _compat.current("lower")
     compile_ = _compat.current("compile")
     orig["compile"] = _compat.patch(
-        "compile", _CacheClearProxy(_jit_seam.compilation_wrapper, compile_)
+        "compile", _CacheClearProxy(_jit_compile.compilation_wrapper, compile_)
     )
     orig["stablehlo"] = _compat.patch("stablehlo", _jit_seam.stablehlo_wrapper)
     # Last: `lower` present in ORIG means "installed".

@@ -296,21 +296,7 @@ def lowering_key(
     (taken only once everything cheaper says the call is cacheable)."""
     lowering_parameters = call.lowering_parameters
     in_avals = call.in_avals
-    if pgle_profiler is not None:
-        raise Uncacheable("pgle", "profile-guided recompilation changes the program per run")
-    if lowering_parameters.override_lowering_rules:
-        raise Uncacheable("override-lowering-rules", "custom lowering rules are process-local")
-    if device_list is None:
-        raise Uncacheable("no-device-assignment", "abstract-mesh lowering (export) is not cached")
-    if any(
-        getattr(a, "shape", None) is not None and not all(isinstance(d, int) for d in a.shape)
-        for a in in_avals
-    ):
-        raise Uncacheable("dynamic-shapes", "symbolic dimensions")
-    why = _compat.check_line_specific(call.closed_jaxpr, call.sem_in, call.sem_out)
-    if why is not None:
-        reason, _, detail = why.partition(": ")
-        raise Uncacheable(reason, detail)
+    _check_keyable(call, device_list, pgle_profiler)
     d = jaxpr_digest()
     jaxpr_hex, persistent = d.digest.hex(), d.persistent
     ordered = _compat.ordered_effects(call.closed_jaxpr.effects)
@@ -349,22 +335,11 @@ def lowering_key(
         device_list,
         typed_options(compiler_options_kvs),
     )
-    try:
-        context = _CONTEXT_MEMO.get(inputs)
-    except TypeError:  # an unhashable input (e.g. a compiler option value)
-        context = None
-        cacheable = False
-    else:
-        cacheable = True
-    if context is None:
-        context = _context_parts(inputs)
-        if cacheable:
-            _CONTEXT_MEMO.put(inputs, context)
     env, env_digest = environment(call.backend)
     parts = [
         ("jaxpr", jaxpr_hex),
         ("keep_unused", _vd(bool(keep_unused))),
-        *context,
+        *_memoized_context_parts(inputs),
         *env,
     ]
     predicted = Predicted(
@@ -378,6 +353,37 @@ def lowering_key(
     )
     key = CacheKey(parts=tuple(parts), persistent=persistent, local_why=d.why, relower=d.relower)
     return key, predicted
+
+
+def _check_keyable(call: _compat.LoweringCall, device_list: Any, pgle_profiler: Any) -> None:
+    """Raise `Uncacheable` for a lowering no key can stand for."""
+    if pgle_profiler is not None:
+        raise Uncacheable("pgle", "profile-guided recompilation changes the program per run")
+    if call.lowering_parameters.override_lowering_rules:
+        raise Uncacheable("override-lowering-rules", "custom lowering rules are process-local")
+    if device_list is None:
+        raise Uncacheable("no-device-assignment", "abstract-mesh lowering (export) is not cached")
+    if any(
+        getattr(a, "shape", None) is not None and not all(isinstance(d, int) for d in a.shape)
+        for a in call.in_avals
+    ):
+        raise Uncacheable("dynamic-shapes", "symbolic dimensions")
+    why = _compat.check_line_specific(call.closed_jaxpr, call.sem_in, call.sem_out)
+    if why is not None:
+        reason, _, detail = why.partition(": ")
+        raise Uncacheable(reason, detail)
+
+
+def _memoized_context_parts(inputs: _ContextInputs) -> list:
+    """`_context_parts(inputs)`, memoized by value (not when an input is unhashable)."""
+    try:
+        context = _CONTEXT_MEMO.get(inputs)
+    except TypeError:  # an unhashable input (e.g. a compiler option value)
+        return _context_parts(inputs)
+    if context is None:
+        context = _context_parts(inputs)
+        _CONTEXT_MEMO.put(inputs, context)
+    return context
 
 
 class _ContextInputs(NamedTuple):

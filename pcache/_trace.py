@@ -529,7 +529,7 @@ def _record(made: Made, p, owned) -> None:
         return  # its buffers cannot be snapshotted: not reused
     if arrays is None:
         return
-    nbytes = ENTRY_COST + _compat.const_bytes(jaxpr)
+    nbytes = ENTRY_COST + _const_bytes(jaxpr)
     rec = Recorded(
         p,
         made.guards,
@@ -661,3 +661,8 @@ __all__ = [
     "lower_recorded",
     "note_states",
 ]
+
+
+def _const_bytes(closed_jaxpr) -> int:
+    """Bytes of the arrays a ClosedJaxpr holds as constants."""
+    return sum(int(getattr(c, "nbytes", 0) or 0) for c in closed_jaxpr.consts)

@@ -94,6 +94,7 @@ from pcache._walk_kinds import (
     _slice,
     _ufunc,
     _weakref,
+    library_value_types,
 )
 
 #: Captured numpy arrays larger than this are not hashed on every call: no reuse.
@@ -113,10 +114,10 @@ MAX_PLAIN_TREES = 1024
 # ------------------------------------------------------------ the key walk
 
 # Immutable JAX values compared by their own __eq__/__hash__, as JAX compares static
-# arguments and its own cache keys (`_compat.library_value_types`): shardings, meshes
+# arguments and its own cache keys (`library_value_types`): shardings, meshes
 # and partition specs (immutable; JAX keys executables by them), tree definitions
 # (immutable C++ objects), devices (singletons), avals (immutable).
-LIBRARY_VALUES: tuple = _compat.library_value_types()
+LIBRARY_VALUES: tuple = library_value_types()
 _LIBRARY_VALUE_TYPES = frozenset(LIBRARY_VALUES)
 
 _STRUCT_D = struct.Struct("<d")

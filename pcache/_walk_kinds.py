@@ -13,9 +13,10 @@ import types
 import weakref
 from typing import TYPE_CHECKING, Any
 
+import jax
 import numpy as np
 
-from pcache import _memos
+from pcache import _compat, _memos
 from pcache._usercode import (
     FORMAT_REFLECTIVE,
     REFLECTIVE,
@@ -155,3 +156,28 @@ def _reflective_format(v: str | bytes) -> bool:
     if isinstance(v, str):
         return "{" in v and any(n in v for n in _FORMAT_NAMES)
     return b"{" in v and any(n in v for n in _FORMAT_BYTES)
+
+
+def library_value_types() -> tuple[type, ...]:
+    """Immutable JAX values trace reuse compares by their own ``__eq__`` (as JAX
+    compares static arguments): shardings, meshes and partition specs (JAX keys
+    executables by them), tree definitions and devices, PRNG key dtypes, layouts,
+    and JAX's "unspecified" and "auto" sentinels (singletons without state)."""
+    if not _compat.JIT_SEAM:  # pragma: no cover
+        return ()
+    c = _compat
+    auto = c.AutoLayoutSingleton
+    return (
+        jax.sharding.NamedSharding,
+        c.SingleDeviceSharding,
+        c.GSPMDSharding,
+        jax.sharding.PartitionSpec,
+        c.Mesh,
+        c.AbstractMesh,
+        c.Device,
+        c.KeyTy,
+        c.UnspecifiedValue,
+        auto if isinstance(auto, type) else type(auto),
+        c.Layout,
+        c.Format,
+    )

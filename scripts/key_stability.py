@@ -50,7 +50,7 @@ def _child(out_path: str, text_dir: str, prog: str, argv: list[str]) -> None:
     import jax
 
     import pcache
-    from pcache import _canon, _compat, _jit_seam, _key
+    from pcache import _canon, _compat, _key, _lowering_session
 
     records: list[dict] = []
     counts = {"compiles": 0}
@@ -72,7 +72,7 @@ def _child(out_path: str, text_dir: str, prog: str, argv: list[str]) -> None:
         except Exception as exc:  # a text is a diagnostic only
             path.write_text(f"<no text: {type(exc).__name__}: {exc}>\n")
 
-    orig_key = _jit_seam.LowerCtx.key
+    orig_key = _lowering_session.LowerCtx.key
 
     def key(self, call):
         key, predicted = orig_key(self, call)
@@ -90,7 +90,7 @@ def _child(out_path: str, text_dir: str, prog: str, argv: list[str]) -> None:
         save_text("jaxpr", jaxpr_part, lambda: _canon.canonical_text(self.jaxpr))
         return key, predicted
 
-    _jit_seam.LowerCtx.key = key
+    _lowering_session.LowerCtx.key = key
 
     orig_with_module = _key.with_module
 

@@ -86,7 +86,7 @@ def test_primitive_params_keys(cache):
     from jax import lax
 
     import pcache
-    from pcache import _canon
+    from pcache import _canon, _canon_values
 
     x = jnp.ones((4, 4))
 
@@ -103,10 +103,10 @@ def test_primitive_params_keys(cache):
     fake_ge = jax.extend.core.Primitive("ge")
     jx = jax.make_jaxpr(pool(lax.max, -jnp.inf))(x)
     eqn = next(e for e in jx.jaxpr.eqns if "select_prim" in e.params)
-    assert _canon._jax_primitive_name(eqn.params["select_prim"]).endswith(":ge_p")
-    assert _canon._jax_primitive_name(fake_ge) is None
-    ctx = _canon._Ctx()
-    assert _canon._enc(fake_ge, ctx) != _canon._enc(lax.ge_p, _canon._Ctx())
+    assert _canon_values.jax_primitive_name(eqn.params["select_prim"]).endswith(":ge_p")
+    assert _canon_values.jax_primitive_name(fake_ge) is None
+    ctx = _canon_values.Ctx()
+    assert _canon_values.enc(fake_ge, ctx) != _canon_values.enc(lax.ge_p, _canon_values.Ctx())
     assert ctx.relower
     with pytest.raises(pcache.Uncacheable):
         _canon.canonicalize(fake_ge)

@@ -53,11 +53,11 @@ jax.monitoring.register_event_duration_secs_listener(_listener)
 
 if os.environ.get("PCACHE_ENABLE"):  # in-process enable, for the fail-closed case
     import pcache
-    from pcache import _compat
+    from pcache import _jit_seam
     if os.environ.get("PCACHE_UNKNOWN_CLASS"):
         # The lowering-time predicate does not know the class: only the check of
         # the compiled executable stands between pcache and the crash.
-        _compat.unserializable_program = lambda *a, **k: None
+        _jit_seam.unserializable_program = lambda *a, **k: None
     pcache.enable(os.environ["PCACHE_ENABLE"], raise_errors=True)
 
 CASE = sys.argv[1]

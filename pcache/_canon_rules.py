@@ -1,0 +1,171 @@
+"""How a primitive lowers, as far as a key can tell: its lowering rules' `RuleKey`.
+
+A rule of JAX's own code is named by its structure (`lowering_rule_key`), one
+reaching user code by its objects' identity (process-local); rules made by
+`mlir.lower_fun` over code outside JAX are named so the program is keyed by its
+lowered module too. Part of the canonical form (`pcache._canon`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import NamedTuple
+
+from pcache import _compat, _memos
+from pcache._canon_memo import local_token, memos_on
+
+
+class RuleKey(NamedTuple):
+    """How a primitive lowers, as far as a key can tell.
+
+    ``entries``: the registered lowering-rule entries (default, then per platform)
+    the verdict was taken on, kept alive so their identities stay theirs.
+    ``persistent``: every callable the rules reach is JAX's own code (so the
+    primitive's name, JAX's version and ``token`` identify the lowering in any
+    process). ``token``: a digest of the rules' structure (which JAX functions,
+    partial arguments, closure values) when persistent, else a token unique to these
+    rule objects in this process.
+    """
+
+    entries: tuple
+    persistent: bool
+    token: str
+    #: ``((fun, multiple_results), ...)``: rules made by `mlir.lower_fun` over
+    #: functions outside JAX (equinox's unvmap_any, ...). Such a rule lowers what
+    #: tracing ``fun`` gives at lowering time: a program using it is
+    #: `JaxprDigest.relower` (keyed by its lowered module too).
+    traced: tuple = ()
+
+
+# Primitive -> RuleKey, revalidated by entry identity on each use
+RULE_KEYS: dict = _memos.memo("canon.rule_keys", {})
+
+
+_JAX_MODULES = ("jax.", "jaxlib.")
+
+
+def lowering_rule_key(prim) -> RuleKey:
+    """The `RuleKey` of ``prim``'s lowering rules as registered now.
+
+    The canonical form names a primitive; its lowering is what the executable is made
+    of. A rule reaching user code (a custom primitive, `mlir.lower_fun` over a user
+    function, a monkeypatched rule) makes the key process-local and names the rule
+    objects; a rule of JAX's own code is named by its structure, so registering
+    another JAX rule for a primitive (``register_lowering(sin_p, cos_rule)``) changes
+    the key in this process and in the next. Memoized per primitive, revalidated by
+    the identity of the registered entries (kept alive by the memo).
+    """
+    entries = _compat.lowering_entries(prim)
+    if memos_on():
+        got = RULE_KEYS.get(prim)
+        if (
+            got is not None
+            and len(got.entries) == len(entries)  # a platform may have been added
+            and all(a is b for a, b in zip(got.entries, entries, strict=True))
+        ):
+            return got
+    platforms = _compat.lowering_platform_names()
+    present = [(p, e) for p, e in zip(platforms, entries, strict=True) if e is not None]
+    described = [_describe_rule(e.rule, 0) for _, e in present]
+    traced = []
+    for i, (_, e) in enumerate(present):
+        parts = _compat.lower_fun_parts(e.rule) if described[i] is None else None
+        if parts is not None:
+            described[i] = f"lower_fun(multiple_results={parts[1]})#{len(traced)}"
+            traced.append(parts)
+    if None in described:
+        # Named by the rule functions' identity (a token never reused in this process).
+        token = ";".join(
+            f"{p}:{local_token(e.rule)}:{bool(getattr(e, 'inline', False))}" for p, e in present
+        )
+        key = RuleKey(entries, False, hashlib.sha256(token.encode()).hexdigest()[:32])
+    else:
+        parts = [
+            f"{p}:{d}:{bool(getattr(e, 'inline', False))}"
+            for (p, e), d in zip(present, described, strict=True)
+        ]
+        key = RuleKey(
+            entries, True, hashlib.sha256(";".join(parts).encode()).hexdigest()[:32], tuple(traced)
+        )
+    if memos_on():
+        if len(RULE_KEYS) > 4096:
+            RULE_KEYS.clear()
+        RULE_KEYS[prim] = key
+    return key
+
+
+def is_jax_module(name) -> bool:
+    return isinstance(name, str) and (name == "jax" or name.startswith(_JAX_MODULES))
+
+
+def _describe_rule(obj, depth: int) -> str | None:
+    """A deterministic description of a lowering rule reaching only JAX's own code
+    (functions by module and qualified name, with their closure values, defaults
+    and partial arguments), or None if it reaches anything else."""
+    import enum
+    import functools
+    import types
+
+    if depth > 8:
+        return None
+    t = type(obj)
+    if obj is None or t in (bool, int, float, complex, str, bytes):
+        return repr(obj)
+    if t in (tuple, list, frozenset):
+        items = [
+            _describe_rule(v, depth + 1) for v in (sorted(obj, key=repr) if t is frozenset else obj)
+        ]
+        return None if None in items else f"{t.__name__}({','.join(items)})"
+    if t is dict:
+        items = [(repr(k), _describe_rule(v, depth + 1)) for k, v in obj.items()]
+        if any(d is None for _, d in items) or not all(type(k) is str for k in obj):
+            return None
+        return "dict(" + ",".join(f"{k}:{d}" for k, d in sorted(items)) + ")"
+    if isinstance(obj, enum.Enum):
+        return f"enum:{t.__module__}.{t.__qualname__}.{obj.name}"
+    if isinstance(obj, functools.partial):
+        items = [_describe_rule(v, depth + 1) for v in (obj.func, *obj.args)]
+        kws = [(k, _describe_rule(v, depth + 1)) for k, v in sorted(obj.keywords.items())]
+        if None in items or any(d is None for _, d in kws):
+            return None
+        return f"partial({','.join(items)};{','.join(f'{k}={d}' for k, d in kws)})"
+    if isinstance(obj, types.FunctionType):
+        if not is_jax_module(obj.__module__):
+            return None
+        items = []
+        for cell in obj.__closure__ or ():
+            try:
+                items.append(_describe_rule(cell.cell_contents, depth + 1))
+            except ValueError:  # an empty cell
+                items.append("<empty>")
+        items += [_describe_rule(v, depth + 1) for v in obj.__defaults__ or ()]
+        kwd = obj.__kwdefaults__ or {}
+        kws = [(k, _describe_rule(kwd[k], depth + 1)) for k in sorted(kwd)]
+        if None in items or any(d is None for _, d in kws):
+            return None
+        body = ",".join(items) + ";" + ",".join(f"{k}={d}" for k, d in kws)
+        return f"fn:{obj.__module__}.{obj.__qualname__}({body})"
+    if isinstance(obj, types.MethodType):
+        f, me = _describe_rule(obj.__func__, depth + 1), _describe_rule(obj.__self__, depth + 1)
+        return None if f is None or me is None else f"method({f};{me})"
+    if isinstance(obj, type):
+        return f"cls:{obj.__module__}.{obj.__qualname__}" if is_jax_module(obj.__module__) else None
+    if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+        owner = getattr(obj, "__self__", None)
+        if owner is not None and not isinstance(owner, types.ModuleType):
+            return None  # a method bound to some object
+        return f"builtin:{getattr(obj, '__module__', None)}.{obj.__qualname__}"
+    if not is_jax_module(t.__module__):
+        return None
+    if isinstance(obj, _compat.Primitive):
+        return f"prim:{obj.name}"
+    # A JAX object (a config holder, custom_partitioning...): its type and state.
+    state = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
+    for klass in t.__mro__:
+        for slot in getattr(klass, "__slots__", ()):
+            if slot not in ("__weakref__", "__dict__") and hasattr(obj, slot):
+                state.setdefault(slot, getattr(obj, slot))
+    items = [(k, _describe_rule(v, depth + 1)) for k, v in sorted(state.items())]
+    if any(d is None for _, d in items):
+        return None
+    return f"obj:{t.__module__}.{t.__qualname__}(" + ",".join(f"{k}={d}" for k, d in items) + ")"
