@@ -373,9 +373,8 @@ UNSERIALIZABLE_TOKENS = "unserializable:token-parameters"
 
 
 def serialize_hazard(exe) -> str | None:
-    """Why serializing the loaded executable ``exe`` would take the process down
-    (see above), or None: its parameter layouts cannot be read while it has
-    parameter shardings. Any failure to tell is a hazard too."""
+    """Why serializing ``exe`` would take the process down (its parameter layouts
+    cannot be read while it has parameter shardings; not telling is a hazard), or None."""
     layouts = getattr(exe, "get_parameter_layouts", None)
     shardings = getattr(exe, "get_parameter_shardings", None)
     if layouts is None or shardings is None:  # not a PjRt-IFRT executable: nothing known
@@ -392,10 +391,8 @@ def serialize_hazard(exe) -> str | None:
 
 
 def serialize(exe, backend) -> bytes:
-    """An executable's bytes (the loaded-executable method, or the backend's).
-
-    Raises `Uncacheable` (with a ``reason`` from above) for an executable XLA
-    cannot serialize without crashing the process."""
+    """An executable's bytes; `Uncacheable` (a reason above) for one XLA cannot
+    serialize without crashing the process."""
     why = serialize_hazard(exe)
     if why is not None:
         from pcache._errors import Uncacheable
@@ -535,18 +532,14 @@ def trace_context_items() -> list[tuple[str, object]]:
     """(name, value) of every config/context value JAX keys its own trace caches on."""
     values = _config.trace_context()
     if LINE_09:
-        # 0.9's jaxlib cannot name them: key by position (the order is fixed for a
-        # jax/jaxlib version, and both versions are in every key).
+        # 0.9 cannot name them: by position (fixed per version; both are keyed).
         return [(f"trace_context[{i}]", v) for i, v in enumerate(values)]
     return list(zip(_config.trace_context_names(), values, strict=True))
 
 
 def config_value(name: str):
-    """Current value of a JAX config option or flag by name (``jax_enable_x64``).
-
-    Reads the value holder, which covers both `State` options and plain flags
-    (``jax_disable_most_optimizations`` is a flag with no `config.<name>` attribute).
-    """
+    """A JAX option's or flag's value by name, from its holder (which a flag such as
+    ``jax_disable_most_optimizations``, with no `config.<name>`, has too)."""
     return _config.config._value_holders[name].value
 
 
@@ -564,9 +557,8 @@ _LOWER_FUN_CODE = _mlir.lower_fun(lambda: None).__code__ if JIT_SEAM else None
 
 
 def lower_fun_parts(rule) -> tuple[Any, bool] | None:
-    """``(fun, multiple_results)`` if ``rule`` is a lowering rule made by
-    `mlir.lower_fun(fun, multiple_results)` (it lowers what tracing ``fun`` gives
-    at lowering time), else None."""
+    """``(fun, multiple_results)`` of a rule made by `mlir.lower_fun` (it lowers what
+    tracing ``fun`` gives at lowering time), else None."""
     if getattr(rule, "__code__", None) is not _LOWER_FUN_CODE or rule.__closure__ is None:
         return None
     cells = dict(zip(rule.__code__.co_freevars, rule.__closure__, strict=True))
@@ -583,46 +575,37 @@ def lowering_entries(prim) -> tuple:
 
 
 def partition_spec_entries(p) -> tuple:
-    """A PartitionSpec's entries: 0.10 forbids iterating a spec with unreduced or
-    reduced axes (its `partitions` are the entries); 0.9 keeps them in `_partitions`."""
-    if LINE_09:
-        return tuple(p._partitions)
-    return tuple(p.partitions)
+    """A PartitionSpec's entries (0.10 forbids iterating one with unreduced axes)."""
+    return tuple(p._partitions if LINE_09 else p.partitions)
 
 
-def named_sharding_logical_device_ids(s):
-    """NamedSharding's optional device-id permutation (None in the common case)."""
+def named_sharding_logical_device_ids(s):  # a device-id permutation, or None
     return getattr(s, "_logical_device_ids", None)
 
 
-def abstract_device_platform(ad):
-    """An AbstractMesh's abstract device's platform (0.9's AbstractDevice has none)."""
+def abstract_device_platform(ad):  # an AbstractMesh device's (0.9's have none)
     return None if LINE_09 else ad.platform
 
 
-def gspmd_sharding_devices(s) -> tuple:
-    """A GSPMDSharding's device assignment, in order."""
+def gspmd_sharding_devices(s) -> tuple:  # its device assignment, in order
     return tuple(s._device_assignment)
 
 
-def gspmd_sharding_proto(s) -> bytes:
-    """Serialized OpSharding proto of a GSPMDSharding."""
+def gspmd_sharding_proto(s) -> bytes:  # its serialized OpSharding proto
     return s._hlo_sharding.to_proto().SerializeToString()
 
 
 # ------------------------------------------------------------------ trace reuse
 #
-# `pjit._infer_params_cached(fun, jit_info, signature, in_avals, ctx_mesh)` is where a
-# jit object's call that missed JAX's C++ fast path looks up its trace: a
-# `weakref_lru_cache` (keyed on `fun` by identity, `jit_info` by identity, the rest by
-# value, plus JAX's trace context) returning an `InferParamsCacheEntry` whose
-# `pjit_params` `_infer_params` fills after tracing (`_trace_for_jit`). Same on 0.9.2.
+# `pjit._infer_params_cached(fun, jit_info, signature, in_avals, ctx_mesh)`: where a
+# call that missed the C++ fast path finds its trace (a `weakref_lru_cache`, `fun` and
+# `jit_info` by identity, plus the trace context), an `InferParamsCacheEntry` whose
+# `pjit_params` `_infer_params` fills after tracing. Same on 0.9.2.
 
 
 def evict_traces(f: Any, keep: tuple = ()) -> None:
-    """Drop every trace of ``f`` that JAX's identity-keyed caches hold (each cache
-    JAX registers that is keyed on a function: `weakref_lru_cache`s by weak
-    reference, `lu.cache`s by ``fun.f``), but those of the caches in ``keep``."""
+    """Drop ``f``'s traces from every cache JAX registers that is keyed on a function
+    (`weakref_lru_cache` by weak reference, `lu.cache` by ``fun.f``) but ``keep``."""
     for cache in list(_util._caches.keys()):
         if any(cache is k for k in keep):
             continue
@@ -635,10 +618,8 @@ def evict_traces(f: Any, keep: tuple = ()) -> None:
 
 
 def served_entry(params) -> Any:
-    """An `InferParamsCacheEntry` holding ``params``, for one call only: not the one
-    JAX's cache keeps for this callable, which stays empty so that JAX asks again
-    (through pcache) the next time it needs this callable's trace, instead of
-    keeping a trace whose constants another callable holds."""
+    """An `InferParamsCacheEntry` of ``params`` for one call, not JAX's cached one
+    (left empty: JAX asks pcache again, not keeping another callable's constants)."""
     entry = _pjit.InferParamsCacheEntry()
     entry.pjit_params = params
     return entry
@@ -652,26 +633,20 @@ def jit_parts(f) -> tuple[Any, Any] | None:
 
 
 def jit_info_key(ji) -> tuple:
-    """A `PjitInfo` by value (JAX compares it by identity). Its signature is left out:
-    `inspect.signature` of the function, which the caller keys itself."""
+    """A `PjitInfo` by value (JAX: by identity), but its signature (the caller's)."""
     return (ji.fun_sourceinfo, *ji[2:])
 
 
 def trace_reuse_blocked() -> str | None:
-    """A setting under which JAX's tracing also checks something a reused trace
-    would skip (None: none is on)."""
-    if _config.debug_key_reuse.value:
-        return "debug-key-reuse"
-    if _config.check_tracer_leaks.value:
-        return "check-tracer-leaks"
-    if _config.enable_checks.value:
-        return "enable-checks"
+    """A setting on under which tracing checks what a reused trace would skip."""
+    for why in ("debug_key_reuse", "check_tracer_leaks", "enable_checks"):
+        if getattr(_config, why).value:
+            return why.replace("_", "-")
     return None
 
 
 def unreusable_params(p) -> str | None:
-    """Why the result of a trace (a `PjitParams`) must not serve another callable,
-    else None."""
+    """Why a trace's `PjitParams` must not serve another callable, else None."""
     if p.consts:  # tracers of an enclosing trace, or refs, lifted out of the jaxpr
         return "separated-consts"
     closed = p.params["jaxpr"]
