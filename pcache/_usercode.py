@@ -150,8 +150,11 @@ def _compiled(t: type) -> bool:
     C slots and descriptors, and its metaclass is one of these or a static type."""
     if sys.modules.get(getattr(t, "__module__", None) or "") is not None:
         return False
-    if any(n in vars(t) for n in ("__dict__", "__weakref__", "__slots__")):
-        return False  # made by a class statement or type()
+    for k in t.__mro__:
+        if k.__flags__ & _HEAPTYPE and any(
+            n in vars(k) for n in ("__dict__", "__weakref__", "__slots__")
+        ):
+            return False  # it or a base made by a class statement or type()
     meta = type(t)
     if meta.__flags__ & _HEAPTYPE and not _compiled(meta):
         return False
@@ -162,12 +165,19 @@ def _compiled(t: type) -> bool:
         for name, a in vars(k).items():
             if name in ("__module__", "__doc__", "__qualname__"):
                 continue
-            if not isinstance(a, _C_ATTRS):
+            if not isinstance(a, _C_ATTRS) or _bound_to_data(a):
                 return False
             own_c = own_c or k is t
     # An extension's class defines C slots of its own; a class statement's with no
     # body and a module name never imported defines none (a user class: not library).
     return own_c
+
+
+def _bound_to_data(a: Any) -> bool:
+    """A builtin method bound to an object (``STATE.get``): it reads that object's
+    state, which no extension's class holds."""
+    self = getattr(a, "__self__", None) if type(a) is types.BuiltinFunctionType else None
+    return self is not None and not isinstance(self, (types.ModuleType, type))
 
 
 # ------------------------------------------------------------ code scans
