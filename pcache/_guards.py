@@ -158,13 +158,20 @@ class _Guarding:
         return v
 
     def chain(self, g: dict, chain: tuple, escaped: bool, hashing: bool = False) -> None:
+        if chain[0] == "<type-is>":  # ``type(a) is B`` compares classes if ``type`` is
+            if g.get("type", _builtins_of(g).get("type")) is not type:  # the builtin
+                raise NoReuse("identity-test:type")
+            return
+        if chain[0] == "<class-is>":  # `Walker.klass` refuses ``__class__`` overrides
+            return
         if chain[0] == "<import>":
             mod = sys.modules.get(chain[1])
             if mod is None or _user_module(mod):
                 # what it reads from the module it imports is not guarded
                 raise NoReuse(f"imports-user-module:{chain[1]}")
             return
-        identity = chain[0] in IDENTITY_BUILTINS and not hashing
+        # (a ``__hash__`` may hash, never take an id: ``id(v) == id(1000)``)
+        identity = chain[0] in IDENTITY_BUILTINS and not (hashing and chain[0] == "hash")
         if (chain[0] in UNGUARDABLE or identity) and chain[0] not in g:
             raise NoReuse(f"reads-{chain[0]}()")
         v = self.guard(g, chain[0], builtin=True)
@@ -254,7 +261,7 @@ def read_state(f: types.FunctionType, w: Walker) -> tuple:
         return ()
     out = []
     for chain, _ in code_verdict(f.__code__)[1]:
-        if chain[0] == "<import>":
+        if chain[0].startswith("<"):  # an import, a marker
             continue
         v = g.get(chain[0], _MISSING)
         if v is _MISSING:

@@ -73,28 +73,37 @@ _MUTATED: weakref.WeakSet = weakref.WeakSet()
 _STATE_LOCK = threading.Lock()
 
 
-def note_states(funcs: list[tuple]) -> str | None:
-    """Remember each walked function's state; return the name of one whose state
-    changed since it was last walked (now or before), else None. (Each is keyed on
-    its own: a node taken inside a larger walk numbers its back-references by that
-    walk.) The objects a state names by id are held weakly (a strong hold could
-    keep the function itself alive: a method's class holds the method); one that
-    died is one the function no longer holds, so its state changed."""
+def note_states(funcs: list[tuple], bodies: list = ()) -> str | None:
+    """Remember each walked function's state, and each partial's and bound method's
+    (``bodies``: JAX keys a scan or checkpoint body's trace on that object too);
+    return the name of one whose state changed since it was last walked (now or
+    before), else None. (Each is keyed on its own: a node taken inside a larger walk
+    numbers its back-references by that walk.) The objects a state names by id are
+    held weakly (a strong hold could keep the function itself alive: a method's class
+    holds the method); one that died is one the function no longer holds, so its
+    state changed."""
     found = None
     done: set[int] = set()
     with _STATE_LOCK:
-        for _, _, f, _ in funcs:
+        for f in [f for _, _, f, _ in funcs] + list(bodies):
             if id(f) in done:
                 continue
             done.add(id(f))
-            if f in _MUTATED:
-                found = found or f.__qualname__
+            name = getattr(f, "__qualname__", None) or type(f).__name__
+            try:
+                if f in _MUTATED:
+                    found = found or name
+                    continue
+                hash(f)
+            except TypeError:  # a method of an unhashable object: nothing to key it by
+                found = found or name
                 continue
             w = Walker()
             try:
                 # its state, and the globals its own code reads now: JAX's identity
                 # caches keep a trace of this object made with the globals of then
-                node = (w.callable(f), _guards.read_state(f, w))
+                reads = _guards.read_state(f, w) if type(f) is types.FunctionType else ()
+                node = (w.callable(f), reads)
             except (NoReuse, RecursionError):
                 continue
             seen = _FN_STATE.get(f)
@@ -105,7 +114,7 @@ def note_states(funcs: list[tuple]) -> str | None:
                 _compat.evict_traces(f, keep=(_state.ORIG.get("infer_params"),))
             elif seen[0] != node or any(r() is None for r in seen[1]):
                 _MUTATED.add(f)
-                found = found or f.__qualname__
+                found = found or name
             _FN_STATE[f] = (node, _weak_refs(w.pins))
     return found
 
@@ -380,10 +389,10 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     except NoReuse as e:
         # Its functions may be traced by JAX's identity caches now: their state
         # from here on is what a later recording is compared with.
-        note_states(w.funcs)
+        note_states(w.funcs, w.bodies)
         return _missed(rt, entry, fun, e.reason)
     except TypeError:
-        note_states(w.funcs)
+        note_states(w.funcs, w.bodies)
         return _missed(rt, entry, fun, "unhashable-key")
     except RecursionError:
         return _missed(rt, entry, fun, "too-deep")
@@ -414,10 +423,10 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     try:
         guards, gw = _guards.guards_for(w.funcs + rw.funcs, w)
     except NoReuse as e:
-        note_states(w.funcs)
+        note_states(w.funcs, w.bodies)
         return _missed(rt, entry, fun, e.reason)  # why it can never be reused
     _count_miss(rt, fun, why)
-    mutated = note_states(w.funcs + gw.funcs)
+    mutated = note_states(w.funcs + gw.funcs, w.bodies + gw.bodies)
     if mutated is not None or MEMO.recording_refused(skeleton):
         return entry
     codes = {id(c): c for _, c, *_ in w.funcs}

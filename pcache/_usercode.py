@@ -12,6 +12,7 @@ globals, module attributes or captured containers, and reads through reflection
 
 from __future__ import annotations
 
+import builtins
 import dis
 import os
 import sys
@@ -174,10 +175,13 @@ def _compiled(t: type) -> bool:
 
 
 def _bound_to_data(a: Any) -> bool:
-    """A builtin method bound to an object (``STATE.get``): it reads that object's
-    state, which no extension's class holds."""
-    self = getattr(a, "__self__", None) if type(a) is types.BuiltinFunctionType else None
-    return self is not None and not isinstance(self, (types.ModuleType, type))
+    """A builtin that is not one of a class's own (``__new__`` is bound to its type):
+    one bound to an object (``STATE.get``, which reads that object's state) or a
+    module's function (``op = operator.add``): what a class statement stores, not
+    what an extension's class holds."""
+    if type(a) is not types.BuiltinFunctionType:
+        return False
+    return not isinstance(getattr(a, "__self__", None), type)
 
 
 # ------------------------------------------------------------ code scans
@@ -380,10 +384,14 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             reads[(("<import>", arg), False)] = None
         elif op == "LOAD_CONST" and _reflective_const(arg):
             why = why or "reflection:constant"  # getattr(f, "__globals__"), a format
-        elif op == "IS_OP" and not _singleton_test(ins, i):
+        elif op == "IS_OP":
             # ``s is "SAME"``, ``a is b``: identity, which the key numbers among the
             # values it walks but not against code constants (interned or not).
-            why = why or "identity-test"
+            test = _singleton_test(ins, i)
+            if test is None:
+                why = why or "identity-test"
+            elif test != "const":  # holds only where `_walk` checks it does
+                reads[((f"<{test}-is>",), False)] = None
         if op in _GLOBAL_OPS and arg in _ATTR_WRITES:
             if arg not in sets:
                 why = why or f"writes-{arg}"  # setattr(obj, "name", v): a write, named or not
@@ -448,43 +456,56 @@ _REFLECTIVE_PARTS = (
 _SINGLETONS = (None, True, False, Ellipsis, NotImplemented)
 
 
-def _singleton_test(ins: list, i: int) -> bool:
-    """Whether the ``is`` at ``ins[i]`` tests against a singleton constant
-    (``x is None``, ``None is x``, ``flag is True``: the same object for every
-    equal value, so identity says no more than the key's value) or a class (a
-    dataclass's ``other.__class__ is self.__class__``)."""
+def _singleton_test(ins: list, i: int) -> str | None:
+    """What the ``is`` at ``ins[i]`` provably compares, else None: "const" where one
+    side is a singleton constant (``x is None``, ``None is x``: the same object for
+    every equal value, so identity says no more than the key's value); "class" for
+    ``a.__class__ is b.__class__``; "type" for ``type(a) is B`` with ``B`` a global or
+    closure variable (classes, or a value the key numbers: never a code constant).
+    A jump landing on the test or inside its operands proves nothing (another path
+    may bring another operand); "type" holds only where ``type`` is the builtin and
+    "class" only where no user class overrides ``__class__`` (both checked by the
+    walk)."""
 
-    def const(j: int) -> bool:
-        return (
-            j >= 0
-            and ins[j].opname == "LOAD_CONST"
-            and any(ins[j].argval is c for c in _SINGLETONS)
-        )
+    def op(j: int) -> tuple[str, Any]:
+        return (ins[j].opname, ins[j].argval) if j >= 0 else ("", None)
 
-    if const(i - 1) or _a_class(ins, i - 1):
-        return True
-    # ``None is x``, ``type(self) is cls``: the first operand, then one simple load
-    return ins[i - 1].opname in _SIMPLE_LOADS and (const(i - 2) or _a_class(ins, i - 2))
+    def singleton(j: int) -> bool:
+        name, value = op(j)
+        return name == "LOAD_CONST" and any(value is c for c in _SINGLETONS)
+
+    simple = op(i - 1)[0] in _SIMPLE_LOADS
+    if singleton(i - 1):
+        kind, start = "const", i - 1
+    elif simple and singleton(i - 2):
+        kind, start = "const", i - 2
+    elif op(i - 1) == op(i - 3) == ("LOAD_ATTR", "__class__") and op(i - 2)[0] in _NAME_LOADS:
+        kind, start = "class", i - 4
+    elif op(i - 1)[0] in ("LOAD_DEREF", "LOAD_GLOBAL") and _type_call(ins, i - 2):
+        kind, start = "type", i - 5
+    else:
+        return None
+    if start < 0 or op(start)[0] not in _NAME_LOADS | {"LOAD_CONST"}:
+        return None
+    if any(ins[k].is_jump_target for k in range(start, i + 1)):
+        return None
+    return kind
 
 
-def _a_class(ins: list, j: int) -> bool:
-    """Whether ``ins[j]`` leaves a class on the stack (``x.__class__``, ``type(x)``):
-    never a code constant, and compared by identity in the key itself."""
-    if j < 0:
-        return False
-    if ins[j].opname == "LOAD_ATTR" and ins[j].argval == "__class__":
-        return True
-    # type(x) (3.11: LOAD_GLOBAL type, a simple load, PRECALL 1, CALL 1)
+def _type_call(ins: list, j: int) -> bool:
+    """Whether ``ins[j]`` ends ``type(name)`` (3.11: LOAD_GLOBAL type, a name, PRECALL
+    1, CALL 1)."""
     return (
-        j >= 4
+        j >= 3
         and ins[j].opname == "CALL"
         and ins[j - 1].opname == "PRECALL"
-        and ins[j - 2].opname in _SIMPLE_LOADS
+        and ins[j - 2].opname in _NAME_LOADS
         and ins[j - 3].opname == "LOAD_GLOBAL"
         and ins[j - 3].argval == "type"
     )
 
 
+_NAME_LOADS = frozenset({"LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME"})
 _SIMPLE_LOADS = frozenset({"LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_CONST"})
 
 
@@ -582,3 +603,21 @@ __all__ = [
     "qualname",
     "reflective_callable",
 ]
+
+
+_REAL_IMPORT = builtins.__import__
+
+
+def import_hooked(f: types.FunctionType, reads: tuple) -> bool:
+    """Whether ``f``'s code imports through an ``__import__`` other than the
+    interpreter's own (its namespace's builtins, or the builtins module, carry a
+    hook): the guard of an import reads ``sys.modules``, not what a hook returns."""
+    if not any(type(r[0]) is tuple and r[0][:1] == ("<import>",) for r in reads):
+        return False
+    b = f.__builtins__
+    hook = b.get("__import__") if type(b) is dict else getattr(b, "__import__", None)
+    return (
+        hook is not _REAL_IMPORT
+        or builtins.__import__ is not _REAL_IMPORT
+        or (type(_REAL_IMPORT) is not types.BuiltinFunctionType)
+    )

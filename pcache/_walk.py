@@ -57,7 +57,6 @@ nothing.
 from __future__ import annotations
 
 import abc
-import builtins
 import dataclasses
 import enum
 import functools
@@ -74,8 +73,11 @@ import numpy as np
 from pcache import _canon, _compat, _memos
 from pcache._usercode import (
     REFLECTION_MODULES,
+    REFLECTIVE,
+    REFLECTIVE_ATTRS,
     NoReuse,
     code_verdict,
+    import_hooked,
     is_library,
     is_library_module,
     is_library_type,
@@ -176,12 +178,13 @@ class Walker:
     key) of every Python function met, for the global guards and the mutation check.
     """
 
-    __slots__ = ("pins", "arrays", "funcs", "seen", "nodes", "keep")
+    __slots__ = ("pins", "arrays", "funcs", "bodies", "seen", "nodes", "keep")
 
     def __init__(self) -> None:
         self.pins: list = []
         self.arrays: list = []
         self.funcs: list[tuple] = []
+        self.bodies: list = []  # partials and bound methods: JAX may cache by them too
         self.seen: dict[int, int] = {}
         self.nodes = 0
         self.keep: list = []  # what `_enter` numbered, alive for the walk
@@ -260,6 +263,8 @@ class Walker:
                 if why is not None:
                     raise NoReuse(why)
                 return self.ident(v)
+            if v.__name__ in REFLECTIVE or v.__name__ in REFLECTIVE_ATTRS:
+                raise NoReuse(f"reflective-method:{v.__name__}")  # Base.__subclasses__
             return ("B", v.__name__, self.ident(type(bound)), self.value(bound))
         if isinstance(v, _PARTIAL):  # subclasses (jax.tree_util.Partial)
             return self.callable(v)
@@ -446,6 +451,8 @@ class Walker:
         back = self._enter(cls)
         if back is not None:
             return back
+        if any("__class__" in vars(k) for k in cls.__mro__[:-1]):  # see _singleton_test
+            raise NoReuse(f"class-override:{qualname(cls)}")
         meta = type(cls)
         mro = tuple(self.ident(k) for k in cls.__mro__)  # bases may be reassigned
         names = (str(cls.__name__), str(cls.__qualname__))
@@ -505,6 +512,7 @@ class Walker:
             return self._function(f)
         if isinstance(f, _PARTIAL):
             d = getattr(f, "__dict__", None)
+            self.bodies.append(f)
             return (
                 "P",
                 self.klass(t),
@@ -514,6 +522,7 @@ class Walker:
                 tuple((k, self.value(x)) for k, x in d.items()) if d else (),
             )
         if t is _METHOD:
+            self.bodies.append(f)
             return ("M", self.value(f.__func__), self.value(f.__self__))
         jit = _compat.jit_parts(f)
         if jit is not None:
@@ -538,7 +547,7 @@ class Walker:
             why, reads, writes = code_verdict(code)
             if why is not None:
                 raise NoReuse(why)
-            if reads and _import_hooked(f, reads):
+            if reads and import_hooked(f, reads):
                 raise NoReuse(f"import-hook:{f.__qualname__}")
             for root, target in writes:
                 if root[0] == "f":
@@ -588,24 +597,6 @@ class Walker:
         except ValueError:  # a cell not yet bound
             return ("empty",)
         return self.value(v)
-
-
-_REAL_IMPORT = builtins.__import__
-
-
-def _import_hooked(f: types.FunctionType, reads: tuple) -> bool:
-    """Whether ``f``'s code imports through an ``__import__`` other than the
-    interpreter's own (its namespace's builtins, or the builtins module, carry a
-    hook): the guard of an import reads ``sys.modules``, not what a hook returns."""
-    if not any(type(r[0]) is tuple and r[0][:1] == ("<import>",) for r in reads):
-        return False
-    b = f.__builtins__
-    hook = b.get("__import__") if type(b) is dict else getattr(b, "__import__", None)
-    return (
-        hook is not _REAL_IMPORT
-        or builtins.__import__ is not _REAL_IMPORT
-        or (type(_REAL_IMPORT) is not types.BuiltinFunctionType)
-    )
 
 
 class _Eq:
