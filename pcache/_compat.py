@@ -197,8 +197,7 @@ def register_clear_hook(hook: Any, name: str) -> None:
 
 
 def exclude_from_tracebacks(directory: str) -> None:
-    """Keep pcache's frames out of filtered tracebacks and out of the source
-    locations JAX writes into the HLO."""
+    """Keep pcache's frames out of filtered tracebacks and the HLO's locations."""
     _traceback_util.register_exclusion(directory)
     _source_info_util.register_exclusion(directory)
 
@@ -206,38 +205,40 @@ def exclude_from_tracebacks(directory: str) -> None:
 # ------------------------------------------------ the lowering and compile calls
 
 
-class LoweringCall(
-    collections.namedtuple(
-        "LoweringCall",
-        "closed_jaxpr module_name backend num_const_args in_avals sem_in sem_out in_layouts "
-        "out_layouts num_devices device_assignment donated_invars all_default_mem_kind "
-        "inout_aliases propagated_out_mem_kinds platforms lowering_parameters abstract_mesh",
-    )
-):
-    """The arguments of one `pxla._cached_lowering_to_hlo` call, by name."""
-
-    __slots__ = ()
-
-    @classmethod
-    def of(cls, args: tuple, kwargs: dict) -> LoweringCall:
-        return cls(*args, kwargs["lowering_parameters"], kwargs.get("abstract_mesh"))
+def _call_type(name: str, fields: str, doc: str, of: Any = None, defaults=()) -> Any:
+    """A named tuple of a wrapped JAX call's arguments, made by ``of(args, kwargs)``."""
+    t = collections.namedtuple(name, fields, defaults=defaults)
+    t.__doc__ = doc
+    t.of = classmethod(of or (lambda cls, args, kwargs: cls(*args, **kwargs)))
+    return t
 
 
-class PjitLowerCall(
-    collections.namedtuple(
-        "PjitLowerCall",
-        "jaxpr in_shardings out_shardings in_layouts out_layouts donated_invars ctx_mesh "
-        "name keep_unused inline compiler_options_kvs lowering_platforms "
-        "lowering_parameters pgle_profiler",
-    )
-):
-    """The arguments of one `pjit._pjit_lower` call, by name (the same on every line)."""
-
-    __slots__ = ()
-
-    @classmethod
-    def of(cls, args: tuple, kwargs: dict) -> PjitLowerCall:
-        return cls(*args, **kwargs)
+LoweringCall = _call_type(
+    "LoweringCall",
+    "closed_jaxpr module_name backend num_const_args in_avals sem_in sem_out in_layouts "
+    "out_layouts num_devices device_assignment donated_invars all_default_mem_kind "
+    "inout_aliases propagated_out_mem_kinds platforms lowering_parameters abstract_mesh",
+    "The arguments of one `pxla._cached_lowering_to_hlo` call, by name.",
+    of=lambda cls, args, kw: cls(*args, kw["lowering_parameters"], kw.get("abstract_mesh")),
+)
+PjitLowerCall = _call_type(
+    "PjitLowerCall",
+    "jaxpr in_shardings out_shardings in_layouts out_layouts donated_invars ctx_mesh name "
+    "keep_unused inline compiler_options_kvs lowering_platforms lowering_parameters pgle_profiler",
+    "The arguments of one `pjit._pjit_lower` call (the same on every line).",
+)
+LscCall = _call_type(
+    "LscCall",
+    "closed_jaxpr api_name fun_name options",
+    "A `pxla.lower_sharding_computation` call: 3 arguments and its keyword options.",
+    of=lambda cls, args, kwargs: cls(*args[:3], kwargs),
+)
+CompileOrGetCachedCall = _call_type(
+    "CompileOrGetCachedCall",
+    "backend computation devices compile_options host_callbacks executable_devices pgle_profiler",
+    "The arguments of one `compiler.compile_or_get_cached` call.",
+    defaults=(None,),
+)
 
 
 def lowering_result(module, keepalive, host_callbacks, unordered, ordered, tuple_args, poly):
@@ -297,7 +298,7 @@ def ordered_effects(effects) -> list:
     return list(_effects.ordered_effects.filter_in(effects))
 
 
-def unordered_effects(effects) -> list:
+def unordered_effects(effects) -> list:  # (the complement of `ordered_effects`)
     return list(_effects.ordered_effects.filter_not_in(effects))
 
 
@@ -346,9 +347,8 @@ def log_compiles() -> bool:
 
 
 def jax_cache_configured() -> bool:
-    """Whether the user has pointed JAX's own persistent cache at a directory
-    (`jax_enable_compilation_cache` alone is True by default and means nothing
-    without one)."""
+    """Whether the user pointed JAX's own persistent cache at a directory (its
+    `jax_enable_compilation_cache` alone, True by default, means nothing)."""
     return bool(_config.enable_compilation_cache.value) and (
         _config.compilation_cache_dir.value is not None or _cc._cache is not None
     )

@@ -41,13 +41,13 @@ import numpy as np
 from pcache import _canon, _compat
 from pcache._usercode import (
     IDENTITY_BUILTINS,
-    REFLECTION_MODULES,
     UNGUARDABLE,
     NoReuse,
     code_verdict,
     is_library,
     is_library_module,
     is_library_type,
+    reflective_module,
 )
 from pcache._walk import Walker
 
@@ -119,9 +119,13 @@ class _Guarding:
         t = type(v)
         if v is operator.attrgetter or v is operator.methodcaller:
             raise NoReuse(f"reflective-attrgetter:{name}")  # a name computed, then read
-        if isinstance(v, types.ModuleType) and v.__name__.partition(".")[0] in REFLECTION_MODULES:
+        if isinstance(v, types.ModuleType) and reflective_module(v.__name__):
             if sys.modules.get(v.__name__) is v:
                 raise NoReuse(f"reflection-module:{v.__name__}")
+        if isinstance(v, type) and is_library_type(v):
+            mod = getattr(v, "__module__", "")
+            if isinstance(mod, str) and reflective_module(mod) and mod != "typing":
+                raise NoReuse(f"reflection-module:{mod}.{v.__name__}")  # its methods
         if (
             (isinstance(v, types.ModuleType) and is_library_module(v))
             or t is _compat.PjitFunction  # JAX caches its trace on its function
@@ -175,7 +179,7 @@ class _Guarding:
         if (chain[0] in UNGUARDABLE or identity) and chain[0] not in g:
             raise NoReuse(f"reads-{chain[0]}()")
         v = self.guard(g, chain[0], builtin=True)
-        for attr in chain[1:]:
+        for i, attr in enumerate(chain[1:], 1):
             # Attributes of a user module are its globals: guarded the same way; of a
             # jit object, what was set on it (``JF.scale``). Of anything else: a user
             # class or value is guarded whole (its walk), a library object taken as
@@ -187,12 +191,24 @@ class _Guarding:
                 v = self.guard(d, attr, builtin=False)
                 continue
             if not _user_module(v):
+                _library_chain(v, chain[i:])
                 return
             v = self.guard(v.__dict__, attr, builtin=False)
         if escaped and _user_module(v):
             # handed on (to getattr, a call, a return): what is read from it later
             # cannot be guarded
             raise NoReuse(f"user-module-escapes:{chain[-1]}")
+
+
+def _library_chain(v: Any, attrs: tuple) -> None:
+    """A chain read on through library modules (``logging.config.X``): refused where
+    it reaches a module that reads state by names held in data."""
+    for attr in attrs:
+        if not isinstance(v, types.ModuleType):
+            return
+        v = getattr(v, attr, None)
+        if isinstance(v, types.ModuleType) and reflective_module(v.__name__):
+            raise NoReuse(f"reflection-module:{v.__name__}")
 
 
 def aliases(callable_walk: Walker | None, w: Walker) -> tuple:

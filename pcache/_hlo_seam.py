@@ -38,32 +38,20 @@ def hlo_seam_off():
         _HLO_OFF.reset(token)
 
 
-def compile_or_get_cached_wrapper(
-    backend,
-    computation,
-    devices,
-    compile_options,
-    host_callbacks,
-    executable_devices,
-    pgle_profiler=None,
-):
+def compile_or_get_cached_wrapper(*args, **kwargs):
     """`compiler.compile_or_get_cached` served from pcache's store.
 
     Passes through when JAX's own persistent cache is configured (the user chose it
     for these compiles) and for profile-guided compiles. JAX's configuration and
     its cache object are left as they are. Host callbacks: see the module doc.
     """
+    c = _compat.CompileOrGetCachedCall.of(args, kwargs)
+    backend, computation, devices, compile_options = c[:4]
+    host_callbacks, executable_devices = c.host_callbacks, c.executable_devices
+    pgle_profiler = c.pgle_profiler
 
     def call():
-        return _state.ORIG["compile_or_get_cached"](
-            backend,
-            computation,
-            devices,
-            compile_options,
-            host_callbacks,
-            executable_devices,
-            pgle_profiler,
-        )
+        return _state.ORIG["compile_or_get_cached"](*args, **kwargs)
 
     rt = _state.rt
     if rt is None or _HLO_OFF.get() or pgle_profiler is not None or _compat.jax_cache_configured():

@@ -189,9 +189,10 @@ def _call_with_digest(call, jaxpr, digest):
         return call()
 
 
-def lsc_wrapper(closed_jaxpr, api_name, fun_name, *args, **kwargs):
-    with _lowering_session.lowering(closed_jaxpr, fun_name, kwargs):
-        return _state.ORIG["lsc"](closed_jaxpr, api_name, fun_name, *args, **kwargs)
+def lsc_wrapper(*args, **kwargs):
+    call = _compat.LscCall.of(args, kwargs)
+    with _lowering_session.lowering(call.closed_jaxpr, call.fun_name, call.options):
+        return _state.ORIG["lsc"](*args, **kwargs)
 
 
 def device_assignment_wrapper(*args, **kwargs):

@@ -372,6 +372,9 @@ def _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple:
         # JAX's trace context, every option tracing may read, and the host's
         (_compat.trace_context(), _compat.config_snapshot(), _guards.host_state()),
         _guards.registry_key(rw),
+        # objects the rules share with the callable and its arguments (a rule that
+        # compares an argument tree's function with one it holds: identity)
+        _guards.aliases(w, rw),
     )
     return ck, rest
 
@@ -511,7 +514,8 @@ def _unchanged(made: Made) -> bool:
         settings = (_compat.trace_context(), _compat.config_snapshot(), _guards.host_state())
         if settings != made.rest[4]:
             return False  # the trace changed a setting
-        return _guards.registry_key(Walker()) == made.rest[-1]
+        rw = Walker()
+        return (_guards.registry_key(rw), _guards.aliases(w, rw)) == made.rest[-2:]
     except (NoReuse, RecursionError):
         return False
 

@@ -262,8 +262,23 @@ REFLECTION_MODULES = frozenset(
         "bdb",
         "trace",
         "tracemalloc",
+        "runpy",
+        "code",
+        "codeop",
+        "zipimport",
+        "unittest",  # unittest.mock's importer resolves dotted names
     }
 )
+#: Modules within otherwise plain packages that resolve names to objects (a dotted
+#: name imported and walked attribute by attribute: ``logging.config``'s ``resolve``).
+REFLECTION_SUBMODULES = frozenset({"logging.config"})
+
+
+def reflective_module(name: str) -> bool:
+    """Whether library code of module ``name`` reads state by names held in data."""
+    return name.partition(".")[0] in REFLECTION_MODULES or any(
+        name == m or name.startswith(m + ".") for m in REFLECTION_SUBMODULES
+    )
 
 
 def reflective_callable(v: Any) -> str | None:
@@ -276,7 +291,7 @@ def reflective_callable(v: Any) -> str | None:
     root = module.partition(".")[0]
     if root == "builtins":
         return f"reflective-builtin:{name}" if name in REFLECTIVE_BUILTINS else None
-    if root in REFLECTION_MODULES:
+    if reflective_module(module):
         return f"reflective-function:{module}.{name}"
     if root in ("operator", "_operator") and name in ("is_", "is_not"):
         return "identity-test"
@@ -590,6 +605,7 @@ def _local_target(ins: list, i: int) -> bool:
 __all__ = [
     "IDENTITY_BUILTINS",
     "REFLECTION_MODULES",
+    "reflective_module",
     "REFLECTIVE",
     "FORMAT_REFLECTIVE",
     "REFLECTIVE_ATTRS",

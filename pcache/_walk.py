@@ -72,7 +72,6 @@ import numpy as np
 
 from pcache import _canon, _compat, _memos
 from pcache._usercode import (
-    REFLECTION_MODULES,
     REFLECTIVE,
     REFLECTIVE_ATTRS,
     NoReuse,
@@ -83,6 +82,7 @@ from pcache._usercode import (
     is_library_type,
     qualname,
     reflective_callable,
+    reflective_module,
 )
 from pcache._walk_kinds import (
     _annotation,
@@ -230,6 +230,10 @@ class Walker:
             return ("t", *[self.value(x) for x in v])
         method = _DISPATCH.get(t)
         if method is not None:
+            if t in _NUMBERED:  # compared by identity in Python: ``len(set(getters))``
+                back = self._enter(v)
+                if back is not None:
+                    return back
             return method(self, v)
         return self._other(v, t)
 
@@ -541,7 +545,7 @@ class Walker:
         if type(g) is not dict:
             raise NoReuse(f"globals-not-a-dict:{f.__qualname__}")
         if is_library(g):
-            if str(g.get("__name__")).partition(".")[0] in REFLECTION_MODULES:
+            if reflective_module(str(g.get("__name__"))):
                 raise NoReuse(f"reflective-function:{g.get('__name__')}.{f.__name__}")
         else:
             why, reads, writes = code_verdict(code)
@@ -570,6 +574,8 @@ class Walker:
             self.value(f.__kwdefaults__),
             tuple(self._cell(c) for c in cells) if cells else (),
             tuple((k, self.value(x)) for k, x in d.items()) if d else (),
+            # what library code may read at trace time (singledispatch's register)
+            tuple((k, _annotation(self, a)) for k, a in f.__annotations__.items()),
         )
         self.funcs.append((g, code, f, node))
         return node
@@ -672,6 +678,9 @@ _DISPATCH: dict[type, Any] = {
     **dict.fromkeys(_OPERATOR_TYPES, _operator),
     **dict.fromkeys(_DESCRIPTORS, _descriptor),
 }
+_NUMBERED = frozenset(
+    {weakref.ref, dataclasses.Field, staticmethod, classmethod, property, *_OPERATOR_TYPES}
+)
 if _compat.ArrayImpl is not _compat.Absent:
     _DISPATCH[_compat.ArrayImpl] = Walker._jax_array
     _DISPATCH[_compat.PRNGKeyArray] = Walker._jax_array  # typed keys: a JAX array too

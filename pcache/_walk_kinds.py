@@ -37,7 +37,8 @@ def _slice(w: Walker, v: slice) -> tuple:
 
 def _weakref(w: Walker, v: weakref.ref) -> tuple:
     target = v()
-    return ("W", None if target is None else w.value(target))
+    callback = v.__callback__  # code can read and call it
+    return ("W", None if target is None else w.value(target), w.value(callback))
 
 
 def _operator(w: Walker, v: Any) -> tuple:
