@@ -91,6 +91,7 @@ from pcache._walk_kinds import (
     _library_floats,
     _object,
     _operator,
+    _own_method,
     _reflective_format,
     _signature,
     _slice,
@@ -269,6 +270,8 @@ class Walker:
                 return self.ident(v)
             if v.__name__ in REFLECTIVE or v.__name__ in REFLECTIVE_ATTRS:
                 raise NoReuse(f"reflective-method:{v.__name__}")  # Base.__subclasses__
+            if not _own_method(v, bound):  # int.__repr__.__get__(True): another impl
+                raise NoReuse(f"builtin-method-impl:{v.__name__}")
             return ("B", v.__name__, self.ident(type(bound)), self.value(bound))
         if isinstance(v, _PARTIAL):  # subclasses (jax.tree_util.Partial)
             return self.callable(v)

@@ -105,6 +105,21 @@ def _field(w: Walker, f: dataclasses.Field) -> tuple:
     )
 
 
+def _own_method(v: Any, bound: Any) -> bool:
+    """Whether the builtin method ``v`` is what its name finds on its object's type
+    (what the key says: the name and the type), not a base class's bound by hand."""
+    t = type(bound)
+    for k in t.__mro__:
+        d = k.__dict__.get(v.__name__)
+        if d is not None:
+            get = getattr(type(d), "__get__", None)
+            try:
+                return get is not None and get(d, bound, t) == v
+            except Exception:
+                return False
+    return False
+
+
 def _object(w: Walker, v: Any) -> tuple:
     return w.ident(v)  # a bare sentinel: no state
 
