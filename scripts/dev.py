@@ -2,7 +2,7 @@
 """Set up a virtual environment and run the demo or the tests.
 
     python3 scripts/dev.py demo    # the JAX demo: cold, then warm in a fresh process
-    python3 scripts/dev.py test    # lint, then the test suite under JAX_PCACHE_CHECK=1 (CI)
+    python3 scripts/dev.py test    # lint, then the suite under JAX_PCACHE_CHECK=1, a worker per core (CI)
 
 The remote tier's tests need a real redis-server: `test` installs Debian's package
 when none is on PATH (as root, or with passwordless sudo). The tests start and stop
@@ -79,6 +79,9 @@ def main(argv: list[str]) -> int:
             if not rest:  # the whole suite, as CI runs it
                 # Every key recomputed without memos and compared (pcache.CheckError).
                 os.environ["JAX_PCACHE_CHECK"] = "1"
+                # A worker per core (at most 4), each test file whole on one worker
+                # (its module fixtures run once).
+                rest = ["-n", "auto", "--maxprocesses", "4", "--dist", "loadfile"]
             run(PY, "-m", "pytest", "-q", *rest)
     except subprocess.CalledProcessError as exc:
         return exc.returncode or 1
