@@ -88,13 +88,16 @@ from pcache._walk_kinds import (
     _annotation,
     _descriptor,
     _field,
+    _held_state,
     _library_floats,
     _object,
     _operator,
     _own_method,
+    _property,
     _reflective_format,
     _signature,
     _slice,
+    _slots_of,
     _ufunc,
     _weakref,
     library_value_types,
@@ -139,7 +142,6 @@ CLASS_BOOKKEEPING = frozenset(
         "__dict__",
         "__weakref__",
         "__annotations__",
-        "__dataclass_params__",
         "__firstlineno__",
         "__static_attributes__",
         "_abc_impl",  # ABCMeta's subclass cache
@@ -380,8 +382,9 @@ class Walker:
         back = self._enter(v)  # its identity (``s is DEFAULT_SHARDING``)
         if back is not None:
             return back
-        self.pins.append(v)  # immutable; compared by its __eq__ (LIBRARY_VALUES)
-        return ("v", self.ident(t), _Eq(v))
+        self.pins.append(v)  # compared by its __eq__ (LIBRARY_VALUES), and by what
+        # it holds that __eq__ ignores or that can change (`_walk_kinds._held_state`)
+        return ("v", self.ident(t), _Eq(v), _held_state(self, v, t))
 
     def treedef(self, td: Any) -> Any:
         """A tree definition node by node: its node types and their auxiliary data
@@ -503,6 +506,8 @@ class Walker:
                     continue
                 if name in ("__orig_bases__", "__parameters__") and type(attr) is tuple:
                     enc = ("t", *[_annotation(self, x) for x in attr])  # Base[Cfg], T
+                elif name == "__dataclass_params__":  # code may read it (``.frozen``)
+                    enc = ("dcp", self.ident(attr), _slots_of(attr))
                 else:
                     enc = self.value(attr)  # (an enum's maps and members too)
                 out.append((name, enc))
@@ -669,15 +674,9 @@ _DISPATCH: dict[type, Any] = {
     inspect.Signature: _signature,
     dataclasses.Field: _field,
     np.ufunc: _ufunc,
-    staticmethod: lambda w, v: ("SM", w.value(v.__func__)),
-    classmethod: lambda w, v: ("CM", w.value(v.__func__)),
-    property: lambda w, v: (
-        "PR",
-        w.value(v.fget),
-        w.value(v.fset),
-        w.value(v.fdel),
-        w.value(v.__doc__),
-    ),
+    staticmethod: lambda w, v: ("SM", w.value(v.__func__), w.value(dict(vars(v)))),
+    classmethod: lambda w, v: ("CM", w.value(v.__func__), w.value(dict(vars(v)))),
+    property: _property,
     **dict.fromkeys(_OPERATOR_TYPES, _operator),
     **dict.fromkeys(_DESCRIPTORS, _descriptor),
 }

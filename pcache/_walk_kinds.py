@@ -120,6 +120,33 @@ def _own_method(v: Any, bound: Any) -> bool:
     return False
 
 
+def _slots_of(v: Any) -> tuple:
+    """The values of an object's slots that are scalars (a dataclass's params)."""
+    slots = getattr(type(v), "__slots__", ())
+    out = tuple((n, getattr(v, n, None)) for n in slots)
+    if not all(type(x) in (bool, int, str, type(None)) for _, x in out):
+        raise NoReuse(f"value:{qualname(type(v))}")
+    return out
+
+
+def _held_state(w: Walker, v: Any, t: type) -> tuple:
+    """What a `LIBRARY_VALUES` value holds beyond what its ``__eq__`` compares, or
+    that can change in place: a ``Layout``'s fields and any attribute set on a
+    sharding (walked now: the key keeps no reference to compare with itself later);
+    a ``Format``'s layout and sharding. A ``Mesh`` is immutable (its ``__dict__``
+    holds its own cached properties only)."""
+    if t is _compat.Format:
+        return ("fmt", w.value(v.layout), w.value(v.sharding))
+    if t is _compat.Mesh or t is _compat.AbstractMesh:
+        return ()
+    d = getattr(v, "__dict__", None)
+    return tuple((k, w.value(x)) for k, x in d.items()) if d else ()
+
+
+def _property(w: Walker, v: property) -> tuple:
+    return ("PR", w.value(v.fget), w.value(v.fset), w.value(v.fdel), w.value(v.__doc__))
+
+
 def _object(w: Walker, v: Any) -> tuple:
     return w.ident(v)  # a bare sentinel: no state
 
