@@ -406,9 +406,8 @@ def module_name(computation) -> str:
 
 
 def kernel_initializers() -> tuple[tuple[str, Any], ...]:
-    """(custom-call target prefix, initializer) for the kernel libraries whose
-    lowering rules initialize them lazily, on this JAX line."""
-    # What `lapack.prepare_lapack_call` runs (jaxlib 0.9 and 0.10 alike).
+    """(custom-call target prefix, initializer) of the kernel libraries whose lowering
+    rules initialize them lazily (`lapack.prepare_lapack_call`'s on 0.9 and 0.10)."""
     table: list[tuple[str, Any]] = [("lapack_", _lapack._lapack.initialize)]
     hybrid = getattr(_gpu_solver, "initialize_hybrid_kernels", None)
     if hybrid is not None:
@@ -417,8 +416,7 @@ def kernel_initializers() -> tuple[tuple[str, Any], ...]:
 
 
 def module_digest(module) -> str:
-    """sha256 of a lowered module's text, without locations (which name source
-    lines) and with every constant printed in full."""
+    """sha256 of a lowered module's text: no locations, every constant in full."""
     text = module.operation.get_asm(binary=True, enable_debug_info=False)
     return hashlib.sha256(text).hexdigest()
 
@@ -487,8 +485,8 @@ def inflight_lowering(lower_sharding_computation, closed_jaxpr) -> InflightLower
 
 
 def lower_for_fingerprint(fun, args, kwargs, lower_sharding_computation) -> None:
-    """Trace ``fun`` as `jax.jit` would and run ``lower_sharding_computation`` (the
-    seam's wrapper, which raises with the key before lowering) on its jaxpr."""
+    """Trace ``fun`` as `jax.jit` would; run the seam's ``lower_sharding_computation``
+    (which raises with the key before lowering) on its jaxpr."""
     jitted = fun if hasattr(fun, "trace") and hasattr(fun, "lower") else jax.jit(fun)
     traced = jitted.trace(*args, **kwargs)
     p = traced._params
@@ -597,10 +595,13 @@ def gspmd_sharding_proto(s) -> bytes:  # its serialized OpSharding proto
 
 # ------------------------------------------------------------------ trace reuse
 #
-# `pjit._infer_params_cached(fun, jit_info, signature, in_avals, ctx_mesh)`: where a
-# call that missed the C++ fast path finds its trace (a `weakref_lru_cache`, `fun` and
-# `jit_info` by identity, plus the trace context), an `InferParamsCacheEntry` whose
-# `pjit_params` `_infer_params` fills after tracing. Same on 0.9.2.
+InferParamsCall = _call_type(
+    "InferParamsCall",
+    "fun jit_info signature in_avals ctx_mesh",
+    "`pjit._infer_params_cached`: where a call that missed the C++ fast path finds its "
+    "trace (a `weakref_lru_cache`, `fun` and `jit_info` by identity, plus the trace "
+    "context), an `InferParamsCacheEntry` `_infer_params` fills after tracing.",
+)
 
 
 def evict_traces(f: Any, keep: tuple = ()) -> None:
@@ -695,6 +696,5 @@ def pytree_registry() -> dict:
     return tree_util._registry
 
 
-def primitive_rules(prim) -> tuple:
-    """What JAX runs of ``prim`` itself: its impl and abstract evaluation."""
+def primitive_rules(prim) -> tuple:  # what JAX runs of ``prim``: impl, abstract eval
     return (getattr(prim, "impl", None), getattr(prim, "abstract_eval", None))

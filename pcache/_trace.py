@@ -344,10 +344,11 @@ class _Recorder:
         self._record(p)
 
 
-def infer_params_cached_wrapper(fun, jit_info, signature, in_avals, ctx_mesh):
+def infer_params_cached_wrapper(*args, **kwargs):
     """JAX's `_infer_params_cached`, where JAX's own entry is empty and trace reuse
     is on: serve an equal callable's trace, or record this one's."""
-    entry = _state.ORIG["infer_params"](fun, jit_info, signature, in_avals, ctx_mesh)
+    fun, jit_info, signature, in_avals, ctx_mesh = _compat.InferParamsCall.of(args, kwargs)
+    entry = _state.ORIG["infer_params"](*args, **kwargs)
     rt = _state.rt
     if rt is None or not rt.trace_reuse or entry.pjit_params is not None:
         return entry
