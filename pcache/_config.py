@@ -350,6 +350,16 @@ OPTIONS: tuple[Option, ...] = (
         group="remote",
     ),
     Option(
+        "remote_chunk_bytes",
+        "JAX_PCACHE_REMOTE_CHUNK_BYTES",
+        parse_size,
+        1 << 20,
+        "a remote value longer than this (compressed) is stored in chunks of this size; "
+        "one up to it (and up to 1 MiB) is stored with its head and read in one command; "
+        "default 1MiB",
+        group="remote",
+    ),
+    Option(
         "preload",
         "JAX_PCACHE_PRELOAD",
         parse_count,
@@ -438,12 +448,15 @@ def _remote_config(values: Mapping[str, Any]) -> Any:
         ttl=values["remote_ttl"] or None,
         timeout=values["remote_timeout"],
         lease=values["remote_lease"],
+        chunk_bytes=values["remote_chunk_bytes"],
         wait=values["lock_timeout"],  # the local-lock wait and the lease wait: one bound
     )
     # A malformed namespace switches the remote tier off (one warning, when it is
     # opened: `pcache._remote.Remote`), never the local tier.
     if config.timeout <= 0 or config.lease <= 0:
         raise ConfigError("remote timeout and lease must be positive")
+    if not 0 < config.chunk_bytes <= 256 << 20:  # Redis refuses values over 512 MB
+        raise ConfigError("remote chunk size must be between 1 byte and 256 MiB")
     return config
 
 

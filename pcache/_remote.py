@@ -11,9 +11,9 @@ what `pcache remote stats|gc` do `pcache._remote_admin`.
 
 Trust: the head is signed (HMAC-SHA256) with the fleet key (a file only its owner
 may read, `JAX_PCACHE_REMOTE_SECRET_FILE`), over the head's Redis key name and
-its JSON, which holds the sha256 and size of the value: a head that does not
-verify is never read further, a value that does not match its head is never
-loaded. Nothing is unpickled. A head names the id of the key that signed it, so a
+its JSON, which holds the sha256 and size of the compressed value: a head that
+does not verify is never read further, a value that does not match its head is
+never inflated. Nothing is unpickled. A head names the id of the key that signed it, so a
 host with another fleet key says so (once) instead of calling the fleet's
 entries forged, and never overwrites them.
 
@@ -21,7 +21,8 @@ Host class: entries live in the key space of their executable's class
 (`pcache._host`): a CPU executable is shared only with hosts whose CPUs have the
 same features, an accelerator's with hosts of the same device kind and runtime.
 
-Hostile input: nothing is read unbounded. A head is at most `MAX_HEAD_BYTES`; a
+Hostile input: nothing is read unbounded. An entry key is read at most
+`MAX_HEAD_BYTES` and `INLINE_BYTES` (a value stored with its head) long; a larger
 value's chunks are read only once the server (a script) has checked that they are
 no longer than the signed head says; a lease at most `TAG_BYTES`; the key-ids set
 `KEY_IDS_READ` members cut server-side.
@@ -54,7 +55,6 @@ from pcache._remote_jobs import Jobs
 from pcache._remote_lease import Leases
 from pcache._remote_wire import (
     _CHUNKS,
-    _GET,
     _KEY_IDS,
     _LOCAL_ONLY,
     _RELEASE,
@@ -63,7 +63,7 @@ from pcache._remote_wire import (
     CHUNK_BATCH,
     DEFAULT_LEASE,
     DEFAULT_TIMEOUT,
-    FAST_BYTES,
+    INLINE_BYTES,
     KEY_IDS_READ,
     LEASE_TOKEN_LEN,
     MAX_HEAD_BYTES,
@@ -87,9 +87,10 @@ from pcache._remote_wire import (
     prefix_root,
     read_fleet_key,
     redact,
+    split_entry,
 )
 
-_GET_SHA = hashlib.sha1(_GET.encode()).hexdigest()
+_ENTRY_READ = MAX_HEAD_BYTES + 1 + INLINE_BYTES  # at most this much of an entry key
 _HEAD_FIELDS = tuple(f.name for f in dataclasses.fields(Head))
 _WRITER_ID = re.compile(r"[0-9a-f]{1,64}")
 
@@ -272,67 +273,61 @@ class Remote:
 
     def get(self, digest: str, cls: str = "") -> Fetched:
         """The entry ``digest``, verified, or why not (never raises). Nothing is read
-        unbounded: the head is at most `MAX_HEAD_BYTES`, and the value's chunks are
-        read only if together they are exactly the size the signed head gives.
-        ``cls``: the host class of its executable ("": this host's CPU)."""
+        unbounded: the entry key at most its head's and an inline value's bounds, a
+        larger value's chunks only if together they are exactly the size the signed
+        head gives. ``cls``: the host class of its executable ("": this host's CPU)."""
         if not self.readable:
             return Fetched(None, miss="off")
         name = self.key_name("e", digest, cls=cls)
-        chunk_prefix = self.key_name("c", digest, cls=cls) + ":"
-        try:  # one round trip: the head, and the value too when it is small
-            got = self.cmd(
-                "read", lambda: self._get(name, MAX_HEAD_BYTES, FAST_BYTES, chunk_prefix), True
-            )
+        try:  # one round trip, one plain read: the head, and the value if it is inline
+            blob = self.cmd("read", lambda: self.client.getrange(name, 0, _ENTRY_READ - 1), True)
         except _Down:
             return Fetched(None, miss="off")
-        blob = got[0] if isinstance(got, list) and got and isinstance(got[0], bytes) else b""
-        if not blob:
+        if not isinstance(blob, bytes) or not blob:
             return Fetched(None, miss="missing")
-        head, why = self._verify_head(name, digest, blob)
+        tag, text, inline = split_entry(blob)
+        head, why = self._verify_head(name, digest, tag, text)
         if head is None:
             self._note_stale(digest, blob)
             return Fetched(None, miss=why[0], detail=why[1])
-        keys = [f"{chunk_prefix}{head.id}:{i}" for i in range(head.chunks)]
-        rest = got[1:]
-        if not rest:  # a large value: read now, bounded by its signed size
-            try:
-                chunks = self._read_chunks(keys, head.packed_size)
-            except _Down:
-                return Fetched(None, miss="off")
-            rest = [chunks] if isinstance(chunks, int) else chunks
-        if len(rest) == 1 and isinstance(rest[0], int):  # a chunk missing, or too long
-            self._note_stale(digest, blob)
-            if rest[0] == -1:
-                return Fetched(None, miss="incomplete", detail=f"{digest[:12]}: a chunk is gone")
-            return Fetched(
-                None,
-                miss="tampered",
-                detail=f"{digest[:12]}: its chunks are not the length its head says",
-            )
-        # (Every byte is checked below: the length and sha256 the signed head gives.)
-        parts = [p for p in rest if isinstance(p, bytes)]
+        keys = [f"{self.key_name('c', digest, cls=cls)}:{head.id}:{i}" for i in range(head.chunks)]
+        if head.chunks:  # a large value: read now, bounded by its signed size
+            if inline:
+                got: list[bytes] | int = -2
+            else:
+                try:
+                    got = self._read_chunks(keys, head.packed_size)
+                except _Down:
+                    return Fetched(None, miss="off")
+            if isinstance(got, int):  # a chunk missing, or too long
+                self._note_stale(digest, blob)
+                if got == -1:
+                    return Fetched(
+                        None, miss="incomplete", detail=f"{digest[:12]}: a chunk is gone"
+                    )
+                return Fetched(
+                    None,
+                    miss="tampered",
+                    detail=f"{digest[:12]}: its chunks are not the length its head says",
+                )
+            packed = b"".join(got)
+        else:
+            packed = inline
         if self.config.ttl and self.writable:  # off the critical path
             self.submit(lambda: self._touch(name, keys))
-        packed = b"".join(parts)
+        # Every byte is checked against the length and sha256 the signed head gives,
+        # before it is inflated (to exactly the signed size).
         raw = None
-        if len(packed) == head.packed_size:
-            with contextlib.suppress(Exception):  # a frame that lies about its size, ...
+        if len(packed) == head.packed_size and _sha(packed) == head.packed_sha256:
+            with contextlib.suppress(Exception):  # (a fleet-key holder's bad frame)
                 if zstandard.get_frame_parameters(packed).content_size == head.raw_size:
                     raw = self._dctx().decompress(packed, max_output_size=head.raw_size)
-        if raw is None or len(raw) != head.raw_size or _sha(raw) != head.sha256:
+        if raw is None or len(raw) != head.raw_size:
             self._note_stale(digest, blob)
             return Fetched(
                 None, miss="tampered", detail=f"{digest[:12]}: its value does not match its head"
             )
         return Fetched(raw, head)
-
-    def _get(self, *args: object) -> Any:
-        """`_GET` by its hash (the server keeps scripts across connections); sent
-        whole only when the server does not have it (restarted, flushed)."""
-        try:
-            return self.client.evalsha(_GET_SHA, 1, *args)
-        except self._noscript:
-            return self.client.eval(_GET, 1, *args)
 
     def _read_chunks(self, keys: list[str], size: int) -> list[bytes] | int:
         """The chunks ``keys``, read only if together they are no longer than
@@ -399,11 +394,10 @@ class Remote:
         return sorted(ids - {self.key_id}), bad
 
     def _verify_head(
-        self, name: str, digest: str, blob: bytes
+        self, name: str, digest: str, tag: bytes, text: bytes
     ) -> tuple[Head | None, tuple[str, str]]:
-        if len(blob) > MAX_HEAD_BYTES:
+        if len(tag) + 1 + len(text) > MAX_HEAD_BYTES:
             return None, ("tampered", f"{digest[:12]}: a head of over {MAX_HEAD_BYTES} bytes")
-        tag, _, text = blob.partition(b"\n")
         if not hmac.compare_digest(self._sign(name, text).encode(), tag):
             return None, ("tampered", f"{digest[:12]}: its head fails its signature")
         try:  # signed by a holder of the fleet key: parsed only now
@@ -420,7 +414,11 @@ class Remote:
                 and isinstance(head.extra, dict)
                 and all(isinstance(v, int) and v >= 0 for v in (head.raw_size, head.packed_size))
                 and isinstance(head.chunks, int)
-                and 0 < head.chunks <= head.packed_size
+                # no chunks: the value is inline (and at most INLINE_BYTES long)
+                and (
+                    0 < head.chunks <= head.packed_size
+                    or (head.chunks == 0 and head.packed_size <= INLINE_BYTES)
+                )
                 and _WRITER_ID.fullmatch(str(head.id)) is not None
             )
         except (KeyError, TypeError):
@@ -465,23 +463,24 @@ class Remote:
         replace: bool = False,
         cls: str = "",
     ) -> int | None:
-        """Write an entry (chunks, then its head); returns the bytes sent, 0 if an
-        entry was there already (and ``replace`` is false), None if nothing could
-        be written."""
+        """Write an entry (a large value's chunks, then its head; a small value with
+        its head, in one key); returns the bytes sent, 0 if an entry was there already
+        (and ``replace`` is false), None if nothing could be written."""
         if not self.writable:
             return None
         name = self.key_name("e", digest, cls=cls)
-        packed, chunks, wid, blob = self._pack(digest, name, raw, meta)
+        packed, chunks, wid, head = self._pack(digest, name, raw, meta)
         chunk = self.key_name("c", digest, wid, cls=cls) + ":"
-        if len(blob) > MAX_HEAD_BYTES:  # never read back: not sent
+        if len(head) > MAX_HEAD_BYTES:  # never read back: not sent
             self.report(
                 "write",
                 "remote entry too large",
                 ValueError(
-                    f"{digest[:12]}: a head of {len(blob)} bytes (at most {MAX_HEAD_BYTES})"
+                    f"{digest[:12]}: a head of {len(head)} bytes (at most {MAX_HEAD_BYTES})"
                 ),
             )
             return None
+        blob = head if chunks else head + b"\n" + packed
         px = int(self.config.ttl * 1000) if self.config.ttl else None
         client = self.client
         try:
@@ -498,13 +497,15 @@ class Remote:
                     pipe.set(f"{chunk}{i}", c, px=px)
                 pipe.execute()
 
-            self.cmd("write", send)
+            if chunks:
+                self.cmd("write", send)
             if not self.cmd("write", lambda: client.set(name, blob, px=px, nx=not replace)):
                 # Another host's entry came first: ours is not needed.
-                self.cmd(
-                    "write",
-                    lambda: client.delete(*[f"{chunk}{i}" for i in range(len(chunks))]),
-                )
+                if chunks:
+                    self.cmd(
+                        "write",
+                        lambda: client.delete(*[f"{chunk}{i}" for i in range(len(chunks))]),
+                    )
                 return 0
             if old:  # the replaced entry's chunks (its head is not trusted: ids only)
                 self._drop_chunks(self.key_name("c", digest, cls=cls), old, keep=wid)
@@ -513,25 +514,28 @@ class Remote:
                 self._announced = True
         except _Down:
             return None
-        return len(packed) + len(blob)
+        return len(packed) + len(head)
 
     def _pack(
         self, digest: str, name: str, raw: bytes, meta: dict[str, Any]
     ) -> tuple[bytes, list[bytes], str, bytes]:
-        """An entry's compressed value, its chunks, its writer id and its signed head
-        (the key ``name``'s value)."""
+        """An entry's compressed value, its chunks (none when the value fits in one:
+        it goes with its head), its writer id and its signed head."""
         meta = dict(meta)
         extra = {k: v for k, v in (meta.pop("extra", None) or {}).items() if k not in _LOCAL_ONLY}
         packed = self._cctx.compress(raw)
         size = self.config.chunk_bytes
-        chunks = [packed[i : i + size] for i in range(0, len(packed), size)]
+        if len(packed) <= min(size, INLINE_BYTES):
+            chunks = []
+        else:
+            chunks = [packed[i : i + size] for i in range(0, len(packed), size)]
         wid = secrets.token_hex(8)
         fields = {
             "digest": digest,
             "id": wid,
             "raw_size": len(raw),
             "packed_size": len(packed),
-            "sha256": _sha(raw),
+            "packed_sha256": _sha(packed),
             "chunks": len(chunks),
             "meta": meta,
             "extra": extra,
@@ -539,10 +543,8 @@ class Remote:
             "writer": self.writer_name,
             "key_id": self.key_id,
         }
-        # The fields the server's read script needs first (`_GET`: no JSON decode).
-        first = ("chunks", "id", "packed_size")
-        ordered = {k: fields[k] for k in first} | {k: fields[k] for k in sorted(fields)}
-        text = json.dumps(ordered, separators=(",", ":")).encode()
+        # (JSON escapes newlines in strings: the text has none, `split_entry`.)
+        text = json.dumps(fields, separators=(",", ":"), sort_keys=True).encode()
         return packed, chunks, wid, self._sign(name, text).encode() + b"\n" + text
 
     def _announce(self) -> None:
@@ -554,7 +556,7 @@ class Remote:
 
     def _drop_chunks(self, chunk_prefix: str, old_head: bytes, keep: str) -> None:
         with contextlib.suppress(Exception):  # an unsigned head (at most 1 MiB): ids only
-            fields = json.loads(old_head.partition(b"\n")[2])
+            fields = json.loads(split_entry(old_head)[1])
             wid, n = str(fields["id"]), int(fields["chunks"])
             if wid != keep and re.fullmatch(r"[0-9a-f]{1,64}", wid) and 0 < n <= 1 << 16:
                 self.cmd(

@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from pcache._remote_wire import MAX_HEAD_BYTES, REMOTE_FORMAT, ROOT, prefix_root
+from pcache._remote_wire import MAX_HEAD_BYTES, REMOTE_FORMAT, ROOT, prefix_root, split_entry
 from pcache._signing import ENTRY_FORMAT
 
 ORPHAN_AGE = (
@@ -201,7 +201,7 @@ def _head_id(client, entry: tuple) -> str:
     fmt, ns, host, digest = entry
     name = _enc(f"{ROOT}:{fmt}:{ns}:{host}:e:{digest}")
     try:
-        text = client.getrange(name, 0, MAX_HEAD_BYTES).partition(b"\n")[2]
+        text = split_entry(client.getrange(name, 0, MAX_HEAD_BYTES))[1]
         return str(json.loads(text).get("id"))
     except Exception:
         return ""

@@ -4,10 +4,12 @@ JAX-free, like the rest of the remote tier (``pcache remote`` uses it). Keys, un
 one prefix per format, namespace and key space (`pcache._remote.Remote.prefix_of`)::
 
     pcache:r<REMOTE_FORMAT>e<ENTRY_FORMAT>:<namespace>:<host class>.<key id>:
-        e:<digest>           the entry's head: "<hmac hex>\\n<json>" (`Head`)
-        c:<digest>:<id>:<i>  chunk i of its zstd-compressed value (written first;
-                             ``id`` is the writer's, so a replaced entry never
-                             mixes chunks of two writers)
+        e:<digest>           the entry: "<hmac hex>\\n<json>" (its `Head`), then,
+                             when its zstd-compressed value fits in one chunk,
+                             "\\n" and that value (one plain read serves a hit)
+        c:<digest>:<id>:<i>  chunk i of a larger value (written first; ``id``
+                             is the writer's, so a replaced entry never mixes
+                             chunks of two writers)
         l:<digest>           the lease: a nonce and its HMAC, with an expiry
 
 The host class is the executable's (`pcache._host`): a CPU program's names the CPU's
@@ -29,14 +31,18 @@ from pcache._errors import PcacheError
 from pcache._signing import ENTRY_FORMAT, read_key_file
 
 #: What the keys and heads below mean; in the prefix, so formats never mix.
-REMOTE_FORMAT = 1
+#: 2: a value that fits in one chunk is stored after its head, in the same key; the
+#: head holds the sha256 of the compressed value (checked before inflating it).
+REMOTE_FORMAT = 2
 MAX_HEAD_BYTES = 1 << 20  # a head is a few KB; a longer one is never read whole
 TAG_BYTES = 64  # a head starts with its HMAC (hex): what tells two heads apart
 VOID = b"void"  # a lease given up by a host that will store nothing
 VOID_SECONDS = 10.0
 DEFAULT_CHUNK_BYTES = 1 << 20
 CHUNK_BATCH = 64  # chunks read per command
-FAST_BYTES = 1 << 20  # a value this small comes with its head (one round trip)
+#: A value stored with its head is at most this long (and one chunk long): a read
+#: of an entry is at most MAX_HEAD_BYTES + 1 + INLINE_BYTES, whatever the key holds.
+INLINE_BYTES = 1 << 20
 DEFAULT_TIMEOUT = 2.0
 DEFAULT_LEASE = 30.0
 POLL = (0.02, 0.25)  # a waiter's first and longest pause between looks
@@ -95,41 +101,6 @@ end
 if total > tonumber(ARGV[1]) then return {-2} end
 return redis.call('mget', unpack(KEYS))
 """
-#: An entry's head (at most ARGV[1] bytes) and, when its JSON (not verified here:
-#: the caller verifies it; `Remote.put` writes its chunks, id and packed_size first,
-#: found without decoding the rest) names at most 64 chunks of at most ARGV[2] bytes in all,
-#: those chunks (named ARGV[3] .. id .. ':' .. i), read only if together they are
-#: exactly that long: {head, chunks...}; {head, -1} when one is missing, {head, -2}
-#: when they are another length; {head} when the caller reads them itself.
-_GET = """
-local head = redis.call('getrange', KEYS[1], 0, tonumber(ARGV[1]))
-if #head == 0 then return {head} end
-local nl = string.find(head, '\\n', 1, true)
-if not nl then return {head} end
-local n, id, size = string.match(head, '^{"chunks":(%d+),"id":"([0-9a-f]+)","packed_size":(%d+),', nl + 1)
-if n then
-  n, size = tonumber(n), tonumber(size)
-else  -- a head written with its fields in another order (an older pcache's)
-  local ok, f = pcall(cjson.decode, string.sub(head, nl + 1))
-  if not ok or type(f) ~= 'table' then return {head} end
-  id, n, size = f['id'], f['chunks'], f['packed_size']
-end
-if type(id) ~= 'string' or #id > 64 or not string.match(id, '^[0-9a-f]+$') then return {head} end
-if type(n) ~= 'number' or type(size) ~= 'number' then return {head} end
-if n < 1 or n > 64 or n ~= math.floor(n) or size > tonumber(ARGV[2]) then return {head} end
-local names, total = {}, 0
-for i = 0, n - 1 do
-  local k = ARGV[3] .. id .. ':' .. string.format('%d', i)
-  local len = redis.call('strlen', k)
-  if len == 0 then return {head, -1} end
-  total = total + len
-  names[#names + 1] = k
-end
-if total ~= size then return {head, -2} end
-local out = redis.call('mget', unpack(names))
-table.insert(out, 1, head)
-return out
-"""
 #: Members of the key-ids set scored since ARGV[1]: at most ARGV[2], each cut to
 #: ARGV[3] bytes.
 _KEY_IDS = """
@@ -140,6 +111,14 @@ for _, m in ipairs(got) do
 end
 return out
 """
+
+
+def split_entry(blob: bytes) -> tuple[bytes, bytes, bytes]:
+    """An entry key's value as ``(tag, head text, inline value)``: its JSON holds no
+    raw newline, so the value (possibly empty) starts after the second."""
+    tag, _, rest = blob.partition(b"\n")
+    text, _, value = rest.partition(b"\n")
+    return tag, text, value
 
 
 class RemoteError(PcacheError):
@@ -214,7 +193,7 @@ class Head:
     id: str
     raw_size: int
     packed_size: int
-    sha256: str
+    packed_sha256: str  # of the compressed value: checked before it is inflated
     chunks: int
     meta: dict[str, Any]
     extra: dict[str, Any]

@@ -200,17 +200,26 @@ def test_wrong_fleet_key(server, key, ns, tmp_path, stock):
     assert good["compiles"] == 0 and good["stats"]["remote_hits"] == 6
 
 
-@pytest.mark.parametrize("where", ["chunk", "head"])
+@pytest.mark.parametrize("where", ["inline", "chunk", "head"])
 def test_tampered_remote_value(server, key, ns, tmp_path, stock, where):
-    run_host(host_env(tmp_path / "a", server.url, key, ns))
+    """A byte of a value changed (stored with its head, or in a chunk: values
+    over JAX_PCACHE_REMOTE_CHUNK_BYTES), or a signed field of a head."""
+    small = {"JAX_PCACHE_REMOTE_CHUNK_BYTES": "2KB"} if where == "chunk" else {}
+    run_host(host_env(tmp_path / "a", server.url, key, ns, **small))
     r = server.client()
     kind = ":c:" if where == "chunk" else ":e:"
     names = [n for n in r.scan_iter(match=f"pcache:*:{ns}:*") if kind in n.decode()]
-    assert len(names) == 6
+    assert (
+        len(names) >= 6 and len({n.split(b":")[-3 if where == "chunk" else -1] for n in names}) == 6
+    )
     for n in names:
         value = bytearray(r.get(n))
         if where == "head":  # a signed field changed: the signature no longer holds
             value = bytearray(bytes(value).replace(b'"compile_seconds":', b'"compile_seconds":9'))
+        elif where == "inline":  # the value after the head's two lines
+            head = len(_remote.split_entry(bytes(value))[1]) + 66
+            assert len(value) > head + 100
+            value[head + (len(value) - head) // 2] ^= 0x55
         else:
             value[len(value) // 2] ^= 0x55
         r.set(n, bytes(value))
@@ -335,8 +344,8 @@ def test_a_broken_entry_is_not_ready_until_replaced(server, ns):
 
 
 def test_gc_ages_by_idle_time_and_never_touches_entries(server, ns):
-    rem = make_remote(server, ns)
-    rem.put("old", b"v" * 100, {})
+    rem = make_remote(server, ns, chunk_bytes=1000)
+    rem.put("old", os.urandom(1500), {})  # in two chunks
     r = server.client()
     orphan = f"{rem.prefix}c:gone:abcd:0"
     r.set(orphan, b"x")  # a write under way (its head not written yet)
@@ -345,7 +354,7 @@ def test_gc_ages_by_idle_time_and_never_touches_entries(server, ns):
     assert _remote.gc(r, namespace=ns, older_than=60)["entries_removed"] == 0
     assert r.object("idletime", f"{rem.prefix}e:old") >= 2  # neither read it
     got = _remote.gc(r, namespace=ns, older_than=2)
-    assert got["entries_removed"] == 1 and got["chunks_removed"] == 1
+    assert got["entries_removed"] == 1 and got["chunks_removed"] == 2
     assert r.exists(orphan)  # younger than an hour: perhaps still being written
     assert _remote.gc(r, namespace=ns, everything=True)["entries_removed"] == 0
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import jsonschema
+import pytest
 from redis_helpers import (
     LatencyProxy,
     RedisServer,
@@ -57,29 +58,43 @@ def local_env(cache: Path) -> dict[str, str]:
 # -- unbounded reads --------------------------------------------------------------------
 
 
-def test_oversized_chunk_is_never_read(server, key, ns, tmp_path, stock):
+@pytest.mark.parametrize("where", ["chunk", "inline"])
+def test_oversized_value_is_never_read(server, key, ns, tmp_path, stock, where):
     """A chunk of a valid entry replaced by 128 MB: refused by its length (the
-    signed head says how many bytes to expect) before any byte of it is read."""
-    first = run_host(host_env(tmp_path / "a", server.url, key, ns))
-    honest = run_host(host_env(tmp_path / "b", server.url, key, ns))
+    signed head says how many bytes to expect) before any byte of it is read. An
+    entry whose value is stored with its head, grown to 128 MB after it: at most
+    the head's and an inline value's bounds are read (2 MiB)."""
+    small = {"JAX_PCACHE_REMOTE_CHUNK_BYTES": "2KB"} if where == "chunk" else {}
+
+    def env(d):
+        return host_env(tmp_path / d, server.url, key, ns, **small)
+
+    first = run_host(env("a"))
+    honest = run_host(env("b"))
     assert honest["compiles"] == 0 and honest["stats"]["remote_hits"] == 6
     # The hostile run compiles one program: compared with the larger of a run that
     # compiles and one that hits.
     honest["maxrss"] = max(honest["maxrss"], first["maxrss"])
     r = server.client()
-    chunk = sorted(r.scan_iter(match=f"pcache:*:{ns}:*:c:*"))[0]
-    big_value(r, chunk, 128 * MB)
-    res = run_host(host_env(tmp_path / "c", server.url, key, ns))
+    if where == "chunk":
+        chunk = sorted(r.scan_iter(match=f"pcache:*:{ns}:*:c:*"))[0]
+        big_value(r, chunk, 128 * MB)
+        because = "not the length its head says"
+    else:
+        entry = sorted(r.scan_iter(match=f"pcache:*:{ns}:*:e:*"))[0]
+        r.setrange(entry, 128 * MB - 1, b"x")  # the head and value, then 128 MB of zeros
+        because = "its value does not match its head"
+    res = run_host(env("c"))
     assert res["digests"] == stock
     assert res["compiles"] == 1 and res["stats"]["remote_hits"] == 5
     assert res["stats"]["remote_miss_reasons"] == {"tampered": 1}
     (warning,) = remote_warnings(res)
-    assert "failed verification" in warning and "not the length its head says" in warning
+    assert "failed verification" in warning and because in warning
     extra = res["maxrss"] - honest["maxrss"]
-    print(f"peak RSS: honest {honest['maxrss'] / MB:.0f} MB, 128 MB chunk {extra / MB:+.0f} MB")
+    print(f"peak RSS: honest {honest['maxrss'] / MB:.0f} MB, 128 MB {where} {extra / MB:+.0f} MB")
     assert extra < RSS_SLACK
     # The host that compiled it replaced the entry: the next host hits all six.
-    good = run_host(host_env(tmp_path / "d", server.url, key, ns))
+    good = run_host(env("d"))
     assert good["compiles"] == 0 and good["stats"]["remote_hits"] == 6
 
 
