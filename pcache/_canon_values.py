@@ -10,7 +10,6 @@ the jaxpr walk (`pcache._canon`), encodes it. `Ctx` is the state of one walk.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import hashlib
 import json
@@ -28,6 +27,7 @@ from pcache import _compat, _memos
 from pcache._canon_memo import IdMemo, local_eq_token, local_token
 from pcache._canon_rules import is_jax_module
 from pcache._errors import Uncacheable
+from pcache._introspect import Override, cdict, class_attr, inst_dict, is_a, mro
 
 logger = logging.getLogger("pcache")
 
@@ -334,16 +334,24 @@ def enc_aval(a: Any, ctx: Ctx) -> str:
     raise Uncacheable("unknown-aval", qual(t))
 
 
+def _own(obj: Any) -> dict:
+    """``obj``'s attributes as the interpreter holds them (`pcache._introspect`)."""
+    try:
+        return inst_dict(obj) or {}
+    except Override:
+        raise Unknown(qual(type(obj))) from None
+
+
 def enc_slots(obj: Any, ctx: Ctx) -> str:
     """Type name + every slot/attribute value (for small JAX records without __eq__)."""
     names: list[str] = []
-    for klass in type(obj).__mro__:
-        for s in getattr(klass, "__slots__", ()):
+    for klass in mro(type(obj)):
+        own = cdict(klass).get("__slots__", ())
+        for s in (own,) if type(own) is str else own:
             if s not in ("__weakref__", "__dict__") and s not in names:
                 names.append(s)
     items = [(n, getattr(obj, n)) for n in names if hasattr(obj, n)]
-    if hasattr(obj, "__dict__"):
-        items += sorted(vars(obj).items())
+    items += sorted(_own(obj).items())
     body = ",".join(f"{n}={enc(v, ctx)}" for n, v in items)
     return f"{qual(type(obj))}({body})"
 
@@ -400,64 +408,69 @@ def enc(obj: Any, ctx: Ctx) -> str:
     f = EXACT.get(t)
     if f is not None:
         return f(obj, ctx)
-    # Subclasses and families (order matters: bool < int, NamedTuple < tuple).
-    if isinstance(obj, enum.Enum):
-        return f"E:{qual(t)}.{obj.name}"
-    if isinstance(obj, np.dtype):
+    # Subclasses and families (order matters: bool < int, NamedTuple < tuple), by the
+    # real type (`pcache._introspect`: never what ``__class__`` says).
+    if is_a(obj, enum.Enum):  # (its own _name_, not a ``name`` property)
+        return f"E:{qual(t)}.{enc(_own(obj).get('_name_'), ctx)}"
+    if is_a(obj, np.dtype):
         return _enc_dtype(obj)
-    if isinstance(obj, np.generic):
+    if is_a(obj, np.generic):
         return f"ns({_enc_dtype(obj.dtype)};{obj.tobytes().hex()})"
-    if isinstance(obj, np.ndarray):
+    if is_a(obj, np.ndarray):
         code, snapshot = _array_snapshot(obj)
         if not _literal_buffer_is_private(obj):
             ctx.arrays.append((obj, snapshot))  # mutable: a memo over it revalidates it
         return code
-    if isinstance(obj, (_Jaxpr, _ClosedJaxpr)):
+    if is_a(obj, (_Jaxpr, _ClosedJaxpr)):
         return encode_sub_jaxpr(obj, ctx)
-    if isinstance(obj, jax.Array):
+    if is_a(obj, jax.Array):
         return enc_jax_array(obj)
-    if isinstance(obj, _compat.KeyTy):
+    if is_a(obj, _compat.KeyTy):
         return _enc_dtype(obj)
-    if isinstance(obj, tuple) and hasattr(t, "_fields"):
-        if isinstance(obj, _compat.PRNGImpl):
+    if is_a(obj, tuple) and class_attr(t, "_fields") is not None:
+        if is_a(obj, _compat.PRNGImpl):
             return _enc_prng_impl(obj)
         return f"T:{qual(t)}(" + _enc_seq(obj, ctx) + ")"
-    if isinstance(obj, bool):
+    if is_a(obj, bool):
         return "T" if obj else "F"
-    if isinstance(obj, int):
+    if is_a(obj, int):
         return f"i:{qual(t)}:{int(obj)}"
-    if isinstance(obj, float):
+    if is_a(obj, float):
         return f"{qual(t)}:{_enc_float(float(obj))}"
-    if isinstance(obj, str):
+    if is_a(obj, str):
         return f"{qual(t)}:{enc_str(str(obj))}"
-    if isinstance(obj, tuple):
+    if is_a(obj, tuple):
         return f"{qual(t)}(" + _enc_seq(obj, ctx) + ")"
-    if isinstance(obj, jax.sharding.NamedSharding):
+    if is_a(obj, jax.sharding.NamedSharding):
         return _enc_named_sharding(obj, ctx)
-    if isinstance(obj, jax.sharding.PartitionSpec):
+    if is_a(obj, jax.sharding.PartitionSpec):
         return _enc_partition_spec(obj, ctx)
-    if isinstance(obj, (frozenset, set)):
-        if not isinstance(obj, frozenset):
+    if is_a(obj, (frozenset, set)):
+        if not is_a(obj, frozenset):
             ctx.volatile = True
         return "fs{" + ",".join(sorted(enc(v, ctx) for v in obj)) + "}"
-    if isinstance(obj, Mapping):
+    if issubclass(t, Mapping):  # (the real type, through the ABC's registry)
         ctx.volatile = True  # a mapping's content can change under the same object
         items = sorted((enc(k, ctx), enc(v, ctx)) for k, v in obj.items())
         return f"M:{qual(t)}{{" + ",".join(f"{k}:{v}" for k, v in items) + "}"
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        if not obj.__dataclass_params__.frozen:
+    fields = class_attr(t, "__dataclass_fields__")
+    if type(fields) is dict and not is_a(obj, type):  # a dataclass (its class's own record)
+        if not getattr(class_attr(t, "__dataclass_params__"), "frozen", False):
             ctx.volatile = True
+        # (every entry: its ClassVar and InitVar pseudo-fields too, "-" where unset)
         body = ",".join(
-            f"{fl.name}={enc(getattr(obj, fl.name), ctx)}" for fl in dataclasses.fields(obj)
+            f"{n}={enc(getattr(obj, n), ctx) if hasattr(obj, n) else '-'}"
+            for n in fields
+            if type(n) is str
         )
         return f"D:{qual(t)}({body})"
     if obj is _compat.no_axis_name:  # vmap's sentinel for "no axis name"
         return "no_axis_name"
-    if isinstance(obj, _compat.Primitive):
+    if is_a(obj, _compat.Primitive):
         return _enc_primitive(obj, ctx)
-    if isinstance(obj, _compat.Effect):  # debug_callback's effect param (a singleton)
+    if is_a(obj, _compat.Effect):  # debug_callback's effect param (a singleton)
         return "eff:" + enc_slots(obj, ctx)
-    if isinstance(obj, (_Var, _Literal)):
+    if is_a(obj, (_Var, _Literal)):
         raise Unknown("unbound-" + qual(t))
     if callable(obj):
         return _enc_callable(obj, ctx)

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from pcache import _canon, _compat
+from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names
 from pcache._usercode import (
     IDENTITY_BUILTINS,
     UNGUARDABLE,
@@ -47,11 +48,14 @@ from pcache._usercode import (
     is_library,
     is_library_module,
     is_library_type,
+    module_dict,
+    qualname,
     reflective_module,
 )
 from pcache._walk import Walker
 
 _MISSING: Any = object()
+_PARTIAL_FIELDS = tuple(functools.partial.__dict__[n].__get__ for n in ("func", "args", "keywords"))
 # Python's own builtins, as they were when pcache was imported (a value a program
 # puts into ``builtins`` later is a global like any other).
 _PY_BUILTINS = dict(vars(builtins))
@@ -66,11 +70,11 @@ IS, FN, VAL, ABSENT, TYPE, ALIASES, ISN = 0, 1, 2, 3, 4, 5, 6
 
 def _builtins_of(g: dict) -> dict:
     b = g.get("__builtins__", builtins)
-    return b if isinstance(b, dict) else b.__dict__
+    return b if type(b) is dict else (module_dict(b) or {})
 
 
 def _user_module(v: Any) -> bool:
-    return isinstance(v, types.ModuleType) and not is_library_module(v)
+    return is_a(v, types.ModuleType) and not is_library_module(v)
 
 
 class _Guarding:
@@ -119,15 +123,18 @@ class _Guarding:
         t = type(v)
         if v is operator.attrgetter or v is operator.methodcaller:
             raise NoReuse(f"reflective-attrgetter:{name}")  # a name computed, then read
-        if isinstance(v, types.ModuleType) and reflective_module(v.__name__):
-            if sys.modules.get(v.__name__) is v:
-                raise NoReuse(f"reflection-module:{v.__name__}")
-        if isinstance(v, type) and is_library_type(v):
-            mod = getattr(v, "__module__", "")
-            if isinstance(mod, str) and reflective_module(mod) and mod != "typing":
-                raise NoReuse(f"reflection-module:{mod}.{v.__name__}")  # its methods
+        # (kinds by the real type: an object whose ``__class__`` says module is not
+        # one; `pcache._introspect`)
+        mname = str((module_dict(v) or {}).get("__name__"))
+        if is_a(v, types.ModuleType) and reflective_module(mname):
+            if sys.modules.get(mname) is v:
+                raise NoReuse(f"reflection-module:{mname}")
+        if is_a(v, type) and is_library_type(v):
+            mod = names(v)[2]
+            if type(mod) is str and reflective_module(mod) and mod != "typing":
+                raise NoReuse(f"reflection-module:{mod}.{qualname(v)}")  # its methods
         if (
-            (isinstance(v, types.ModuleType) and is_library_module(v))
+            (is_a(v, types.ModuleType) and is_library_module(v))
             or t is _compat.PjitFunction  # JAX caches its trace on its function
             or t is _compat.ArrayImpl  # immutable; its liveness is checked
             or t is object
@@ -139,7 +146,7 @@ class _Guarding:
                 self.vw._enter(v)
             else:
                 guards.append((IS, ns, name, v))
-        elif isinstance(v, types.ModuleType):
+        elif is_a(v, types.ModuleType):
             if t is not types.ModuleType:
                 raise NoReuse(f"module-subclass:{name}")
             guards.append((IS, ns, name, v))  # its attributes are guarded as read
@@ -193,7 +200,7 @@ class _Guarding:
             if not _user_module(v):
                 _library_chain(v, chain[i:])
                 return
-            v = self.guard(v.__dict__, attr, builtin=False)
+            v = self.guard(module_dict(v), attr, builtin=False)
         if escaped and _user_module(v):
             # handed on (to getattr, a call, a return): what is read from it later
             # cannot be guarded
@@ -204,11 +211,13 @@ def _library_chain(v: Any, attrs: tuple) -> None:
     """A chain read on through library modules (``logging.config.X``): refused where
     it reaches a module that reads state by names held in data."""
     for attr in attrs:
-        if not isinstance(v, types.ModuleType):
+        d = module_dict(v)
+        if d is None:
             return
-        v = getattr(v, attr, None)
-        if isinstance(v, types.ModuleType) and reflective_module(v.__name__):
-            raise NoReuse(f"reflection-module:{v.__name__}")
+        v = d.get(attr)
+        name = (module_dict(v) or {}).get("__name__")
+        if type(name) is str and reflective_module(name):
+            raise NoReuse(f"reflection-module:{name}")
 
 
 def aliases(callable_walk: Walker | None, w: Walker) -> tuple:
@@ -259,12 +268,13 @@ def _global_write(g: dict, target: tuple, store: bool = False) -> None:
     if v is _MISSING:
         v = _builtins_of(g).get(target[0], _MISSING)
     for attr in target[1:]:
-        if not isinstance(v, types.ModuleType):
+        d = module_dict(v)
+        if d is None:
             break
-        v = v.__dict__.get(attr, _MISSING)
-    if isinstance(v, types.ModuleType) and is_library_module(v) and not store:
+        v = d.get(attr, _MISSING)
+    if is_a(v, types.ModuleType) and is_library_module(v) and not store:
         return  # ``np.append(a, b)``: a library function, named like a mutator
-    if isinstance(v, type) and is_library_type(v) and not store:
+    if is_a(v, type) and is_library_type(v) and not store:
         return
     raise NoReuse(f"writes-attribute:{'.'.join(target)}")
 
@@ -285,7 +295,7 @@ def read_state(f: types.FunctionType, w: Walker) -> tuple:
         for attr in chain[1:]:
             if not _user_module(v):
                 break
-            v = v.__dict__.get(attr, _MISSING)
+            v = module_dict(v).get(attr, _MISSING)
         try:
             out.append(w.value(v) if v is not _MISSING else ("absent",))
         except NoReuse:
@@ -446,23 +456,25 @@ def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
             return True
         inner = [c.cell_contents for c in obj.__closure__ or () if _bound(c)]
         inner += list(obj.__defaults__ or ())
-    elif isinstance(obj, functools.partial):
-        inner = [obj.func, *obj.args, *obj.keywords.values()]
+    elif is_a(obj, functools.partial):  # (its fields as partial.__call__ reads them)
+        inner = [f(obj) for f in _PARTIAL_FIELDS]
+        inner = [inner[0], *inner[1], *inner[2].values()]
     elif t is types.MethodType:
         inner = [obj.__func__, obj.__self__]
-    elif t is tuple or t is list or isinstance(obj, tuple):
+    elif t is tuple or t is list or is_a(obj, tuple):
         inner = list(obj)
     elif t is dict:
         inner = list(obj.values())
-    elif hasattr(obj, "f_transformed") and hasattr(obj, "f"):  # JAX's WrappedFun
+    elif is_library_type(t) and hasattr(obj, "f_transformed") and hasattr(obj, "f"):
+        # JAX's WrappedFun
         inner = [obj.f, obj.f_transformed]
     elif t is _compat.PjitFunction:
         inner = [obj._fun]
-    elif isinstance(obj, _compat.CUSTOM_DERIVATIVE_TYPES):
-        inner = list(vars(obj).values())
-    elif isinstance(obj, type):
+    elif is_a(obj, _compat.CUSTOM_DERIVATIVE_TYPES):
+        inner = _held(obj)
+    elif is_a(obj, type):
         return not is_library_type(obj)
-    elif callable(obj) and not isinstance(
+    elif callable(obj) and not is_a(
         obj, (types.ModuleType, _compat.Primitive, types.BuiltinFunctionType)
     ):
         if not is_library_type(t):
@@ -472,14 +484,20 @@ def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
         inner = _held(obj)
     else:
         return False  # data
+    if inner is None:
+        return True  # what it holds cannot be read: taken as user code
     return any(user_code(x, depth + 1, seen) for x in inner)
 
 
-def _held(obj: Any) -> list:
-    """The values an object holds in its ``__dict__`` and slots."""
-    held = list(vars(obj).values()) if hasattr(obj, "__dict__") else []
-    for klass in type(obj).__mro__:
-        slots = klass.__dict__.get("__slots__", ())
+def _held(obj: Any) -> list | None:
+    """The values an object holds in its ``__dict__`` and slots (as the interpreter
+    holds them); None when its class defines ``__dict__`` itself (unknown)."""
+    try:
+        held = list((inst_dict(obj) or {}).values())
+    except Override:
+        return None
+    for klass in mro(type(obj)):
+        slots = cdict(klass).get("__slots__", ())
         for name in (slots,) if isinstance(slots, str) else slots:
             if name not in ("__dict__", "__weakref__"):
                 held.append(getattr(obj, name, None))
@@ -506,7 +524,7 @@ def holds_state(obj: Any, depth: int = 0) -> bool:
         return any(holds_state(x, depth + 1) for x in (obj.func, *obj.args, *obj.keywords.values()))
     if t is tuple or t is frozenset:
         return any(holds_state(x, depth + 1) for x in obj)
-    if isinstance(obj, (type, types.ModuleType, types.BuiltinFunctionType, _compat.Primitive)):
+    if is_a(obj, (type, types.ModuleType, types.BuiltinFunctionType, _compat.Primitive)):
         return False
     if t is types.MethodType:
         return holds_state(obj.__self__, depth + 1) or holds_state(obj.__func__, depth + 1)

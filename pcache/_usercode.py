@@ -21,6 +21,8 @@ import types
 import weakref
 from typing import Any
 
+from pcache._introspect import Override, cdict, flags, inst_dict, is_a, mro, names
+
 
 class NoReuse(Exception):  # noqa: N818 - a verdict, not an error
     """This call's callable cannot be keyed: it is traced, as without pcache."""
@@ -31,6 +33,8 @@ class NoReuse(Exception):  # noqa: N818 - a verdict, not an error
 
 
 def qualname(t: type) -> str:
+    if is_a(t, type):
+        return names(t)[1]  # (never a metaclass's ``__qualname__`` property)
     return getattr(t, "__qualname__", getattr(t, "__name__", "?"))
 
 
@@ -72,32 +76,42 @@ def is_library(g: dict) -> bool:
     e = _LIBRARY.get(id(g))
     if e is not None and e[0] is g:
         return e[1]
-    mod = sys.modules.get(g.get("__name__") or "")
-    lib = (
-        mod is not None
-        and getattr(mod, "__dict__", None) is g
-        and isinstance(mod, types.ModuleType)
-        and _library_file(g.get("__file__"))
-    )
+    mod = sys.modules.get(_str(g.get("__name__")))
+    lib = module_dict(mod) is g and _library_file(g.get("__file__"))
     if len(_LIBRARY) > 4096:
         _LIBRARY.clear()
     _LIBRARY[id(g)] = (g, lib)  # module dicts: kept alive, so the id is never reused
     return lib
 
 
+def module_dict(m: Any) -> dict | None:
+    """A module's namespace as the interpreter holds it; None for anything else (an
+    object whose ``__class__`` or ``__dict__`` says module)."""
+    if not is_a(m, types.ModuleType):
+        return None
+    try:
+        return inst_dict(m)
+    except Override:
+        return None
+
+
 def is_library_module(m: types.ModuleType) -> bool:
-    return is_library(m.__dict__) or (
+    d = module_dict(m)
+    if d is None:
+        return False
+    name = _str(d.get("__name__"))
+    return is_library(d) or (
         # builtin and extension modules (sys, math, jaxlib's): no Python globals
-        sys.modules.get(m.__name__) is m and not hasattr(m, "__path__") and _no_python(m)
+        sys.modules.get(name) is m and "__path__" not in d and _no_python(name, d)
     )
 
 
-def _no_python(m: types.ModuleType) -> bool:
-    file = getattr(m, "__file__", None)
+def _no_python(name: str, d: dict) -> bool:
+    file = d.get("__file__")
     return (
         file is None
-        and m.__name__ in sys.builtin_module_names
-        or (isinstance(file, str) and file.endswith((".so", ".pyd")) and _library_file(file))
+        and name in sys.builtin_module_names
+        or (type(file) is str and file.endswith((".so", ".pyd")) and _library_file(file))
     )
 
 
@@ -117,13 +131,19 @@ def is_library_type(t: type) -> bool:
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement)
 
 
+def _str(v: Any) -> str:
+    return v if type(v) is str else ""
+
+
 def _library_type(t: type) -> bool:
-    if not t.__flags__ & _HEAPTYPE:
+    # (flags, module and namespaces read as the interpreter holds them: a user
+    # metaclass may define ``__flags__``, ``__module__``, ``__mro__``, ``__dict__``)
+    if not flags(t) & _HEAPTYPE:
         return True  # a static C type (int, NoneType, numpy's): no user code defines one
     if _compiled(t):
         return True
-    mod = sys.modules.get(getattr(t, "__module__", None) or "")
-    if mod is None or not isinstance(mod, types.ModuleType) or not is_library_module(mod):
+    mod = sys.modules.get(_str(names(t)[2]))
+    if mod is None or type(mod) is not types.ModuleType or not is_library_module(mod):
         return False
     obj: Any = mod
     for part in qualname(t).split("."):
@@ -149,24 +169,24 @@ def _compiled(t: type) -> bool:
     """A heap type made by an extension module, not by a class statement: its
     module is not an imported Python module, every heap class of its MRO holds only
     C slots and descriptors, and its metaclass is one of these or a static type."""
-    if sys.modules.get(getattr(t, "__module__", None) or "") is not None:
+    if sys.modules.get(_str(names(t)[2])) is not None:
         return False
-    for k in t.__mro__:
-        if k.__flags__ & _HEAPTYPE and any(
-            n in vars(k) for n in ("__dict__", "__weakref__", "__slots__")
+    for k in mro(t):
+        if flags(k) & _HEAPTYPE and any(
+            n in cdict(k) for n in ("__dict__", "__weakref__", "__slots__")
         ):
             return False  # it or a base made by a class statement or type()
     meta = type(t)
-    if meta.__flags__ & _HEAPTYPE and not _compiled(meta):
+    if flags(meta) & _HEAPTYPE and not _compiled(meta):
         return False
     own_c = False
-    for k in t.__mro__:
-        if not k.__flags__ & _HEAPTYPE:
+    for k in mro(t):
+        if not flags(k) & _HEAPTYPE:
             continue
-        for name, a in vars(k).items():
+        for name, a in cdict(k).items():
             if name in ("__module__", "__doc__", "__qualname__"):
                 continue
-            if not isinstance(a, _C_ATTRS) or _bound_to_data(a):
+            if not is_a(a, _C_ATTRS) or _bound_to_data(a):
                 return False
             own_c = own_c or k is t
     # An extension's class defines C slots of its own; a class statement's with no
@@ -181,7 +201,7 @@ def _bound_to_data(a: Any) -> bool:
     what an extension's class holds."""
     if type(a) is not types.BuiltinFunctionType:
         return False
-    return not isinstance(getattr(a, "__self__", None), type)
+    return not is_a(getattr(a, "__self__", None), type)
 
 
 # ------------------------------------------------------------ code scans

@@ -56,7 +56,6 @@ nothing.
 
 from __future__ import annotations
 
-import abc
 import dataclasses
 import enum
 import functools
@@ -71,6 +70,7 @@ from typing import Any
 import numpy as np
 
 from pcache import _canon, _compat, _memos
+from pcache._introspect import Override, cdict, class_attr, inst_dict, is_a, mro, names
 from pcache._usercode import (
     REFLECTIVE,
     REFLECTIVE_ATTRS,
@@ -85,6 +85,7 @@ from pcache._usercode import (
     reflective_module,
 )
 from pcache._walk_kinds import (
+    _abc,
     _annotation,
     _descriptor,
     _field,
@@ -131,6 +132,9 @@ _STRUCT_DD = struct.Struct("<dd")
 _FUNCTION = types.FunctionType
 _METHOD = types.MethodType
 _PARTIAL = functools.partial
+
+_DC_PARAMS = type(dataclasses.dataclass(type("_P", (), {})).__dataclass_params__)
+_PARTIAL_FIELD = {n: _PARTIAL.__dict__[n].__get__ for n in ("func", "args", "keywords")}
 _BUILTIN = (types.BuiltinFunctionType, types.MethodWrapperType)
 _DESCRIPTORS = (types.WrapperDescriptorType, types.MethodDescriptorType)
 _OPERATOR_TYPES = (operator.attrgetter, operator.itemgetter, operator.methodcaller)
@@ -210,6 +214,14 @@ class Walker:
         self.pins.append(v)
         return ("id", id(v))
 
+    def _own(self, v: Any) -> dict:
+        """``v``'s attributes as the interpreter holds them (never a ``__dict__``
+        a class defines itself)."""
+        try:
+            return inst_dict(v) or {}
+        except Override:
+            raise NoReuse(f"dict-override:{qualname(type(v))}") from None
+
     def value(self, v: Any) -> Any:
         t = type(v)
         enc = _EXACT.get(t)
@@ -241,29 +253,33 @@ class Walker:
         return self._other(v, t)
 
     def _other(self, v: Any, t: type) -> Any:
-        if isinstance(v, _compat.Tracer):
+        # (kinds by the real type: a ``__class__`` property or a weakref proxy makes
+        # ``isinstance`` answer for another class; `pcache._introspect`)
+        if is_a(v, _compat.Tracer):
             raise NoReuse("captured-tracer")
-        if isinstance(v, type):
+        if is_a(v, type):
             if v is operator.attrgetter or v is operator.methodcaller:
                 raise NoReuse("reflective-attrgetter")  # attrgetter(name)(fn), name computed
             return self.klass(v)
-        if isinstance(v, types.ModuleType):
+        if is_a(v, types.ModuleType):
             if type(v) is types.ModuleType and is_library_module(v):
                 return self.ident(v)
             # a user module: what is read from it is guarded only for globals
             raise NoReuse(f"captured-module:{v.__name__}")
-        if isinstance(v, enum.Enum):
-            extra = {k: x for k, x in vars(v).items() if k not in _ENUM_MEMBER}
-            return ("E", self.klass(t), v._name_, self.value(v._value_), self.value(extra))
-        if isinstance(v, np.ndarray):  # a masked array, a matrix: more than its data
+        if is_a(v, enum.Enum):
+            d = self._own(v)
+            extra = {k: x for k, x in d.items() if k not in _ENUM_MEMBER}
+            name, val = d.get("_name_"), d.get("_value_")
+            return ("E", self.klass(t), self.value(name), self.value(val), self.value(extra))
+        if is_a(v, np.ndarray):  # a masked array, a matrix: more than its data
             raise NoReuse(f"numpy-subclass:{qualname(t)}")
-        if isinstance(v, np.generic) and is_library_type(t):
+        if is_a(v, np.generic) and is_library_type(t):
             return self._numpy_scalar(v)
-        if isinstance(v, np.dtype) and is_library_type(t):
+        if is_a(v, np.dtype) and is_library_type(t):
             return self.dtype(v)
-        if isinstance(v, _BUILTIN):
+        if is_a(v, _BUILTIN):
             bound = getattr(v, "__self__", None)
-            if isinstance(bound, types.ModuleType) and v.__name__.startswith("__"):
+            if is_a(bound, types.ModuleType) and v.__name__.startswith("__"):
                 raise NoReuse(f"reflective-method:{v.__name__}")  # cfg.__getattribute__
             if bound is None or type(bound) is types.ModuleType:
                 why = reflective_callable(v)
@@ -275,15 +291,15 @@ class Walker:
             if not _own_method(v, bound):  # int.__repr__.__get__(True): another impl
                 raise NoReuse(f"builtin-method-impl:{v.__name__}")
             return ("B", v.__name__, self.ident(type(bound)), self.value(bound))
-        if isinstance(v, _PARTIAL):  # subclasses (jax.tree_util.Partial)
+        if is_a(v, _PARTIAL):  # subclasses (jax.tree_util.Partial)
             return self.callable(v)
         if t is _compat.PyTreeDef:  # its own == says 2 == 2.0, functions by identity
             return self.treedef(v)
-        if t in _LIBRARY_VALUE_TYPES or (isinstance(v, LIBRARY_VALUES) and is_library_type(t)):
+        if t in _LIBRARY_VALUE_TYPES or (is_a(v, LIBRARY_VALUES) and is_library_type(t)):
             return self._library_value(v, t)
-        if isinstance(v, _compat.CUSTOM_DERIVATIVE_TYPES):
+        if is_a(v, _compat.CUSTOM_DERIVATIVE_TYPES):
             return self.callable(v)
-        if isinstance(v, _compat.Primitive) and is_library_type(t):
+        if is_a(v, _compat.Primitive) and is_library_type(t):
             if _canon.jax_primitive_name(v) is not None:
                 return self.ident(v)  # one of JAX's own
             back = self._enter(v)
@@ -291,18 +307,18 @@ class Walker:
                 return back
             # another's (a user's): with what was set on it (``P.scale``,
             # ``multiple_results``, its impl and abstract eval)
-            return ("prim", self.ident(v), self.value(dict(vars(v))))
+            return ("prim", self.ident(v), self.value(dict(self._own(v))))
         user = not is_library_type(t)
-        if isinstance(v, tuple) and hasattr(t, "_fields"):  # NamedTuples
+        if is_a(v, tuple) and class_attr(t, "_fields") is not None:  # NamedTuples
             back = self._enter(v)  # its identity (``dn is DEFAULT``)
             if back is not None:
                 return back
-            if getattr(v, "__dict__", None):
+            if self._own(v):
                 raise NoReuse(f"mutable:{qualname(t)}")  # attributes beside its items
             items = [tuple.__getitem__(v, i) for i in range(tuple.__len__(v))]
             node = ("T", self.klass(t), *[self.value(x) for x in items])
             return (*node, self.class_code(t)) if user else node
-        params = getattr(t, "__dataclass_params__", None)
+        params = class_attr(t, "__dataclass_params__")
         if params is not None and getattr(params, "frozen", False):
             return self._frozen_dataclass(v, t, user)
         raise NoReuse(f"value:{qualname(t)}")
@@ -431,21 +447,21 @@ class Walker:
         back = self._enter(v)
         if back is not None:
             return back
-        if any(k is not object and is_library_type(k) for k in t.__mro__[1:]):
+        if any(k is not object and is_library_type(k) for k in mro(t)[1:]):
             # a dataclass over a list, a dict, a library class: more than its fields
             raise NoReuse(f"dataclass-base:{qualname(t)}")
-        fields = getattr(t, "__dataclass_fields__", {})
+        fields = class_attr(t, "__dataclass_fields__") or {}
         items = []
         for name in fields:
             try:
                 items.append(self.value(object.__getattribute__(v, name)))
             except AttributeError:
                 items.append(("unset",))
-        extra = getattr(v, "__dict__", None)
+        extra = self._own(v)
         if extra and set(extra) - set(fields):
             raise NoReuse(f"mutable:{qualname(t)}")  # attributes set outside its fields
-        for k in t.__mro__:
-            slots = vars(k).get("__slots__", ())
+        for k in mro(t):
+            slots = cdict(k).get("__slots__", ())
             if isinstance(slots, str):
                 slots = (slots,)
             if set(slots) - set(fields) - {"__weakref__", "__dict__"}:
@@ -461,52 +477,29 @@ class Walker:
         back = self._enter(cls)
         if back is not None:
             return back
-        if any("__class__" in vars(k) for k in cls.__mro__[:-1]):  # see _singleton_test
+        if any("__class__" in cdict(k) for k in mro(cls)[:-1]):  # see _singleton_test
             raise NoReuse(f"class-override:{qualname(cls)}")
         meta = type(cls)
-        mro = tuple(self.ident(k) for k in cls.__mro__)  # bases may be reassigned
-        names = (str(cls.__name__), str(cls.__qualname__))
-        node = ("K", self.ident(cls), names, mro, self.class_code(cls), self._abc(cls))
+        bases = tuple(self.ident(k) for k in mro(cls))  # bases may be reassigned
+        node = ("K", self.ident(cls), names(cls)[:2], bases, self.class_code(cls), _abc(self, cls))
         if meta is not type and not is_library_type(meta):  # attributes it provides
             return (*node, self.class_code(meta))
         return node
-
-    def _abc(self, cls: type) -> tuple:
-        """The classes registered on an ABC and on each of its subclasses
-        (``isinstance`` answers by all of them)."""
-        if not isinstance(cls, abc.ABCMeta):
-            return ()
-        found = []
-        todo, met = [cls], set()
-        while todo:
-            k = todo.pop()
-            if id(k) in met:
-                continue
-            met.add(id(k))
-            if len(met) > 256:
-                raise NoReuse(f"abc-too-large:{qualname(cls)}")
-            try:
-                registry = abc._get_dump(k)[0] if isinstance(k, abc.ABCMeta) else ()
-                todo += type.__subclasses__(k)
-            except Exception:
-                raise NoReuse(f"abc:{qualname(cls)}") from None
-            found += [c for r in registry if (c := r()) is not None]
-        subs = sorted((qualname(c), id(c)) for c in found)
-        return ("abc", *subs, *map(self.klass, found))
 
     def class_code(self, t: type) -> tuple:
         """What a user class's instances run: the functions and values its own
         classes (the user-defined ones of its MRO) define, by these rules."""
         out = []
-        for k in t.__mro__:
+        for k in mro(t):
             if k is object or is_library_type(k):
                 continue
-            for name, attr in vars(k).items():
+            for name, attr in cdict(k).items():
                 if name in CLASS_BOOKKEEPING:
                     continue
                 if name in ("__orig_bases__", "__parameters__") and type(attr) is tuple:
                     enc = ("t", *[_annotation(self, x) for x in attr])  # Base[Cfg], T
-                elif name == "__dataclass_params__":  # code may read it (``.frozen``)
+                elif name == "__dataclass_params__" and type(attr) is _DC_PARAMS:
+                    # code may read it (``.frozen``)
                     enc = ("dcp", self.ident(attr), _slots_of(attr))
                 else:
                     enc = self.value(attr)  # (an enum's maps and members too)
@@ -522,15 +515,16 @@ class Walker:
         t = type(f)
         if t is _FUNCTION:
             return self._function(f)
-        if isinstance(f, _PARTIAL):
-            d = getattr(f, "__dict__", None)
+        if is_a(f, _PARTIAL):  # (what partial.__call__ reads, not what a subclass says)
+            d = self._own(f)
             self.bodies.append(f)
+            func, args, keywords = (_PARTIAL_FIELD[n](f) for n in ("func", "args", "keywords"))
             return (
                 "P",
                 self.klass(t),
-                self.value(f.func),
-                self.value(f.args),
-                self.value(f.keywords),
+                self.value(func),
+                self.value(args),
+                self.value(keywords),
                 tuple((k, self.value(x)) for k, x in d.items()) if d else (),
             )
         if t is _METHOD:
@@ -539,11 +533,11 @@ class Walker:
         jit = _compat.jit_parts(f)
         if jit is not None:
             fun, ji = jit
-            d = getattr(f, "__dict__", None)
+            d = self._own(f)
             attrs = tuple((k, self.value(x)) for k, x in d.items()) if d else ()
             return ("J", self.value(fun), self.value(_compat.jit_info_key(ji)), attrs)
-        if isinstance(f, _compat.CUSTOM_DERIVATIVE_TYPES):
-            items = [(k, self.value(x)) for k, x in vars(f).items() if k not in _DOC_ATTRS]
+        if is_a(f, _compat.CUSTOM_DERIVATIVE_TYPES):
+            items = [(k, self.value(x)) for k, x in self._own(f).items() if k not in _DOC_ATTRS]
             return ("C", self.klass(t), *items)
         raise NoReuse(f"callable:{qualname(t)}")
 
@@ -596,12 +590,12 @@ class Walker:
         except (ValueError, TypeError, IndexError):
             return  # not one of f's own free variables, or unbound
         for attr in target[1:]:
-            if not (isinstance(v, types.ModuleType) and is_library_module(v)):
+            if not (type(v) is types.ModuleType and is_library_module(v)):
                 break
             v = getattr(v, attr, None)
-        if isinstance(v, types.ModuleType) and is_library_module(v) and not store:
+        if type(v) is types.ModuleType and is_library_module(v) and not store:
             return  # a library function named like a mutator (``np.append``)
-        if isinstance(v, type) and is_library_type(v) and not store:
+        if is_a(v, type) and is_library_type(v) and not store:
             return
         raise NoReuse(f"writes-attribute:{'.'.join(target)}")
 

@@ -5,6 +5,7 @@ takes the walker and the value, and returns the value's key or raises `NoReuse`.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import inspect
 import operator
@@ -17,6 +18,7 @@ import jax
 import numpy as np
 
 from pcache import _compat, _memos
+from pcache._introspect import cdict, is_a, mro
 from pcache._usercode import (
     FORMAT_REFLECTIVE,
     REFLECTIVE,
@@ -109,8 +111,8 @@ def _own_method(v: Any, bound: Any) -> bool:
     """Whether the builtin method ``v`` is what its name finds on its object's type
     (what the key says: the name and the type), not a base class's bound by hand."""
     t = type(bound)
-    for k in t.__mro__:
-        d = k.__dict__.get(v.__name__)
+    for k in mro(t):
+        d = cdict(k).get(v.__name__)
         if d is not None:
             get = getattr(type(d), "__get__", None)
             try:
@@ -141,6 +143,30 @@ def _held_state(w: Walker, v: Any, t: type) -> tuple:
         return ()
     d = getattr(v, "__dict__", None)
     return tuple((k, w.value(x)) for k, x in d.items()) if d else ()
+
+
+def _abc(w: Walker, cls: type) -> tuple:
+    """The classes registered on an ABC and on each of its subclasses
+    (``isinstance`` answers by all of them)."""
+    if not is_a(cls, abc.ABCMeta):
+        return ()
+    found = []
+    todo, met = [cls], set()
+    while todo:
+        k = todo.pop()
+        if id(k) in met:
+            continue
+        met.add(id(k))
+        if len(met) > 256:
+            raise NoReuse(f"abc-too-large:{qualname(cls)}")
+        try:
+            registry = abc._get_dump(k)[0] if is_a(k, abc.ABCMeta) else ()
+            todo += type.__subclasses__(k)
+        except Exception:
+            raise NoReuse(f"abc:{qualname(cls)}") from None
+        found += [c for r in registry if (c := r()) is not None]
+    subs = sorted((qualname(c), id(c)) for c in found)
+    return ("abc", *subs, *map(w.klass, found))
 
 
 def _property(w: Walker, v: property) -> tuple:

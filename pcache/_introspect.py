@@ -1,0 +1,84 @@
+"""Objects and classes read as the interpreter runs them, not as they describe themselves.
+
+A class can answer ``isinstance`` (a ``__class__`` property, a weakref proxy that
+forwards it), ``vars()`` and ``obj.__dict__`` (a ``__dict__`` property, a
+``__getattribute__``), and a metaclass can answer ``__mro__``, ``__flags__``,
+``__dict__``, ``__name__`` and ``__module__`` with whatever it likes. The trace
+walker decides what a value is and what it holds from these, so it reads them
+through the interpreter's own descriptors (``type``'s, and the one that really
+holds an instance's attributes), which no user class can shadow, and it never
+runs user code while reading them.
+
+JAX-free.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+__all__ = [
+    "Override",
+    "cdict",
+    "class_attr",
+    "flags",
+    "inst_dict",
+    "is_a",
+    "mro",
+    "names",
+    "subclass",
+]
+
+cdict = type.__dict__["__dict__"].__get__  # a class's own namespace (a mappingproxy)
+mro = type.__dict__["__mro__"].__get__
+flags = type.__dict__["__flags__"].__get__
+_name = type.__dict__["__name__"].__get__
+_qualname = type.__dict__["__qualname__"].__get__
+_module = type.__dict__["__module__"].__get__
+_DICT_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
+_MISSING = object()
+
+
+class Override(Exception):
+    """A class defines ``__dict__`` as something other than the interpreter's own
+    descriptor: what its instances hold cannot be read without running its code."""
+
+
+def subclass(t: type, classes: type | tuple[type, ...]) -> bool:
+    """Whether ``t``'s real MRO holds one of ``classes`` (by identity: no
+    ``__subclasscheck__``, no ABC registry, no metaclass ``__eq__``)."""
+    m = mro(t)
+    if type(classes) is tuple:
+        return any(k is c for c in classes for k in m)
+    return any(k is classes for k in m)
+
+
+def is_a(v: Any, classes: type | tuple[type, ...]) -> bool:
+    """``isinstance`` by ``v``'s real type (``type(v)``, not ``v.__class__``)."""
+    return subclass(type(v), classes)
+
+
+def inst_dict(v: Any) -> dict[str, Any] | None:
+    """``v``'s own attribute dict, read through the descriptor that holds it (None
+    when its type gives it none); `Override` when a class of its type defines
+    ``__dict__`` itself (a property, a copied descriptor of another class)."""
+    for k in mro(type(v)):
+        d = cdict(k).get("__dict__", _MISSING)
+        if d is _MISSING:
+            continue
+        if type(d) in _DICT_DESCRIPTORS and d.__objclass__ is k:
+            got = d.__get__(v, type(v))
+            return got if type(got) is dict else None
+        raise Override(k)
+    return None
+
+
+def class_attr(t: type, name: str) -> Any:
+    """What an instance of ``t`` finds as ``name`` in its class (the real MRO's
+    namespaces; None if none has it)."""
+    return next((d[name] for k in mro(t) if name in (d := cdict(k))), None)
+
+
+def names(t: type) -> tuple[str, str, Any]:
+    """A class's real ``__name__``, ``__qualname__`` and ``__module__``."""
+    return _name(t), _qualname(t), _module(t)
