@@ -24,7 +24,9 @@ and a host with an empty one and a warm remote run the same programs (scale 1);
 each pcache lookup that hits is timed, less the time deserializing the executable
 (the same work from either tier; tests/fleet_prog.py --time-lookups). Printed:
 the median per tier and the difference (what the remote adds: its round trips,
-decompression, verification and, before, the local copy).
+decompression, verification and, before, the local copy). Then `pcache remote
+push` fills a new namespace from the warm host's local store, and a host with an
+empty directory runs the programs against it (printed: its compiles, expected 0).
 --code DIR runs the hosts with the pcache of another checkout (e.g. `git archive`
 of an older commit, for a before/after).
 """
@@ -221,6 +223,18 @@ def part_three(programs: int, rounds: int, work: Path, srv, key) -> None:
     print(f"  local hit:  median {lm * 1000:7.3f} ms over {len(local)} lookups")
     print(f"  remote hit: median {rm * 1000:7.3f} ms over {len(remote)} lookups")
     print(f"  a remote hit costs {(rm - lm) * 1000:+.3f} ms over a local hit", flush=True)
+    # A new remote filled by `pcache remote push` from that warm local store.
+    ns2 = f"{ns}-push"
+    env = env_for("pcache-remote", work, "p3-warm0", srv.url, key, ns2)
+    cli = [sys.executable, "-m", "pcache", "--dir", env["JAX_PCACHE_DIR"], "remote", "push"]
+    out = subprocess.run([*cli, "--json"], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"pcache remote push failed:\n{out.stderr[-2000:]}")
+    pushed = json.loads(out.stdout)["pushed"]
+    got = hosts("pcache-remote", 1, programs, work, srv.url, key, ns2, "p3-pushed", scale=1)
+    hits = got["outs"][0]["stats"]["remote_hits"]
+    print(f"  `pcache remote push` filled a new namespace with {pushed} entries; an empty")
+    print(f"  host then compiled {got['compiles']} of {programs} programs ({hits} remote hits)")
 
 
 def plot(part1: list[dict], part2: list[dict], path: Path) -> None:
