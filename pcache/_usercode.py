@@ -129,6 +129,7 @@ def is_library_type(t: type) -> bool:
 
 
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement)
+_IMMUTABLETYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: attributes cannot be set on it
 
 
 def _str(v: Any) -> str:
@@ -166,9 +167,13 @@ _C_ATTRS = (
 
 
 def _compiled(t: type) -> bool:
-    """A heap type made by an extension module, not by a class statement: its
-    module is not an imported Python module, every heap class of its MRO holds only
-    C slots and descriptors, and its metaclass is one of these or a static type."""
+    """A heap type made by an extension module, not by a class statement: immutable
+    (``Py_TPFLAGS_IMMUTABLETYPE``, which no class statement can set: its namespace
+    and bases can never change, so the verdict, memoized, stays true), its module is
+    not an imported Python module, every heap class of its MRO holds only C slots
+    and descriptors, and its metaclass is one of these or a static type."""
+    if not flags(t) & _IMMUTABLETYPE:
+        return False  # (a class statement's, or an extension's that code may change)
     if sys.modules.get(_str(names(t)[2])) is not None:
         return False
     for k in mro(t):
