@@ -109,9 +109,9 @@ def _describe_rule(obj, depth: int) -> str | None:
     if depth > 8:
         return None
     t = type(obj)
-    if obj is None or t in (bool, int, float, complex, str, bytes):
+    if obj is None or any(t is k for k in (bool, int, float, complex, str, bytes)):
         return repr(obj)
-    if t in (tuple, list, frozenset):
+    if t is tuple or t is list or t is frozenset:  # (by identity: no metaclass __eq__)
         items = [
             _describe_rule(v, depth + 1) for v in (sorted(obj, key=repr) if t is frozenset else obj)
         ]

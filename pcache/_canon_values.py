@@ -27,7 +27,7 @@ from pcache import _compat, _memos
 from pcache._canon_memo import IdMemo, local_eq_token, local_token
 from pcache._canon_rules import is_jax_module
 from pcache._errors import Uncacheable
-from pcache._introspect import Override, cdict, class_attr, inst_dict, is_a, mro
+from pcache._introspect import Override, by_id, cdict, class_attr, inst_dict, is_a, mro
 
 logger = logging.getLogger("pcache")
 
@@ -405,7 +405,7 @@ def _literal_buffer_is_private(a) -> bool:
 def enc(obj: Any, ctx: Ctx) -> str:
     """Canonical, injective, type-tagged text encoding of a value."""
     t = type(obj)
-    f = EXACT.get(t)
+    f = _EXACT_ID.get(id(t))
     if f is not None:
         return f(obj, ctx)
     # Subclasses and families (order matters: bool < int, NamedTuple < tuple), by the
@@ -637,6 +637,7 @@ EXACT: dict[type, Callable[[Any, Ctx], str]] = {
         f"FlatCallback({_enc_callable(x.callback_func, c)};{_enc_treedef(x.in_tree, c)})"
     ),
 }
+_EXACT_ID = by_id(EXACT)  # looked up by the type's identity (`_introspect.by_id`)
 
 
 def enc_eqn_ctx(x: Any, ctx: Ctx) -> str:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from pcache import _canon, _compat
-from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names
+from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names, type_ids
 from pcache._usercode import (
     IDENTITY_BUILTINS,
     UNGUARDABLE,
@@ -504,7 +504,7 @@ def _held(obj: Any) -> list | None:
     return held
 
 
-_STATELESS = (type(None), bool, int, float, complex, str, bytes, type(...))
+_STATELESS = type_ids((type(None), bool, int, float, complex, str, bytes, type(...)))
 
 
 def holds_state(obj: Any, depth: int = 0) -> bool:
@@ -514,7 +514,7 @@ def holds_state(obj: Any, depth: int = 0) -> bool:
     if depth > 8:
         return True
     t = type(obj)
-    if t in _STATELESS:
+    if id(t) in _STATELESS:  # (by identity: `_introspect.by_id`)
         return False
     if t is _FUNCTION:
         inner = [c.cell_contents for c in obj.__closure__ or () if _bound(c)]

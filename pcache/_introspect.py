@@ -19,6 +19,7 @@ from typing import Any
 
 __all__ = [
     "Override",
+    "by_id",
     "cdict",
     "class_attr",
     "flags",
@@ -27,6 +28,7 @@ __all__ = [
     "mro",
     "names",
     "subclass",
+    "type_ids",
 ]
 
 cdict = type.__dict__["__dict__"].__get__  # a class's own namespace (a mappingproxy)
@@ -53,6 +55,18 @@ def subclass(t: type, classes: type | tuple[type, ...]) -> bool:
     return any(k is classes for k in m)
 
 
+def mro_ids(t: type) -> set[int]:
+    """The ids of ``t``'s real MRO: one walk for many `has` tests of one type."""
+    return {id(k) for k in mro(t)}
+
+
+def has(ids: set[int], classes: type | tuple[type, ...]) -> bool:
+    """`subclass` over `mro_ids`."""
+    if type(classes) is tuple:
+        return any(id(c) in ids for c in classes)
+    return id(classes) in ids
+
+
 def is_a(v: Any, classes: type | tuple[type, ...]) -> bool:
     """``isinstance`` by ``v``'s real type (``type(v)``, not ``v.__class__``)."""
     return subclass(type(v), classes)
@@ -77,6 +91,18 @@ def class_attr(t: type, name: str) -> Any:
     """What an instance of ``t`` finds as ``name`` in its class (the real MRO's
     namespaces; None if none has it)."""
     return next((d[name] for k in mro(t) if name in (d := cdict(k))), None)
+
+
+def by_id(table: dict[type, Any]) -> dict[int, Any]:
+    """A table of types keyed by identity: a lookup by the type itself would run a
+    user metaclass's ``__hash__`` and ``__eq__`` (one that says it equals ``float``).
+    Only for types that live as long as the table (builtins', libraries')."""
+    return {id(t): v for t, v in table.items()}
+
+
+def type_ids(types_: Any) -> frozenset[int]:
+    """`by_id` for a set of types."""
+    return frozenset(map(id, types_))
 
 
 def names(t: type) -> tuple[str, str, Any]:

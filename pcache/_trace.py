@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 
 from pcache import _canon, _compat, _guards, _memos, _replay, _state
 from pcache._errors import CheckError, Uncacheable
+from pcache._introspect import type_ids
 from pcache._walk import NoReuse, Walker
 
 logger = logging.getLogger("pcache")
@@ -471,12 +472,12 @@ class Made(NamedTuple):
     jit_info: Any  # JAX's jit options, walked again
 
 
-_PURE = (type(None), bool, int, float, complex, str, bytes)
+_PURE = type_ids((type(None), bool, int, float, complex, str, bytes))
 
 
 def _pure(aux: Any) -> bool:
     t = type(aux)
-    if t in _PURE:
+    if id(t) in _PURE:  # (by identity: `_introspect.by_id`)
         return True
     if t is tuple or t is list or t is frozenset:
         return all(_pure(x) for x in aux)

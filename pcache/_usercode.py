@@ -54,7 +54,7 @@ _LIB_DIRS = tuple(
 )
 _PCACHE_DIR = os.path.dirname(os.path.realpath(__file__))
 _LIBRARY: dict[int, tuple[dict, bool]] = {}  # id(globals) -> (globals, verdict)
-_LIBRARY_TYPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LIBRARY_TYPES: dict[int, tuple[weakref.ref, bool]] = {}  # id(type) -> (its ref, verdict)
 
 
 def _library_file(file: Any) -> bool:
@@ -118,13 +118,19 @@ def _no_python(name: str, d: dict) -> bool:
 def is_library_type(t: type) -> bool:
     """Whether class ``t`` is installed library code: reachable under its qualified
     name from the library module it names (builtins included)."""
-    got = _LIBRARY_TYPES.get(t)
-    if got is None:
-        got = _library_type(t)
-        try:
-            _LIBRARY_TYPES[t] = got
-        except TypeError:  # not weak-referenceable: not memoized
-            pass
+    # (by the type's identity, checked through a weak reference: a lookup by the type
+    # would run a user metaclass's __hash__ and __eq__, which may claim a library's)
+    e = _LIBRARY_TYPES.get(id(t))
+    if e is not None and e[0]() is t:
+        return e[1]
+    got = _library_type(t)
+    try:
+        ref = weakref.ref(t)
+    except TypeError:  # not weak-referenceable: not memoized
+        return got
+    if len(_LIBRARY_TYPES) > 4096:
+        _LIBRARY_TYPES.clear()
+    _LIBRARY_TYPES[id(t)] = (ref, got)
     return got
 
 

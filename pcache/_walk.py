@@ -62,15 +62,14 @@ import functools
 import hashlib
 import inspect
 import operator
-import struct
 import types
 import weakref
 from typing import Any
 
 import numpy as np
 
-from pcache import _canon, _compat, _memos
-from pcache._introspect import Override, cdict, class_attr, inst_dict, is_a, mro, names
+from pcache import _canon, _compat, _introspect, _memos
+from pcache._introspect import Override, cdict, class_attr, has, inst_dict, is_a, mro
 from pcache._usercode import (
     REFLECTIVE,
     REFLECTIVE_ATTRS,
@@ -87,14 +86,17 @@ from pcache._usercode import (
 from pcache._walk_kinds import (
     _abc,
     _annotation,
+    _complex,
     _descriptor,
     _field,
+    _float,
     _held_state,
     _library_floats,
     _object,
     _operator,
     _own_method,
     _property,
+    _range,
     _reflective_format,
     _signature,
     _slice,
@@ -125,10 +127,7 @@ MAX_PLAIN_TREES = 1024
 # and partition specs (immutable; JAX keys executables by them), tree definitions
 # (immutable C++ objects), devices (singletons), avals (immutable).
 LIBRARY_VALUES: tuple = library_value_types()
-_LIBRARY_VALUE_TYPES = frozenset(LIBRARY_VALUES)
 
-_STRUCT_D = struct.Struct("<d")
-_STRUCT_DD = struct.Struct("<dd")
 _FUNCTION = types.FunctionType
 _METHOD = types.MethodType
 _PARTIAL = functools.partial
@@ -224,9 +223,9 @@ class Walker:
 
     def value(self, v: Any) -> Any:
         t = type(v)
-        enc = _EXACT.get(t)
+        enc = _EXACT_ID.get(id(t))  # (tables by the type's identity: `_introspect.by_id`)
         if enc is not None:
-            if t in _SINGLETONS:  # (the value is the object)
+            if id(t) in _SINGLETON_IDS:  # (the value is the object)
                 return enc(v)
             back = self._enter(v)  # equal strings, ints, floats may be other objects
             if back is not None:
@@ -243,9 +242,9 @@ class Walker:
             if back is not None:
                 return back
             return ("t", *[self.value(x) for x in v])
-        method = _DISPATCH.get(t)
+        method = _DISPATCH_ID.get(id(t))
         if method is not None:
-            if t in _NUMBERED:  # compared by identity in Python: ``len(set(getters))``
+            if id(t) in _NUMBERED_IDS:  # compared by identity in Python: ``len(set(getters))``
                 back = self._enter(v)
                 if back is not None:
                     return back
@@ -255,29 +254,34 @@ class Walker:
     def _other(self, v: Any, t: type) -> Any:
         # (kinds by the real type: a ``__class__`` property or a weakref proxy makes
         # ``isinstance`` answer for another class; `pcache._introspect`)
-        if is_a(v, _compat.Tracer):
+        if t is _compat.PyTreeDef:  # its own == says 2 == 2.0, functions by identity
+            return self.treedef(v)
+        if id(t) in _LIBRARY_VALUE_IDS:  # (exact types first: the common ones)
+            return self._library_value(v, t)
+        k = _introspect.mro_ids(t)
+        if has(k, _compat.Tracer):
             raise NoReuse("captured-tracer")
-        if is_a(v, type):
+        if has(k, type):
             if v is operator.attrgetter or v is operator.methodcaller:
                 raise NoReuse("reflective-attrgetter")  # attrgetter(name)(fn), name computed
             return self.klass(v)
-        if is_a(v, types.ModuleType):
+        if has(k, types.ModuleType):
             if type(v) is types.ModuleType and is_library_module(v):
                 return self.ident(v)
             # a user module: what is read from it is guarded only for globals
             raise NoReuse(f"captured-module:{v.__name__}")
-        if is_a(v, enum.Enum):
+        if has(k, enum.Enum):
             d = self._own(v)
             extra = {k: x for k, x in d.items() if k not in _ENUM_MEMBER}
             name, val = d.get("_name_"), d.get("_value_")
             return ("E", self.klass(t), self.value(name), self.value(val), self.value(extra))
-        if is_a(v, np.ndarray):  # a masked array, a matrix: more than its data
+        if has(k, np.ndarray):  # a masked array, a matrix: more than its data
             raise NoReuse(f"numpy-subclass:{qualname(t)}")
-        if is_a(v, np.generic) and is_library_type(t):
+        if has(k, np.generic) and is_library_type(t):
             return self._numpy_scalar(v)
-        if is_a(v, np.dtype) and is_library_type(t):
+        if has(k, np.dtype) and is_library_type(t):
             return self.dtype(v)
-        if is_a(v, _BUILTIN):
+        if has(k, _BUILTIN):
             bound = getattr(v, "__self__", None)
             if is_a(bound, types.ModuleType) and v.__name__.startswith("__"):
                 raise NoReuse(f"reflective-method:{v.__name__}")  # cfg.__getattribute__
@@ -291,15 +295,13 @@ class Walker:
             if not _own_method(v, bound):  # int.__repr__.__get__(True): another impl
                 raise NoReuse(f"builtin-method-impl:{v.__name__}")
             return ("B", v.__name__, self.ident(type(bound)), self.value(bound))
-        if is_a(v, _PARTIAL):  # subclasses (jax.tree_util.Partial)
+        if has(k, _PARTIAL):  # subclasses (jax.tree_util.Partial)
             return self.callable(v)
-        if t is _compat.PyTreeDef:  # its own == says 2 == 2.0, functions by identity
-            return self.treedef(v)
-        if t in _LIBRARY_VALUE_TYPES or (is_a(v, LIBRARY_VALUES) and is_library_type(t)):
+        if has(k, LIBRARY_VALUES) and is_library_type(t):
             return self._library_value(v, t)
-        if is_a(v, _compat.CUSTOM_DERIVATIVE_TYPES):
+        if has(k, _compat.CUSTOM_DERIVATIVE_TYPES):
             return self.callable(v)
-        if is_a(v, _compat.Primitive) and is_library_type(t):
+        if has(k, _compat.Primitive) and is_library_type(t):
             if _canon.jax_primitive_name(v) is not None:
                 return self.ident(v)  # one of JAX's own
             back = self._enter(v)
@@ -309,7 +311,7 @@ class Walker:
             # ``multiple_results``, its impl and abstract eval)
             return ("prim", self.ident(v), self.value(dict(self._own(v))))
         user = not is_library_type(t)
-        if is_a(v, tuple) and class_attr(t, "_fields") is not None:  # NamedTuples
+        if has(k, tuple) and class_attr(t, "_fields") is not None:  # NamedTuples
             back = self._enter(v)  # its identity (``dn is DEFAULT``)
             if back is not None:
                 return back
@@ -481,7 +483,14 @@ class Walker:
             raise NoReuse(f"class-override:{qualname(cls)}")
         meta = type(cls)
         bases = tuple(self.ident(k) for k in mro(cls))  # bases may be reassigned
-        node = ("K", self.ident(cls), names(cls)[:2], bases, self.class_code(cls), _abc(self, cls))
+        node = (
+            "K",
+            self.ident(cls),
+            _introspect.names(cls)[:2],
+            bases,
+            self.class_code(cls),
+            _abc(self, cls),
+        )
         if meta is not type and not is_library_type(meta):  # attributes it provides
             return (*node, self.class_code(meta))
         return node
@@ -624,18 +633,6 @@ class _Eq:
         return self.h
 
 
-def _float(v: float) -> tuple:
-    return ("f", _STRUCT_D.pack(v))
-
-
-def _complex(v: complex) -> tuple:
-    return ("c", _STRUCT_DD.pack(v.real, v.imag))
-
-
-def _range(v: range) -> tuple:
-    return ("r", v.start, v.stop, v.step)
-
-
 # Exact types with a lossless encoding of their own (no recursion). All but the
 # singletons are also numbered by identity (`Walker.value`).
 _SINGLETONS = frozenset({type(None), bool, type(...), type(NotImplemented)})
@@ -681,6 +678,10 @@ if _compat.ArrayImpl is not _compat.Absent:
     _DISPATCH[_compat.ArrayImpl] = Walker._jax_array
     _DISPATCH[_compat.PRNGKeyArray] = Walker._jax_array  # typed keys: a JAX array too
     _DISPATCH[_compat.PjitFunction] = Walker.callable
+_EXACT_ID, _DISPATCH_ID = _introspect.by_id(_EXACT), _introspect.by_id(_DISPATCH)
+_SINGLETON_IDS, _NUMBERED_IDS, _LIBRARY_VALUE_IDS = map(
+    _introspect.type_ids, (_SINGLETONS, _NUMBERED, LIBRARY_VALUES)
+)
 
 
 __all__ = [

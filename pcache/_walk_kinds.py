@@ -9,6 +9,7 @@ import abc
 import dataclasses
 import inspect
 import operator
+import struct
 import sys
 import types
 import weakref
@@ -18,7 +19,7 @@ import jax
 import numpy as np
 
 from pcache import _compat, _memos
-from pcache._introspect import cdict, is_a, mro
+from pcache._introspect import cdict, is_a, mro, type_ids
 from pcache._usercode import (
     FORMAT_REFLECTIVE,
     REFLECTIVE,
@@ -31,6 +32,22 @@ from pcache._usercode import (
 
 if TYPE_CHECKING:
     from pcache._walk import Walker
+
+
+_STRUCT_D = struct.Struct("<d")
+_STRUCT_DD = struct.Struct("<dd")
+
+
+def _float(v: float) -> tuple:  # by its bits (NaN sign and payload, -0.0)
+    return ("f", _STRUCT_D.pack(v))
+
+
+def _complex(v: complex) -> tuple:
+    return ("c", _STRUCT_DD.pack(v.real, v.imag))
+
+
+def _range(v: range) -> tuple:
+    return ("r", v.start, v.stop, v.step)
 
 
 def _slice(w: Walker, v: slice) -> tuple:
@@ -122,11 +139,14 @@ def _own_method(v: Any, bound: Any) -> bool:
     return False
 
 
+_SLOT_SCALARS = type_ids((bool, int, str, type(None)))  # by identity: `_introspect.by_id`
+
+
 def _slots_of(v: Any) -> tuple:
     """The values of an object's slots that are scalars (a dataclass's params)."""
     slots = getattr(type(v), "__slots__", ())
     out = tuple((n, getattr(v, n, None)) for n in slots)
-    if not all(type(x) in (bool, int, str, type(None)) for _, x in out):
+    if not all(id(type(x)) in _SLOT_SCALARS for _, x in out):
         raise NoReuse(f"value:{qualname(type(v))}")
     return out
 
