@@ -36,7 +36,7 @@ __all__ = [  # the types the canonical form names (re-exported from JAX's privat
     "GSPMDSharding", "Jaxpr", "JaxprEqnContext", "KeyTy", "Layout", "Literal",
     "ManualAxisType", "Mesh", "MeshComputation", "PRNGImpl", "PRNGKeyArray",
     "PjitFunction", "Primitive", "PyTreeDef", "ShapedArray", "SingleDeviceSharding",
-    "Tolerance", "Tracer", "TypedNdArray", "UnspecifiedValue", "Var",
+    "Tolerance", "Tracer", "TypedNdArray", "UnspecifiedValue", "Var", "DeviceList",
     "registered_prng_impls"
 ]  # fmt: skip
 
@@ -96,7 +96,7 @@ if JIT_SEAM:
     from jax._src.named_sharding import UnspecifiedValue
     from jax._src.sharding_impls import GSPMDSharding, SingleDeviceSharding
     from jax._src.state.types import AbstractRef
-    from jaxlib._jax import ArrayImpl, Device, PjitFunction, PyTreeDef
+    from jaxlib._jax import ArrayImpl, Device, DeviceList, PjitFunction, PyTreeDef
 
     if LINE_09:
         # 0.9: the auto-layout type is `AutoLayout` (Layout.AUTO is an instance of
@@ -135,7 +135,7 @@ if JIT_SEAM:
     HLO_SEAM = True
 else:  # pragma: no cover - exercised by scripts/compat.sh on other JAX lines
     _pxla = _mlir = _pjit = _dispatch = _effects = _core = _cache_key = None
-    ArrayImpl = PjitFunction = Tracer = Primitive = AbstractToken = Absent
+    ArrayImpl = PjitFunction = Tracer = Primitive = AbstractToken = DeviceList = Absent
     CUSTOM_DERIVATIVE_TYPES = ()
     try:
         from jax._src import compilation_cache as _cc

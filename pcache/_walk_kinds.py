@@ -6,6 +6,7 @@ takes the walker and the value, and returns the value's key or raises `NoReuse`.
 from __future__ import annotations
 
 import abc
+import collections
 import dataclasses
 import inspect
 import operator
@@ -19,7 +20,7 @@ import jax
 import numpy as np
 
 from pcache import _compat, _memos
-from pcache._introspect import cdict, is_a, mro, type_ids
+from pcache._introspect import Override, cdict, inst_dict, is_a, mro, type_ids
 from pcache._usercode import (
     FORMAT_REFLECTIVE,
     REFLECTIVE,
@@ -152,17 +153,53 @@ def _slots_of(v: Any) -> tuple:
 
 
 def _held_state(w: Walker, v: Any, t: type) -> tuple:
-    """What a `LIBRARY_VALUES` value holds beyond what its ``__eq__`` compares, or
-    that can change in place: a ``Layout``'s fields and any attribute set on a
-    sharding (walked now: the key keeps no reference to compare with itself later);
-    a ``Format``'s layout and sharding. A ``Mesh`` is immutable (its ``__dict__``
-    holds its own cached properties only)."""
+    """Everything a `LIBRARY_VALUES` value holds, beyond what its ``__eq__`` compares
+    (a ``Mesh``'s and a ``PartitionSpec``'s compare by identity) and what can change
+    in place (walked now: the key keeps no reference to compare with itself later):
+    its ``__dict__`` (a ``Mesh``'s devices array, whose shape can be set, its axes,
+    its cached properties, attributes set on any of them) and its slots (a
+    ``PartitionSpec``'s partitions, ``unreduced``, ``reduced``); a ``Format``'s
+    layout and sharding; a ``NamedSharding``'s mesh and spec (held in C++)."""
     if t is _compat.Format:
         return ("fmt", w.value(v.layout), w.value(v.sharding))
-    if t is _compat.Mesh or t is _compat.AbstractMesh:
-        return ()
-    d = getattr(v, "__dict__", None)
-    return tuple((k, w.value(x)) for k, x in d.items()) if d else ()
+    out: list = []
+    if t is jax.sharding.NamedSharding:
+        out.append(("ns", w.value(v.mesh), w.value(v.spec)))
+    try:
+        d = inst_dict(v) or {}
+    except Override:
+        raise NoReuse(f"dict-override:{qualname(t)}") from None
+    out += [(k, _held(w, x)) for k, x in d.items()]
+    for k in mro(t):
+        own = cdict(k)
+        names = own.get("__slots__", ())
+        for n in (names,) if type(names) is str else names:
+            desc = own.get(n)
+            if type(desc) is types.MemberDescriptorType:
+                try:
+                    out.append((n, _held(w, desc.__get__(v, t))))
+                except AttributeError:
+                    out.append((n, ("unset",)))
+    return tuple(out)
+
+
+def _held(w: Walker, x: Any, depth: int = 0) -> Any:
+    """A value a library value holds: an object array (a mesh's devices) by its shape,
+    strides and elements, device lists and (ordered) dicts by their items; the rest
+    by the walker's rules."""
+    if depth > 8:
+        raise NoReuse("library-value-too-deep")
+    t = type(x)
+    if t is np.ndarray and x.dtype == object:
+        if x.size > 65536:
+            raise NoReuse("library-value-too-large")
+        items = tuple(_held(w, e, depth + 1) for e in x.flat)
+        return ("oa", x.shape, x.strides, items)
+    if t is _compat.DeviceList or t is tuple or t is list:
+        return (t.__name__, *[_held(w, e, depth + 1) for e in x])
+    if t is collections.OrderedDict or t is dict:
+        return ("od", *[(w.value(k), _held(w, e, depth + 1)) for k, e in x.items()])
+    return w.value(x)
 
 
 def _abc(w: Walker, cls: type) -> tuple:
