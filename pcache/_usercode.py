@@ -149,15 +149,25 @@ def _library_type(t: type) -> bool:
         return True  # a static C type (int, NoneType, numpy's): no user code defines one
     if _compiled(t):
         return True
-    mod = sys.modules.get(_str(names(t)[2]))
+    qual = qualname(t)
+    if _reachable(t, _str(names(t)[2]), qual.split(".")):
+        return True
+    # A nanobind class may name its full path as its qualname (``jax.Array`` is
+    # ``jaxlib._jax.Array``, module ``jax``): reachable under that path.
+    parts = qual.split(".")
+    return any(_reachable(t, ".".join(parts[:i]), parts[i:]) for i in range(1, len(parts)))
+
+
+def _reachable(t: type, module: str, path: list) -> bool:
+    """Whether ``t`` is the object at ``path`` in the library module ``module``
+    (else made at run time: ``namedtuple()``, ``type()``, or a user's)."""
+    mod = sys.modules.get(module)
     if mod is None or type(mod) is not types.ModuleType or not is_library_module(mod):
         return False
     obj: Any = mod
-    for part in qualname(t).split("."):
+    for part in path:
         obj = getattr(obj, part, None)
-    if obj is t:
-        return True
-    return False  # not reachable under its name: made at run time (namedtuple(), type())
+    return obj is t
 
 
 # What a class made by an extension module (nanobind's, pybind11's) holds: C slots

@@ -29,6 +29,7 @@ import pytest
 import pcache
 from pcache import _trace, _walk
 from tests.trace_mods import usercfg
+from tests.trace_mods.userparams import Params
 
 X = jnp.linspace(-1.0, 1.0, 16, dtype=jnp.float32).reshape(4, 4)
 # The trace counter: JAX's own event for each top-level trace of a jit call (a
@@ -587,6 +588,21 @@ def test_frozen_dataclass_fields_by_these_rules_not_its_eq(tmp_path):
     _, _, _, _, st = _compare(tmp_path, scenario)
     assert st["trace_hits"] == 1  # 0.0 again
     assert st["trace_miss_reasons"]["value:Box"] == 2
+
+
+def test_registered_dataclass_annotated_with_jax_array_is_reused(tmp_path):
+    """``jax.Array`` in a user class's annotations is library code (it once made
+    every call of a process with a registered dataclass miss)."""
+
+    def scenario():
+        out = []
+        for n in (2, 2, 3, 3):
+            out.append(_bits(jax.jit(lambda p: p.w * p.n)(Params(X, n))))
+        return out
+
+    _, _, stock_traces, traces, st = _compare(tmp_path, scenario)
+    assert stock_traces == 4
+    assert traces == 2 and st["trace_hits"] == 2
 
 
 @dataclasses.dataclass(frozen=True)
