@@ -2,7 +2,7 @@
 persistent cache.
 
     python scripts/real_programs.py [--libs DIR] [--workloads numpyro,diffrax,...] [--remote]
-        [--hash-seed N|random] [--pcache-only]
+        [--hash-seed N|random] [--pcache-only] [--warm-runs N] [--hash-seeds 1,2,...]
 
 None of these libraries is a pcache dependency: install them into a scratch
 virtual environment that also has pcache (``pip install -e .``) and run the script
@@ -50,6 +50,11 @@ pcache's stats in the cold and warm process (bypass and nonpersistent reasons,
 HLO-seam hits and compiles), and at the end one Markdown row per workload (the
 pcache-warm process: compiles, bypasses, nonpersistent programs, trace/lower/compile
 seconds, bitwise, work time against stock and against JAX's warm cache).
+``--warm-runs N`` runs N warm pcache processes after the cold one (each must
+compile nothing). ``--hash-seeds 1,2,3`` instead runs, per seed, stock JAX and
+pcache on one directory shared by all seeds, and compares each pcache process with
+stock of its own seed: a process compiles only the programs its hash order traces
+differently from every earlier one.
 """
 
 from __future__ import annotations
@@ -714,10 +719,18 @@ def main() -> None:
     )
     ap.add_argument("--pcache-only", action="store_true", help="skip JAX's own cache rows")
     ap.add_argument("--remote", action="store_true", help="also a fleet of two hosts on Redis")
+    ap.add_argument("--warm-runs", type=int, default=1, help="warm pcache processes to run")
+    ap.add_argument(
+        "--hash-seeds",
+        help="comma-separated PYTHONHASHSEEDs: stock and pcache (one shared directory) "
+        "per seed, each pcache process compared with stock of its own seed",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args.child)
+    if args.hash_seeds:
+        return hash_orders(args.workloads.split(","), args.hash_seeds.split(","), args.libs)
     if args.hash_seed != "random":
         os.environ["PYTHONHASHSEED"] = args.hash_seed
     summary = []
@@ -738,6 +751,10 @@ def main() -> None:
             rows += [
                 ("pcache, cold", run(name, {"JAX_PCACHE_DIR": str(pc)}, args.libs)),
                 ("pcache, warm", run(name, {"JAX_PCACHE_DIR": str(pc)}, args.libs)),
+            ]
+            rows += [
+                (f"pcache, warm {i}", run(name, {"JAX_PCACHE_DIR": str(pc)}, args.libs))
+                for i in range(2, args.warm_runs + 1)
             ]
             if args.remote:
                 rows += remote_rows(name, Path(tmp), args.libs)
@@ -768,6 +785,26 @@ def main() -> None:
         print(f"  warm work time vs stock: {', '.join(ratios)}")
         summary.append((name, stock, jax_warm, warm, rows))
     print_summary(summary)
+
+
+def hash_orders(names: list, seeds: list, libs: str | None) -> None:
+    """Per hash seed: stock JAX, and pcache on one directory shared by every seed."""
+    for name in names:
+        print(f"\n{name}: one pcache directory, a fresh process per PYTHONHASHSEED")
+        print(
+            f"  {'seed':<6}{'stock digest':<14}{'compiles':>9}{'disk hits':>10}  bitwise own stock"
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            for seed in seeds:
+                env = {"PYTHONHASHSEED": seed}
+                stock = run(name, env, libs)
+                pc = run(name, {**env, "JAX_PCACHE_DIR": str(Path(tmp, "pcache"))}, libs)
+                st = pc["pcache"]
+                same = "yes" if pc["digest"] == stock["digest"] else "NO"
+                print(
+                    f"  {seed:<6}{stock['digest'][:12]:<14}"
+                    f"{st['compiles'] + st['hlo_compiles']:>9}{st['disk_hits']:>10}  {same}"
+                )
 
 
 def _reasons(d: dict) -> str:
