@@ -168,31 +168,25 @@ PATCH_POINTS = {
 }
 
 
-def _owner(name: str) -> Any:
-    return {
-        "pjit": _pjit,
-        "pxla": _pxla,
-        "compiler": _compiler,
-        "MeshComputation": getattr(_pxla, "MeshComputation", None),
-    }[name]
+def _owner(point: str) -> tuple[Any, str]:
+    name, attr = PATCH_POINTS[point]
+    mc = getattr(_pxla, "MeshComputation", None)
+    return {"pjit": _pjit, "pxla": _pxla, "compiler": _compiler, "MeshComputation": mc}[name], attr
 
 
 def patch(point: str, replacement: Any) -> Any:
     """Install ``replacement`` at ``point`` (see `PATCH_POINTS`); return the original."""
-    owner_name, attr = PATCH_POINTS[point]
-    owner = _owner(owner_name)
+    owner, attr = _owner(point)
     original = getattr(owner, attr)
     setattr(owner, attr, replacement)
     return original
 
 
 def current(point: str) -> Any:
-    owner_name, attr = PATCH_POINTS[point]
-    return getattr(_owner(owner_name), attr)
+    return getattr(*_owner(point))
 
 
-def register_clear_hook(hook: Any, name: str) -> None:
-    """Have `jax.clear_caches()` call ``hook.cache_clear()``."""
+def register_clear_hook(hook: Any, name: str) -> None:  # jax.clear_caches() clears it
     _util.register_cache(hook, name)
 
 
@@ -604,18 +598,24 @@ InferParamsCall = _call_type(
 )
 
 
-def evict_traces(f: Any, keep: tuple = ()) -> None:
-    """Drop ``f``'s traces from every cache JAX registers that is keyed on a function
-    (`weakref_lru_cache` by weak reference, `lu.cache` by ``fun.f``) but ``keep``."""
-    for cache in list(_util._caches.keys()):
-        if any(cache is k for k in keep):
-            continue
-        evict = getattr(cache, "evict_weakref", None) or getattr(cache, "evict_function", None)
-        if evict is not None:
-            try:
-                evict(f)
-            except TypeError:  # not weakly referenceable: never a key there
-                pass
+def evict_traces(fs: Any, spare: tuple = (None, None)) -> None:
+    """Drop every trace of each of ``fs`` from every cache JAX registers that is
+    keyed on a function (`weakref_lru_cache` by weak reference, `lu.cache` by
+    ``fun.f``), but ``spare``: (a cache, the function whose entry there stays)."""
+    if _EVICTORS[0] != len(_util._caches):  # (registered as JAX's modules load)
+        got = [(c, getattr(c, "evict_weakref", None) or getattr(c, "evict_function", None))
+               for c in list(_util._caches.keys())]  # fmt: skip
+        _EVICTORS[:] = [len(got), tuple((c, e) for c, e in got if e is not None)]
+    for f in fs:
+        for cache, evict in _EVICTORS[1]:
+            if f is not spare[1] or cache is not spare[0]:
+                try:
+                    evict(f)
+                except TypeError:  # not weakly referenceable: never a key there
+                    pass
+
+
+_EVICTORS: list = [-1, ()]  # (how many caches JAX had registered, their evictors)
 
 
 def served_entry(params) -> Any:

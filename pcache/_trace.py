@@ -112,7 +112,7 @@ def note_states(funcs: list[tuple], bodies: list = ()) -> str | None:
                 # Met for the first time: a trace JAX made of it before (eagerly, or
                 # before pcache was on) may be of an older state, which pcache never
                 # saw. Dropped, so that the trace that follows is of this state.
-                _compat.evict_traces(f, keep=(_state.ORIG.get("infer_params"),))
+                _compat.evict_traces((f,), spare=(_state.ORIG.get("infer_params"), f))
             elif seen[0] != node or any(r() is None for r in seen[1]):
                 _MUTATED.add(f)
                 found = found or name
@@ -409,7 +409,8 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     if rec is not None:
         why = rec.stale(w)
         if why is None:
-            if rt.check_mode:  # trace anyway, and compare
+            if rt.check_mode:  # trace anyway (afresh, as a recording), and compare
+                _evict_walked(fun, w, rw)
                 return _Recorder(entry, lambda p: _checked(rt, rec, p))
             if rec.holders is not None and not _hold(rec, key, fun):
                 return _missed(rt, entry, fun, "unreferenceable-callable")
@@ -434,6 +435,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     mutated = note_states(w.funcs + gw.funcs, w.bodies + gw.bodies)
     if mutated is not None or MEMO.recording_refused(skeleton):
         return entry
+    _evict_walked(fun, w, rw, gw)
     codes = {id(c): c for _, c, *_ in w.funcs}
     try:
         jax_arrays = tuple(weakref.ref(a) for a in (*w.arrays, *rw.arrays, *gw.arrays))
@@ -453,6 +455,16 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
             rt.error("trace reuse", exc)
 
     return _Recorder(entry, record)
+
+
+def _evict_walked(fun: Any, *walkers: Walker) -> None:
+    """Drop JAX's traces of every function and body the walks met: JAX's identity
+    caches may hold one made in a state pcache never saw (an eager ``lax.cond``, a
+    call that was not keyed, the state changed and changed back), which this call's
+    trace would take in and a recording would hand to new, equal callables. (The
+    call's own entry in `_infer_params_cached` stays: JAX fills it now.)"""
+    fs = {id(f): f for wk in walkers for f in [f for _, _, f, _ in wk.funcs] + wk.bodies}
+    _compat.evict_traces(fs.values(), spare=(_state.ORIG.get("infer_params"), fun))
 
 
 class Made(NamedTuple):

@@ -539,7 +539,9 @@ def test_check_mode_catches_a_stale_memo(tmp_path):
         return x * 2
 
     x = jnp.ones(3)
-    with pcache.enabled(tmp_path / "c", raise_errors=True, check=True):
+    # (trace reuse off: check mode traces a reuse afresh, with inner's JAX caches
+    # dropped, so the third call would not meet the same inner jaxpr object)
+    with pcache.enabled(tmp_path / "c", raise_errors=True, check=True, trace_reuse=False):
         jax.jit(lambda x: inner(x) + 1)(x)
         sub = jax.make_jaxpr(lambda x: inner(x) + 1)(x).eqns[0].params["jaxpr"]
         memo = _canon._JAXPR_MEMO.get(sub)

@@ -473,6 +473,32 @@ def test_the_memo_keeps_no_captured_array_alive(tmp_path):
         assert x() is None
 
 
+def test_a_trace_jax_made_of_another_state_is_never_taken_in(tmp_path):
+    """A cond branch JAX traced at one state (its trace cached by identity), the
+    state changed, a new equal branch recorded: the old branch, called again, is
+    traced afresh (stock JAX serves its stale trace: a documented difference), in
+    check mode too, where the check's own trace is taken afresh as well."""
+
+    def make_h(box):
+        def h(a):
+            return a * box[0]
+
+        return h
+
+    box = [1.0]
+    h = make_h(box)
+    mk = lambda hh: jax.jit(lambda a: jax.lax.cond(a[0, 0] >= 0, hh, hh, a))  # noqa: E731
+    jax.clear_caches()
+    _trace.forget_states()
+    with pcache.enabled(tmp_path / "cache", raise_errors=True, check=True):
+        first = mk(h)(X)
+        box[0] = 2.0
+        fresh = mk(make_h([2.0]))(X)
+        again = mk(h)(X)  # equal to the fresh one now: served, or traced afresh
+    assert _bits(first) == _bits(X * 1.0)
+    assert _bits(fresh) == _bits(again) == _bits(X * 2.0)
+
+
 def test_python_side_effects_are_skipped_on_reuse_as_on_a_jax_trace_hit(tmp_path):
     printed = []
     f = lambda x: (printed.append(1), x + 1)[1]  # noqa: E731
