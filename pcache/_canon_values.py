@@ -499,6 +499,7 @@ def enc(obj: Any, ctx: Ctx) -> str:
 _JAX_PRIMS_LOCK = threading.Lock()
 _JAX_PRIMS: dict[int, tuple[Any, str]] = {}  # id -> (primitive, "module:attribute")
 _JAX_PRIMS_SEEN: set[str] = set()  # the jax.* modules already scanned
+_JAX_PRIMS_SCANNED = [-1]  # len(sys.modules) at the last scan
 
 
 def _scan_jax_primitives() -> None:
@@ -532,7 +533,15 @@ def jax_primitive_name(p: Any) -> str | None:
     primitive of JAX's; None otherwise."""
     got = _JAX_PRIMS.get(id(p))
     if got is None or got[0] is not p:
+        n = len(sys.modules)
+        if _JAX_PRIMS_SCANNED[0] == n:
+            # nothing imported since the last scan: a user's or another library's
+            # primitive, asked for on every key (a module swapped for another at
+            # the same count goes unscanned: its primitives are then keyed as a
+            # user's, by name, type and the lowered module: misses, never hits)
+            return None
         _scan_jax_primitives()
+        _JAX_PRIMS_SCANNED[0] = n
         got = _JAX_PRIMS.get(id(p))
         if got is None or got[0] is not p:
             return None
