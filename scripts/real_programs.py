@@ -667,6 +667,7 @@ def child(name: str) -> None:
                 "bypasses",
                 "hlo_hits",
                 "hlo_compiles",
+                "trace_hits",
             )
         }
         stats["bypass_reasons"] = st["bypass_reasons"]
