@@ -155,7 +155,7 @@ class _Guarding:
             # Keyed by a walker of its own, as `failed_guard` keys it again (a shared
             # walker would number what it met before as back-references).
             w = self.vw
-            mark = (len(w.pins), len(w.arrays), len(w.funcs))
+            mark = (len(w.pins), len(w.arrays), len(w.funcs), len(w.bodies), len(w.keep))
             try:
                 enc = w.value(v)
             except NoReuse as e:
@@ -165,6 +165,9 @@ class _Guarding:
             self.w.pins += w.pins[mark[0] :]
             self.w.arrays += w.arrays[mark[1] :]
             self.w.funcs += w.funcs[mark[2] :]
+            # (what JAX may hold traces of: evicted before a recorded trace)
+            self.w.bodies += w.bodies[mark[3] :]
+            self.w.keep += w.keep[mark[4] :]
             self.more(before)
         return v
 

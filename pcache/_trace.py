@@ -410,7 +410,11 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         why = rec.stale(w)
         if why is None:
             if rt.check_mode:  # trace anyway (afresh, as a recording), and compare
-                _evict_walked(fun, w, rw)
+                try:
+                    _, gw = _guards.guards_for(w.funcs + rw.funcs, w)
+                except NoReuse:
+                    gw = Walker()
+                _evict_walked(fun, w, rw, gw)
                 return _Recorder(entry, lambda p: _checked(rt, rec, p))
             if rec.holders is not None and not _hold(rec, key, fun):
                 return _missed(rt, entry, fun, "unreferenceable-callable")
@@ -458,12 +462,13 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
 
 
 def _evict_walked(fun: Any, *walkers: Walker) -> None:
-    """Drop JAX's traces of every function and body the walks met: JAX's identity
-    caches may hold one made in a state pcache never saw (an eager ``lax.cond``, a
-    call that was not keyed, the state changed and changed back), which this call's
-    trace would take in and a recording would hand to new, equal callables. (The
-    call's own entry in `_infer_params_cached` stays: JAX fills it now.)"""
+    """Drop JAX's traces of every function, body and callable the walks met: JAX's
+    identity caches may hold one made in a state pcache never saw (an eager
+    ``lax.cond``, an unkeyed call, the state changed back), which a recording would
+    hand to new, equal callables. (The call's own `_infer_params_cached` entry stays.)"""
     fs = {id(f): f for wk in walkers for f in [f for _, _, f, _ in wk.funcs] + wk.bodies}
+    # (and a frozen dataclass with a ``__call__`` as a scan body: by that object)
+    fs.update((id(o), o) for wk in walkers for o in wk.keep if callable(o))
     _compat.evict_traces(fs.values(), spare=(_state.ORIG.get("infer_params"), fun))
 
 
