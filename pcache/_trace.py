@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 
 from pcache import _canon, _compat, _guards, _memos, _replay, _state
 from pcache._errors import CheckError, Uncacheable
+from pcache._evict import evict_walked
 from pcache._introspect import type_ids
 from pcache._walk import NoReuse, Walker
 
@@ -414,7 +415,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
                     _, gw = _guards.guards_for(w.funcs + rw.funcs, w)
                 except NoReuse:
                     gw = Walker()
-                _evict_walked(fun, w, rw, gw)
+                evict_walked(fun, w, rw, gw)
                 return _Recorder(entry, lambda p: _checked(rt, rec, p))
             if rec.holders is not None and not _hold(rec, key, fun):
                 return _missed(rt, entry, fun, "unreferenceable-callable")
@@ -439,7 +440,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     mutated = note_states(w.funcs + gw.funcs, w.bodies + gw.bodies)
     if mutated is not None or MEMO.recording_refused(skeleton):
         return entry
-    _evict_walked(fun, w, rw, gw)
+    evict_walked(fun, w, rw, gw)
     codes = {id(c): c for _, c, *_ in w.funcs}
     try:
         jax_arrays = tuple(weakref.ref(a) for a in (*w.arrays, *rw.arrays, *gw.arrays))
@@ -459,17 +460,6 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
             rt.error("trace reuse", exc)
 
     return _Recorder(entry, record)
-
-
-def _evict_walked(fun: Any, *walkers: Walker) -> None:
-    """Drop JAX's traces of every function, body and callable the walks met: JAX's
-    identity caches may hold one made in a state pcache never saw (an eager
-    ``lax.cond``, an unkeyed call, the state changed back), which a recording would
-    hand to new, equal callables. (The call's own `_infer_params_cached` entry stays.)"""
-    fs = {id(f): f for wk in walkers for f in [f for _, _, f, _ in wk.funcs] + wk.bodies}
-    # (and a frozen dataclass with a ``__call__`` as a scan body: by that object)
-    fs.update((id(o), o) for wk in walkers for o in wk.keep if callable(o))
-    _compat.evict_traces(fs.values(), spare=(_state.ORIG.get("infer_params"), fun))
 
 
 class Made(NamedTuple):

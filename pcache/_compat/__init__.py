@@ -588,7 +588,7 @@ def gspmd_sharding_proto(s) -> bytes:  # its serialized OpSharding proto
 
 
 # ------------------------------------------------------------------ trace reuse
-#
+
 InferParamsCall = _call_type(
     "InferParamsCall",
     "fun jit_info signature in_avals ctx_mesh",
@@ -597,104 +597,34 @@ InferParamsCall = _call_type(
     "context), an `InferParamsCacheEntry` `_infer_params` fills after tracing.",
 )
 
+# (the rest in a module of its own: this one is at the size limit)
+if JIT_SEAM:
+    from pcache._compat import traces as _traces
 
-def evict_traces(fs: Any, spare: tuple = (None, None)) -> None:
-    """Drop every trace of each of ``fs`` from every cache JAX registers that is
-    keyed on a function (`weakref_lru_cache` by weak reference, `lu.cache` by
-    ``fun.f``), but ``spare``: (a cache, the function whose entry there stays)."""
-    if _EVICTORS[0] != len(_util._caches):  # (registered as JAX's modules load)
-        got = [(c, getattr(c, "evict_weakref", None) or getattr(c, "evict_function", None))
-               for c in list(_util._caches.keys())]  # fmt: skip
-        _EVICTORS[:] = [len(got), tuple((c, e) for c, e in got if e is not None)]
-    for f in fs:
-        for cache, evict in _EVICTORS[1]:
-            if f is not spare[1] or cache is not spare[0]:
-                try:
-                    evict(f)
-                except TypeError:  # not weakly referenceable: never a key there
-                    pass
+    cached_functions = _traces.cached_functions
+    config_snapshot = _traces.config_snapshot
+    evict_traces = _traces.evict_traces
+    jit_info_key = _traces.jit_info_key
+    jit_parts = _traces.jit_parts
+    primitive_rules = _traces.primitive_rules
+    pytree_registry = _traces.pytree_registry
+    rule_registries = _traces.rule_registries
+    served_entry = _traces.served_entry
+    trace_reuse_blocked = _traces.trace_reuse_blocked
+    unreusable_params = _traces.unreusable_params
+else:  # pragma: no cover - trace reuse runs behind the jit seam only
 
+    def _no_jit_seam(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("trace reuse needs the jit seam (a supported JAX line)")
 
-_EVICTORS: list = [-1, ()]  # (how many caches JAX had registered, their evictors)
-
-
-def served_entry(params) -> Any:
-    """An `InferParamsCacheEntry` of ``params`` for one call, not JAX's cached one
-    (left empty: JAX asks pcache again, not keeping another callable's constants)."""
-    entry = _pjit.InferParamsCacheEntry()
-    entry.pjit_params = params
-    return entry
-
-
-def jit_parts(f) -> tuple[Any, Any] | None:
-    """(the function, its PjitInfo) of a `jax.jit` object, else None."""
-    if type(f) is not PjitFunction:
-        return None
-    return f._fun, f._jit_info
-
-
-def jit_info_key(ji) -> tuple:
-    """A `PjitInfo` by value (JAX: by identity), but its signature (the caller's)."""
-    return (ji.fun_sourceinfo, *ji[2:])
-
-
-def trace_reuse_blocked() -> str | None:
-    """A setting on under which tracing checks what a reused trace would skip."""
-    for why in ("debug_key_reuse", "check_tracer_leaks", "enable_checks"):
-        if getattr(_config, why).value:
-            return why.replace("_", "-")
-    return None
-
-
-def unreusable_params(p) -> str | None:
-    """Why a trace's `PjitParams` must not serve another callable, else None."""
-    if p.consts:  # tracers of an enclosing trace, or refs, lifted out of the jaxpr
-        return "separated-consts"
-    closed = p.params["jaxpr"]
-    if closed.jaxpr.is_high:
-        return "high-level-jaxpr"
-    if any(getattr(a, "has_qdd", False) or isinstance(a, AbstractRef) for a in p.in_avals):
-        return "mutable-refs"
-    return None
-
-
-# ------------------------------------------------------------- trace reuse's walk
-
-
-_HOLDERS: list = [None, ()]  # (the config's holder dict size, its holders)
-
-
-def config_snapshot() -> tuple:
-    """The value of every JAX configuration option and flag now (thread-local
-    overrides included): whatever tracing reads, it reads from these."""
-    vh = _config.config._value_holders
-    if _HOLDERS[0] != len(vh):
-        _HOLDERS[:] = [len(vh), tuple(vh.values())]
-    return tuple([h.value for h in _HOLDERS[1]])
-
-
-def rule_registries() -> tuple[dict, ...]:
-    """The dicts in which JAX looks up a primitive's rules while tracing,
-    transforming and lowering (a user primitive's rules are registered there)."""
-    from jax._src.interpreters import ad, batching
-    from jax._src.interpreters import partial_eval as pe
-
-    return (
-        ad.primitive_jvps, ad.primitive_transposes, ad.primitive_linearizations,
-        ad.reducing_transposes, ad.fancy_transposes, batching.fancy_primitive_batchers,
-        pe.custom_partial_eval_rules, pe.partial_eval_jaxpr_custom_rules, pe.dce_rules,
-        pe.const_fold_rules, pe.forwarding_rules, pe.custom_staging_rules,
-        _core.custom_typechecks, _mlir._lowerings, _mlir._platform_specific_lowerings,
-        *_mlir._platform_specific_lowerings.values(),
-    )  # fmt: skip
-
-
-def pytree_registry() -> dict:
-    """Node type -> (flatten, unflatten) of every registered pytree node type."""
-    from jax._src import tree_util
-
-    return tree_util._registry
-
-
-def primitive_rules(prim) -> tuple:  # what JAX runs of ``prim``: impl, abstract eval
-    return (getattr(prim, "impl", None), getattr(prim, "abstract_eval", None))
+    cached_functions = _no_jit_seam
+    config_snapshot = _no_jit_seam
+    evict_traces = _no_jit_seam
+    jit_info_key = _no_jit_seam
+    jit_parts = _no_jit_seam
+    primitive_rules = _no_jit_seam
+    pytree_registry = _no_jit_seam
+    rule_registries = _no_jit_seam
+    served_entry = _no_jit_seam
+    trace_reuse_blocked = _no_jit_seam
+    unreusable_params = _no_jit_seam

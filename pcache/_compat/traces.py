@@ -1,0 +1,143 @@
+"""What trace reuse asks JAX (the second module of `pcache._compat`, re-exported
+by it): where a call finds its trace, JAX's identity caches of traces, the jit
+object's parts, the settings and registries tracing reads.
+
+Imported by the package on a JAX line it supports (`JIT_SEAM`) only.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from jax._src import config as _config
+from jax._src import core as _core
+from jax._src import pjit as _pjit
+from jax._src import util as _util
+from jax._src.interpreters import mlir as _mlir
+from jax._src.state.types import AbstractRef
+from jaxlib._jax import PjitFunction
+
+# ------------------------------------------------------------------ trace reuse
+
+
+def _evictors() -> tuple:
+    """(cache, its evictor) of every cache JAX registers that is keyed on a function
+    (`weakref_lru_cache` by weak reference, `lu.cache` by ``fun.f``)."""
+    if _EVICTORS[0] != len(_util._caches):  # (registered as JAX's modules load)
+        got = [(c, getattr(c, "evict_weakref", None) or getattr(c, "evict_function", None))
+               for c in list(_util._caches.keys())]  # fmt: skip
+        _EVICTORS[:] = [len(got), tuple((c, e) for c, e in got if e is not None)]
+    return _EVICTORS[1]
+
+
+_EVICTORS: list = [-1, ()]
+
+
+def evict_traces(fs: Any, spare: tuple = (None, None)) -> None:
+    """Drop every trace of each of ``fs`` from those caches, but ``spare``: (a
+    cache, the function whose entry there stays)."""
+    evictors = _evictors()
+    for f in fs:
+        for cache, evict in evictors:
+            if f is not spare[1] or cache is not spare[0]:
+                try:
+                    evict(f)
+                except TypeError:  # not weakly referenceable: never a key there
+                    pass
+
+
+def cached_functions() -> list:
+    """(cache, its evictor, function) for every live function those caches hold a
+    trace of (a weak reference's referent, an `lu.cache`'s weak keys)."""
+    out = []
+    for cache, evict in _evictors():
+        if (keys := getattr(cache, "cache_keys", None)) is not None:
+            refs = [k[0] if type(k) is tuple and k else k for k in keys()]
+            out += [(cache, evict, o) for r in refs if isinstance(r, weakref.ref)
+                    and (o := r()) is not None]  # fmt: skip
+        elif type(d := getattr(cache.cache_clear, "__self__", None)) is weakref.WeakKeyDictionary:
+            out += [(cache, evict, o) for o in list(d.keys())]
+    return out
+
+
+def served_entry(params) -> Any:
+    """An `InferParamsCacheEntry` of ``params`` for one call, not JAX's cached one
+    (left empty: JAX asks pcache again, not keeping another callable's constants)."""
+    entry = _pjit.InferParamsCacheEntry()
+    entry.pjit_params = params
+    return entry
+
+
+def jit_parts(f) -> tuple[Any, Any] | None:
+    """(the function, its PjitInfo) of a `jax.jit` object, else None."""
+    if type(f) is not PjitFunction:
+        return None
+    return f._fun, f._jit_info
+
+
+def jit_info_key(ji) -> tuple:
+    """A `PjitInfo` by value (JAX: by identity), but its signature (the caller's)."""
+    return (ji.fun_sourceinfo, *ji[2:])
+
+
+def trace_reuse_blocked() -> str | None:
+    """A setting on under which tracing checks what a reused trace would skip."""
+    for why in ("debug_key_reuse", "check_tracer_leaks", "enable_checks"):
+        if getattr(_config, why).value:
+            return why.replace("_", "-")
+    return None
+
+
+def unreusable_params(p) -> str | None:
+    """Why a trace's `PjitParams` must not serve another callable, else None."""
+    if p.consts:  # tracers of an enclosing trace, or refs, lifted out of the jaxpr
+        return "separated-consts"
+    closed = p.params["jaxpr"]
+    if closed.jaxpr.is_high:
+        return "high-level-jaxpr"
+    if any(getattr(a, "has_qdd", False) or isinstance(a, AbstractRef) for a in p.in_avals):
+        return "mutable-refs"
+    return None
+
+
+# ------------------------------------------------------------- trace reuse's walk
+
+
+_HOLDERS: list = [None, ()]  # (the config's holder dict size, its holders)
+
+
+def config_snapshot() -> tuple:
+    """The value of every JAX configuration option and flag now (thread-local
+    overrides included): whatever tracing reads, it reads from these."""
+    vh = _config.config._value_holders
+    if _HOLDERS[0] != len(vh):
+        _HOLDERS[:] = [len(vh), tuple(vh.values())]
+    return tuple([h.value for h in _HOLDERS[1]])
+
+
+def rule_registries() -> tuple[dict, ...]:
+    """The dicts in which JAX looks up a primitive's rules while tracing,
+    transforming and lowering (a user primitive's rules are registered there)."""
+    from jax._src.interpreters import ad, batching
+    from jax._src.interpreters import partial_eval as pe
+
+    return (
+        ad.primitive_jvps, ad.primitive_transposes, ad.primitive_linearizations,
+        ad.reducing_transposes, ad.fancy_transposes, batching.fancy_primitive_batchers,
+        pe.custom_partial_eval_rules, pe.partial_eval_jaxpr_custom_rules, pe.dce_rules,
+        pe.const_fold_rules, pe.forwarding_rules, pe.custom_staging_rules,
+        _core.custom_typechecks, _mlir._lowerings, _mlir._platform_specific_lowerings,
+        *_mlir._platform_specific_lowerings.values(),
+    )  # fmt: skip
+
+
+def pytree_registry() -> dict:
+    """Node type -> (flatten, unflatten) of every registered pytree node type."""
+    from jax._src import tree_util
+
+    return tree_util._registry
+
+
+def primitive_rules(prim) -> tuple:  # what JAX runs of ``prim``: impl, abstract eval
+    return (getattr(prim, "impl", None), getattr(prim, "abstract_eval", None))
