@@ -8,6 +8,7 @@ from __future__ import annotations
 import abc
 import collections
 import dataclasses
+import functools
 import inspect
 import operator
 import struct
@@ -68,7 +69,14 @@ def _operator(w: Walker, v: Any) -> tuple:
         parts = n.split(".") if isinstance(n, str) else ()
         if any("__" in a or a in REFLECTIVE or a in REFLECTIVE_ATTRS for a in parts):
             raise NoReuse("reflective-attrgetter")  # attrgetter("tb_frame.f_globals")
-    return ("op", w.ident(type(v)), w.value(made), w.value(args))
+    t = type(v)
+    if made is t:  # (the class itself: the walk refuses it as a value, see `_other`)
+        made = ("cls",)
+    elif type(made) is functools.partial and made.func is t:  # a methodcaller's keywords
+        made = ("kw", w.value(made.args), w.value(made.keywords))
+    else:
+        made = w.value(made)
+    return ("op", w.ident(t), made, w.value(args))
 
 
 _TYPING_MODULES = frozenset({"typing", "types", "typing_extensions"})

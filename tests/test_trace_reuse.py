@@ -631,6 +631,42 @@ def test_registered_dataclass_annotated_with_jax_array_is_reused(tmp_path):
     assert traces == 2 and st["trace_hits"] == 2
 
 
+@jax.tree_util.register_pytree_node_class
+class Node:
+    """Registered with ``operator.methodcaller("tree_flatten")`` as its flatten."""
+
+    SCALE = 1.0
+
+    def __init__(self, a):
+        self.a = a
+
+    def tree_flatten(self):
+        return (self.a,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(children[0] * cls.SCALE)
+
+
+def test_pytree_node_class_is_reused_and_its_class_state_keyed(tmp_path):
+    """A `register_pytree_node_class` node (its flatten a ``methodcaller``, once
+    refused, which turned reuse off for the whole process): reused, and traced
+    again when a class attribute its unflatten reads changes."""
+
+    def scenario():
+        out = []
+        for s in (1.0, 1.0, 3.0, 3.0):
+            Node.SCALE = s
+            out.append(_bits(jax.jit(lambda n: n.a * 2)(Node(X))))
+            out.append(_bits(jax.jit(lambda a: Node(a))(X).a))
+        Node.SCALE = 1.0
+        return out
+
+    _, _, stock_traces, traces, st = _compare(tmp_path, scenario)
+    assert stock_traces == 8
+    assert st["trace_hits"] >= 2 and traces < stock_traces
+
+
 @dataclasses.dataclass(frozen=True)
 class Model:
     n: int
