@@ -267,6 +267,8 @@ class Walker:
             return self.klass(v)
         if has(k, types.ModuleType):
             if type(v) is types.ModuleType and is_library_module(v):
+                if reflective_module(v.__name__):  # ``ins.stack()``: frames (review 24)
+                    raise NoReuse(f"reflection-module:{v.__name__}")
                 return self.ident(v)
             # a user module: what is read from it is guarded only for globals
             raise NoReuse(f"captured-module:{v.__name__}")

@@ -65,6 +65,8 @@ def _weakref(w: Walker, v: weakref.ref) -> tuple:
 def _operator(w: Walker, v: Any) -> tuple:
     made, args = v.__reduce__()[:2]  # methodcaller's keywords are in ``made``
     names = args if isinstance(v, (operator.attrgetter, operator.methodcaller)) else ()
+    if type(made) is functools.partial:  # (its name then in the partial: review 24)
+        names = (*made.args, *names)
     for n in names:
         parts = n.split(".") if isinstance(n, str) else ()
         if any("__" in a or a in REFLECTIVE or a in REFLECTIVE_ATTRS for a in parts):
