@@ -395,6 +395,7 @@ def _scan_registries(regs: tuple, tree: dict) -> None:
 def registry_key(w: Walker) -> tuple:
     """The state of every user rule and user pytree node JAX may run while tracing,
     keyed by ``w`` (so their globals are guarded with the callable's)."""
+    w.registry = True  # (rules JAX made: `register_pytree_node_class`'s methodcaller)
     regs = _compat.rule_registries()
     tree = _compat.pytree_registry()
     dicts = (*regs, tree)

@@ -294,6 +294,8 @@ REFLECTION_MODULES = frozenset(
         "copyreg",
         "marshal",
         "typing",
+        "typing_extensions",  # get_type_hints evaluates names (review 25)
+        "shelve",
         "dill",
         "cloudpickle",
         "traceback",
@@ -312,7 +314,7 @@ REFLECTION_MODULES = frozenset(
 )
 #: Modules within otherwise plain packages that resolve names to objects (a dotted
 #: name imported and walked attribute by attribute: ``logging.config``'s ``resolve``).
-REFLECTION_SUBMODULES = frozenset({"logging.config"})
+REFLECTION_SUBMODULES = frozenset({"logging.config", "multiprocessing.reduction"})
 
 
 def reflective_module(name: str) -> bool:
@@ -432,7 +434,7 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             why = why or f"writes-nonlocal:{arg}"
         elif op in _ATTR_OPS and (arg in REFLECTIVE or arg in REFLECTIVE_ATTRS) and arg not in sets:
             why = why or f"reflection:{arg}"
-        elif op in _ATTR_OPS and arg in _FORMATS and (i == 0 or ins[i - 1].opname != "LOAD_CONST"):
+        elif op in _ATTR_OPS and arg in FORMATS and (i == 0 or ins[i - 1].opname != "LOAD_CONST"):
             why = why or "reflection:computed-format"  # a format string built or held
         elif op in ("STORE_SUBSCR", "DELETE_SUBSCR") and not _local_target(ins, i):
             why = why or "writes-container"
@@ -465,7 +467,7 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
                     continue
                 if attr in REFLECTIVE or attr in UNGUARDABLE or attr in REFLECTIVE_ATTRS:
                     why = why or f"reflection:{attr}"
-                elif attr in _FORMATS:
+                elif attr in FORMATS:
                     why = why or "reflection:computed-format"  # FMT.format(fn)
             root = "g" if op in _GLOBAL_OPS else "f"
             if op in ("LOAD_DEREF", "LOAD_CLASSDEREF") and arg not in outer:
@@ -579,7 +581,7 @@ _ATTR_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 _ATTR_WRITES = frozenset({"setattr", "delattr"})
 _SETTERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__"})
 _CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "__setattr__", "__delattr__"})
-_FORMATS = frozenset({"format", "format_map", "vformat", "get_field", "get_value"})
+FORMATS = frozenset({"format", "format_map", "vformat", "get_field", "get_value"})
 # Names a format string can reach frames and globals through without a dunder.
 FORMAT_REFLECTIVE = (
     "f_globals", "f_locals", "f_back", "f_builtins", "gi_frame", "cr_frame", "ag_frame",
@@ -644,6 +646,7 @@ def _local_target(ins: list, i: int) -> bool:
 
 
 __all__ = [
+    "FORMATS",
     "IDENTITY_BUILTINS",
     "REFLECTION_MODULES",
     "reflective_module",

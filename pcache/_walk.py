@@ -69,8 +69,9 @@ from typing import Any
 import numpy as np
 
 from pcache import _canon, _compat, _introspect, _memos
-from pcache._introspect import Override, cdict, class_attr, has, inst_dict, is_a, mro
+from pcache._introspect import Override, cdict, class_attr, has, inst_dict, is_a, mro, names
 from pcache._usercode import (
+    FORMATS,
     REFLECTIVE,
     REFLECTIVE_ATTRS,
     NoReuse,
@@ -184,9 +185,10 @@ class Walker:
     key) of every Python function met, for the global guards and the mutation check.
     """
 
-    __slots__ = ("pins", "arrays", "funcs", "bodies", "seen", "nodes", "keep")
+    __slots__ = ("pins", "arrays", "funcs", "bodies", "seen", "nodes", "keep", "registry")
 
     def __init__(self) -> None:
+        self.registry = False  # walking JAX's registries' rules (`_guards.registry_key`)
         self.pins: list = []
         self.arrays: list = []
         self.funcs: list[tuple] = []
@@ -477,6 +479,8 @@ class Walker:
         """A class: by identity; a user class also by what it holds now (its methods
         and class attributes, which a trace may read through it)."""
         if is_library_type(cls):
+            if cls is not _EMPTY and reflective_module(m := str(names(cls)[2])) and m not in _PLAIN:
+                raise NoReuse(f"reflection-module:{m}.{qualname(cls)}")
             return self.ident(cls)
         back = self._enter(cls)
         if back is not None:
@@ -558,7 +562,7 @@ class Walker:
         if type(g) is not dict:
             raise NoReuse(f"globals-not-a-dict:{f.__qualname__}")
         if is_library(g):
-            if reflective_module(str(g.get("__name__"))):
+            if reflective_module(str(g.get("__name__"))) or f.__name__ in FORMATS:
                 raise NoReuse(f"reflective-function:{g.get('__name__')}.{f.__name__}")
         else:
             why, reads, writes = code_verdict(code)
@@ -637,6 +641,7 @@ class _Eq:
 
 # Exact types with a lossless encoding of their own (no recursion). All but the
 # singletons are also numbered by identity (`Walker.value`).
+_PLAIN, _EMPTY = frozenset({"builtins", "typing"}), inspect.Parameter.empty  # review 25
 _SINGLETONS = frozenset({type(None), bool, type(...), type(NotImplemented)})
 _EXACT: dict[type, Any] = {
     type(None): lambda v: ("N",),

@@ -24,6 +24,7 @@ from pcache import _compat, _memos
 from pcache._introspect import Override, cdict, inst_dict, is_a, mro, type_ids
 from pcache._usercode import (
     FORMAT_REFLECTIVE,
+    FORMATS,
     REFLECTIVE,
     REFLECTIVE_ATTRS,
     NoReuse,
@@ -63,6 +64,11 @@ def _weakref(w: Walker, v: weakref.ref) -> tuple:
 
 
 def _operator(w: Walker, v: Any) -> tuple:
+    if not w.registry:
+        # Only as a registry's rule (`register_pytree_node_class`'s flatten is a
+        # methodcaller): held by user code, ``type(v)(name)`` builds one from a name
+        # computed while tracing (review 25).
+        raise NoReuse("reflective-attrgetter")
     made, args = v.__reduce__()[:2]  # methodcaller's keywords are in ``made``
     names = args if isinstance(v, (operator.attrgetter, operator.methodcaller)) else ()
     if type(made) is functools.partial:  # (its name then in the partial: review 24)
@@ -253,7 +259,7 @@ def _ufunc(w: Walker, v: np.ufunc) -> tuple:
 
 def _descriptor(w: Walker, v: Any) -> tuple:
     name = getattr(v, "__name__", None)
-    if name in REFLECTIVE or name in REFLECTIVE_ATTRS:
+    if name in REFLECTIVE or name in REFLECTIVE_ATTRS or name in FORMATS:
         raise NoReuse(f"reflective-method:{name}")  # GA = object.__getattribute__
     if t := getattr(v, "__objclass__", None):
         if not is_library_type(t):
