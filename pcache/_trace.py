@@ -315,7 +315,7 @@ def miss_reason(last: tuple | None, callable_key: tuple, rest: tuple) -> str:
     why = _first_difference(last_key, callable_key, codes, "")
     if why is not None:
         return why
-    names = ("jit-options", "signature", "avals", "mesh", "config", "registry")
+    names = ("jit-options", "signature", "avals", "mesh", "config", "registry", "aliases")
     for name, x, y in zip(names, last_rest, rest, strict=True):
         if x != y:
             return f"{name}-changed"

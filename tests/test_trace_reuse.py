@@ -473,6 +473,21 @@ def test_the_memo_keeps_no_captured_array_alive(tmp_path):
         assert x() is None
 
 
+def test_a_trace_dropped_with_its_callables_misses_cleanly(tmp_path):
+    """A re-created callable holding a JAX array, dropped after each call, takes its
+    trace with it (above); the next equal callable misses as "evicted", traced as by
+    stock JAX, not an error (the reason once crashed, every such step)."""
+    p = {"w": X}
+
+    def step():
+        return jax.jit(jax.checkpoint(functools.partial(h_first, p["w"])))(X)
+
+    stock, cached, stock_traces, traces, st = _compare(tmp_path, lambda: [step() for _ in range(3)])
+    assert stock_traces == 3 and traces >= 3  # (the eviction of walked functions may add one)
+    assert st["trace_miss_reasons"].get("evicted") == 2
+    assert st["errors"] == 0
+
+
 def test_a_trace_jax_made_of_another_state_is_never_taken_in(tmp_path):
     """A cond branch JAX traced at one state (its trace cached by identity), the
     state changed, a new equal branch recorded: the old branch, called again, is
