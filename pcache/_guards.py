@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from pcache import _canon, _compat
+from pcache import _canon, _compat, _reach
 from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names, type_ids
 from pcache._usercode import (
     IDENTITY_BUILTINS,
@@ -233,10 +233,14 @@ def aliases(callable_walk: Walker | None, w: Walker) -> tuple:
     return tuple(sorted((seen[k], n) for k, n in w.seen.items() if k in seen))
 
 
-def guards_for(funcs: list[tuple], callable_walk: Walker | None = None) -> tuple:
+def guards_for(
+    funcs: list[tuple], callable_walk: Walker | None = None, more_roots: list = ()
+) -> tuple:
     """The global guards of a walk's functions, and the walker that keyed their
     values (its pins, arrays and functions belong to the guards). Raises `NoReuse`
-    for a read that cannot be guarded. ``callable_walk``: the walk of the callable,
+    for a read that cannot be guarded, or for a reflective object user code can
+    reach from a library object it holds (`pcache._reach`; ``more_roots``: what
+    other walks of the call pinned). ``callable_walk``: the walk of the callable,
     whose objects' identity with the globals' is guarded too (`aliases`)."""
     run = _Guarding(callable_walk)
     for g, _c, f, *_ in funcs:
@@ -258,6 +262,10 @@ def guards_for(funcs: list[tuple], callable_walk: Walker | None = None) -> tuple
         for root, target in writes:
             if root[0] == "g":
                 _global_write(g, target, store=root == "g=")
+    # what user code may reach from the library objects all of it holds (review 25)
+    roots = [v for kind, _, _, v in run.guards if kind == IS]
+    roots += run.w.pins + (callable_walk.pins if callable_walk else []) + list(more_roots)
+    _reach.check(roots, _reach.spelled(funcs + run.w.funcs))
     # which objects the globals share with the callable: one guard, checked last
     run.guards.append((ALIASES, None, None, aliases(callable_walk, run.vw)))
     return run.guards, run.w

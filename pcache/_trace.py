@@ -412,7 +412,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         if why is None:
             if rt.check_mode:  # trace anyway (afresh, as a recording), and compare
                 try:
-                    _, gw = _guards.guards_for(w.funcs + rw.funcs, w)
+                    _, gw = _guards.guards_for(w.funcs + rw.funcs, w, rw.pins)
                 except NoReuse:
                     gw = Walker()
                 evict_walked(fun, w, rw, gw)
@@ -432,7 +432,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     if why.startswith("global-changed:"):
         MEMO.never_record(skeleton)
     try:
-        guards, gw = _guards.guards_for(w.funcs + rw.funcs, w)
+        guards, gw = _guards.guards_for(w.funcs + rw.funcs, w, rw.pins)
     except NoReuse as e:
         note_states(w.funcs, w.bodies)
         return _missed(rt, entry, fun, e.reason)  # why it can never be reused

@@ -42,8 +42,9 @@ What is keyed (`Walker.value`), and why each encoding is complete for its type:
   class's code); enum members by class, name and value. Any other user instance: no
   reuse (its ``__eq__`` may ignore what the trace reads).
 * library modules, ``np.ufunc``, JAX primitives, builtin functions and ``object()``
-  sentinels: by identity (immutable, or JAX's registry singletons); a builtin method
-  bound to an object: by name and that object.
+  sentinels: by identity (immutable, or JAX's registry singletons; what code reaches
+  from them by attribute: `pcache._reach`); a builtin method bound to an object: by
+  name and that object.
 * `LIBRARY_VALUES`: a short list of immutable JAX values compared by their own
   ``__eq__`` and ``__hash__`` (as JAX compares static arguments), each with a reason.
 
@@ -129,9 +130,7 @@ MAX_PLAIN_TREES = 1024
 # (immutable C++ objects), devices (singletons), avals (immutable).
 LIBRARY_VALUES: tuple = library_value_types()
 
-_FUNCTION = types.FunctionType
-_METHOD = types.MethodType
-_PARTIAL = functools.partial
+_FUNCTION, _METHOD, _PARTIAL = types.FunctionType, types.MethodType, functools.partial
 
 _DC_PARAMS = type(dataclasses.dataclass(type("_P", (), {})).__dataclass_params__)
 _PARTIAL_FIELD = {n: _PARTIAL.__dict__[n].__get__ for n in ("func", "args", "keywords")}

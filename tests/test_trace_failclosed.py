@@ -282,6 +282,40 @@ def test_globals_in_a_dict_subclass(tmp_path):
     assert any("globals-not-a-dict" in r for r in st["trace_miss_reasons"]), st
 
 
+K_HELD = 1.0
+
+
+def _plain():
+    return 0
+
+
+def _k_via_held_module(dc=dataclasses):
+    """``dataclasses`` reads no state by name, but its attribute ``inspect`` does."""
+    name = "_".join(["", "", "globals", "", ""])
+    return dict(dc.inspect.getmembers(_plain))[name]["K_HELD"]
+
+
+def test_a_held_library_module_reaching_reflection(tmp_path):
+    """Review 25: a library module held as a value (a default here; a closure cell
+    or a global handed to a local alike) is keyed by identity, but what user code
+    reaches through its attributes is not: refused where the names the code spells
+    lead to a reflective module. ``xp=jnp`` reaches none and is reused."""
+
+    def scenario():
+        global K_HELD
+        for k in (1.0, 2.0, 2.0):
+            K_HELD = k
+            yield lambda: jax.jit(lambda x: x * _k_via_held_module())(X)
+        K_HELD = 1.0
+        for k in (2.0, 2.0):
+            yield lambda k=k: jax.jit(lambda x, xp=jnp, onp=np: xp.sin(x) * onp.float32(k))(X)
+
+    st = _same_as_stock(tmp_path, scenario)
+    why = "reflection-reach:dataclasses.inspect:inspect"
+    assert st["trace_miss_reasons"].get(why) == 3, st["trace_miss_reasons"]
+    assert st["trace_hits"] == 1, st["trace_miss_reasons"]
+
+
 # ------------------------------------------------------------ trace-time writes
 
 

@@ -1,0 +1,177 @@
+"""What user code can reach through the library objects its key takes as fixed.
+
+The key walk takes a library module or class by identity (`pcache._walk`), and the
+guards follow the attribute chains a function's code reads from its globals
+(`pcache._guards`). Neither sees where a library object goes once user code holds
+it: ``dc = dataclasses`` in a closure, ``m=mr`` as a default, a global module handed
+to a local first, then ``dc.inspect.getmembers(h)`` or ``m.pickle.loads(...)`` reads
+state by names computed at trace time (review 25). A library module is not
+reflective itself, but one of its attributes may be a module or function that is.
+
+So before a trace is recorded, every library module and class the key holds is
+searched for what user code could reach from it: attribute by attribute, through
+library modules, classes and their instances, following only the names that user
+code can spell: the names its code objects load (``co_names``) and the identifiers
+in its string constants (``getattr(m, "inspect")``, a dotted name). Any name
+computed at trace time reaches an attribute only through a reflective built-in or
+library function, which the code scan and the walk refuse. A reachable reflective
+module, reflective library function or class of a reflective module means the
+trace is never reused (``reflection-reach:<path>``).
+
+The search is bounded by what the key already pins, costs one dictionary lookup per
+(object, name) pair, and runs once per recorded trace, never on a hit. A library
+module's own ``__getattr__`` (lazy submodules) is followed through ``sys.modules``,
+which is where it puts what it imports.
+
+JAX-free.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from typing import Any
+
+from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names
+from pcache._usercode import (
+    NoReuse,
+    is_library,
+    is_library_module,
+    is_library_type,
+    module_dict,
+    qualname,
+    reflective_callable,
+    reflective_module,
+)
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAMES: dict[int, tuple[types.CodeType, frozenset]] = {}
+_MISSING = object()
+# Classes of these modules are data (`pcache._walk.Walker.klass` keeps them too).
+_PLAIN = frozenset({"builtins", "typing"})
+_FUNCS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+
+
+def code_names(code: types.CodeType) -> frozenset:
+    """Every attribute or global name ``code`` (and the code nested in it) can spell:
+    its ``co_names`` and the identifiers of its string constants. Memoized per code
+    object (kept alive by the memo)."""
+    e = _NAMES.get(id(code))
+    if e is not None and e[0] is code:
+        return e[1]
+    out: set[str] = set()
+    stack: list[Any] = [code]
+    while stack:
+        c = stack.pop()
+        if type(c) is types.CodeType:
+            out.update(c.co_names)
+            stack.extend(c.co_consts)
+        elif type(c) is str:
+            out.update(_IDENT.findall(c))
+        elif type(c) in (tuple, frozenset):
+            stack.extend(c)
+    got = frozenset(out)
+    if len(_NAMES) > 8192:
+        _NAMES.clear()
+    _NAMES[id(code)] = (code, got)
+    return got
+
+
+def spelled(funcs: list[tuple]) -> frozenset:
+    """The names the user functions of a walk (``(globals, code, ...)`` rows) spell."""
+    out: set[str] = set()
+    for g, code, *_ in funcs:
+        if not is_library(g):
+            out |= code_names(code)
+    return frozenset(out)
+
+
+def _fixed(v: Any) -> bool:
+    """A library object the key takes by identity and user code may read on from."""
+    if type(v) is types.ModuleType:
+        return is_library_module(v)
+    return is_a(v, type) and is_library_type(v)
+
+
+def _reflective(v: Any) -> str | None:
+    if is_a(v, types.ModuleType):
+        name = (module_dict(v) or {}).get("__name__")
+        return name if type(name) is str and reflective_module(name) else None
+    if is_a(v, type):
+        mod = names(v)[2]
+        if type(mod) is str and mod not in _PLAIN and reflective_module(mod):
+            return f"{mod}.{qualname(v)}"
+        return None
+    if type(v) in _FUNCS:
+        return reflective_callable(v)
+    return None
+
+
+def _attr(v: Any, name: str) -> Any:
+    """``v.name`` as stored, without running code: a module's global (or its
+    submodule), a class's attribute by its real MRO, an instance's own attribute or
+    its class's."""
+    if type(v) is types.ModuleType:
+        d = module_dict(v)
+        got = d.get(name, _MISSING)
+        if got is _MISSING and "__getattr__" in d:
+            got = sys.modules.get(f"{d.get('__name__')}.{name}", _MISSING)
+        return got
+    if not is_a(v, type):
+        try:
+            own = inst_dict(v)
+        except Override:  # a class that computes its __dict__: its class only
+            own = None
+        if own and name in own:
+            return own[name]
+        v = type(v)
+    for k in mro(v):
+        d = cdict(k)
+        if name in d:
+            return d[name]
+    return _MISSING
+
+
+def check(roots: list, spell: frozenset) -> None:
+    """Raise `NoReuse` if a name user code spells leads, from one of ``roots``
+    (objects the key holds), through library objects to a reflective one."""
+    seen: set[int] = set()
+    stack = [(v, "") for v in roots if _fixed(v)]
+    while stack:
+        v, path = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        for name in spell:
+            a = _attr(v, name)
+            if a is _MISSING or a is None:
+                continue
+            why = _reflective(a)
+            if why is not None:
+                raise NoReuse(f"reflection-reach:{path or _label(v)}.{name}:{why}")
+            if id(a) in seen:
+                continue
+            if _fixed(a) or _stateful(a):
+                stack.append((a, f"{path or _label(v)}.{name}"))
+
+
+def _stateful(a: Any) -> bool:
+    """An instance of a library class with attributes of its own (``logging.root``):
+    what it holds is read on like a module's."""
+    t = type(a)
+    if t in _FUNCS or is_a(a, type) or not is_library_type(t):
+        return False
+    try:
+        return bool(inst_dict(a))
+    except Override:
+        return False
+
+
+def _label(v: Any) -> str:
+    if type(v) is types.ModuleType:
+        return str((module_dict(v) or {}).get("__name__"))
+    return qualname(v) if is_a(v, type) else qualname(type(v))
+
+
+__all__ = ["check", "code_names", "spelled"]
