@@ -9,17 +9,18 @@ state by names computed at trace time (review 25). A library module is not
 reflective itself, but one of its attributes may be a module or function that is.
 
 So before a trace is recorded, every library module and class the key holds is
-searched for what user code could reach from it: attribute by attribute, through
-library modules, classes and their instances, following only the names that user
-code can spell: the names its code objects load (``co_names``) and the identifiers
-in its string constants (``getattr(m, "inspect")``, a dotted name). Any name
-computed at trace time reaches an attribute only through a reflective built-in or
-library function, which the code scan and the walk refuse. A reachable reflective
+searched for what user code could reach from it, through library modules, classes,
+their instances (by attribute) and the containers they hold (every item: a key or an
+index may be computed), following only the attribute names that user code can spell:
+the names its code objects load (``co_names``) and the identifiers in its string
+constants (``getattr(m, "inspect")``, a dotted name). An attribute name computed at
+trace time is read only through a reflective built-in or library function, which
+the code scan and the walk refuse. A reachable reflective
 module, reflective library function or class of a reflective module means the
 trace is never reused (``reflection-reach:<path>``).
 
-The search is bounded by what the key already pins, costs one dictionary lookup per
-(object, name) pair, and runs once per recorded trace, never on a hit. A library
+The search costs one dictionary lookup per (object, name) pair, is bounded
+(`MAX_REACHED`), and runs once per recorded trace, never on a hit. A library
 module's own ``__getattr__`` (lazy submodules) is followed through ``sys.modules``,
 which is where it puts what it imports.
 
@@ -51,6 +52,9 @@ _MISSING = object()
 # Classes of these modules are data (`pcache._walk.Walker.klass` keeps them too).
 _PLAIN = frozenset({"builtins", "typing"})
 _FUNCS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+_CONTAINERS = (list, tuple, set, frozenset)
+#: Objects searched from one key's roots at most (else the trace is not recorded).
+MAX_REACHED = 20000
 
 
 def code_names(code: types.CodeType) -> frozenset:
@@ -133,33 +137,50 @@ def _attr(v: Any, name: str) -> Any:
     return _MISSING
 
 
+def _children(v: Any, spell: frozenset) -> Any:
+    """(name, object) of what code can reach from ``v`` in one step: every item of
+    a container (an index or key may be computed), else the attributes it spells."""
+    t = type(v)
+    if t is dict:
+        yield from ((f"[{k!r}]" if type(k) is str else "[]", a) for k, a in list(v.items()))
+    elif t in _CONTAINERS:
+        yield from (("[]", a) for a in list(v))
+    else:
+        for name in spell:
+            a = _attr(v, name)
+            if a is not _MISSING:
+                yield name, a
+
+
 def check(roots: list, spell: frozenset) -> None:
     """Raise `NoReuse` if a name user code spells leads, from one of ``roots``
-    (objects the key holds), through library objects to a reflective one."""
+    (objects the key holds), through library objects and their containers to a
+    reflective one. At most `MAX_REACHED` objects are searched, else `NoReuse`."""
     seen: set[int] = set()
-    stack = [(v, "") for v in roots if _fixed(v)]
+    stack = [(v, _label(v)) for v in roots if _fixed(v)]
     while stack:
         v, path = stack.pop()
         if id(v) in seen:
             continue
         seen.add(id(v))
-        for name in spell:
-            a = _attr(v, name)
-            if a is _MISSING or a is None:
+        if len(seen) > MAX_REACHED:
+            raise NoReuse("reflection-reach:too-large")
+        for name, a in _children(v, spell):
+            if a is None:
                 continue
             why = _reflective(a)
             if why is not None:
-                raise NoReuse(f"reflection-reach:{path or _label(v)}.{name}:{why}")
-            if id(a) in seen:
-                continue
-            if _fixed(a) or _stateful(a):
-                stack.append((a, f"{path or _label(v)}.{name}"))
+                raise NoReuse(f"reflection-reach:{path}.{name}:{why}")
+            if id(a) not in seen and (_fixed(a) or _stateful(a)):
+                stack.append((a, f"{path}.{name}"))
 
 
 def _stateful(a: Any) -> bool:
-    """An instance of a library class with attributes of its own (``logging.root``):
-    what it holds is read on like a module's."""
+    """A container, or an instance of a library class with attributes of its own
+    (``logging.root``): what it holds is read on like a module's."""
     t = type(a)
+    if t is dict or t in _CONTAINERS:
+        return True
     if t in _FUNCS or is_a(a, type) or not is_library_type(t):
         return False
     try:
@@ -174,4 +195,4 @@ def _label(v: Any) -> str:
     return qualname(v) if is_a(v, type) else qualname(type(v))
 
 
-__all__ = ["check", "code_names", "spelled"]
+__all__ = ["MAX_REACHED", "check", "code_names", "spelled"]

@@ -316,6 +316,24 @@ def test_a_held_library_module_reaching_reflection(tmp_path):
     assert st["trace_hits"] == 1, st["trace_miss_reasons"]
 
 
+def test_the_reach_search_follows_spelled_names_and_every_item_of_a_container():
+    import copy
+
+    from pcache import _reach
+    from pcache._usercode import NoReuse
+
+    _reach.check([np, jnp, dataclasses], frozenset({"sum", "ma", "extras", "linalg", "fields"}))
+    for roots, spell, part in [
+        ([np], {"ma", "extras", "warnings", "sys"}, "numpy.ma.extras.warnings.sys"),
+        ([dataclasses], {"inspect"}, "dataclasses.inspect"),
+        ([copy], {"dispatch_table"}, "copy.dispatch_table.[]:reflective-function:copyreg"),
+    ]:
+        with pytest.raises(NoReuse, match=part.replace(".", r"\.").replace("[]", r"\[\]")):
+            _reach.check(roots, frozenset(spell))
+    names = _reach.code_names(_k_via_held_module.__code__)
+    assert {"dict", "inspect", "getmembers", "globals", "K_HELD", "join"} <= names
+
+
 # ------------------------------------------------------------ trace-time writes
 
 
