@@ -137,7 +137,7 @@ def _attr(v: Any, name: str) -> Any:
     return _MISSING
 
 
-def _children(v: Any, spell: frozenset) -> Any:
+def _children(v: Any, spell: list) -> Any:
     """(name, object) of what code can reach from ``v`` in one step: every item of
     a container (an index or key may be computed), else the attributes it spells."""
     t = type(v)
@@ -157,6 +157,7 @@ def check(roots: list, spell: frozenset) -> None:
     (objects the key holds), through library objects and their containers to a
     reflective one. At most `MAX_REACHED` objects are searched, else `NoReuse`."""
     seen: set[int] = set()
+    spell = sorted(spell)  # (one path named, the same in every process)
     stack = [(v, _label(v)) for v in roots if _fixed(v)]
     while stack:
         v, path = stack.pop()
