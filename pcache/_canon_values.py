@@ -548,6 +548,15 @@ def jax_primitive_name(p: Any) -> str | None:
     return got[1]
 
 
+def jax_primitives_by_name() -> dict[str, Any]:
+    """``module:attribute`` -> JAX's primitive there, of every loaded module (the
+    table a stored jaxpr's primitives are resolved against: nothing is imported)."""
+    if _JAX_PRIMS_SCANNED[0] != len(sys.modules):
+        _scan_jax_primitives()
+        _JAX_PRIMS_SCANNED[0] = len(sys.modules)
+    return {path: p for p, path in list(_JAX_PRIMS.values())}
+
+
 _LOGGED_PRIMS: set[str] = set()
 
 

@@ -1,0 +1,508 @@
+"""Closed jaxprs as data, and back (issue 27, phase 1: `docs/design-trace-persist.md`,
+sections 2 and 5): the third module of `pcache._compat`, for JAX 0.10.
+
+`encode` turns a `ClosedJaxpr` into JSON values (``None``, ``bool``, ``int``,
+``str``, lists of them, dicts with string keys) and `decode` rebuilds it with JAX's
+own constructors. It fails closed: every type it meets must be on its table (the
+types the measured programs hold, section 1 of the design), each with an exact,
+lossless encoding; anything else raises `Unencodable` naming where and what, and
+the trace is not persisted. Decoding runs no code chosen by the data: names
+resolve only against tables built here (JAX's loaded primitives, the enums and
+named tuples below, registered PRNG implementations); a name off the table raises
+`Undecodable`.
+
+Not stored: source tracebacks (locations are no part of a program), the variable
+objects' identities (numbered per jaxpr), quasi-dynamic data (refused). Kept: the
+name stacks (a lowered module's op names), every param, the debug info's names.
+
+Identity among sub-jaxprs is kept: a jaxpr met twice (a ``cond`` whose branches are
+one object) is encoded once and decoded to one object.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import struct
+from typing import Any
+
+import numpy as np
+from jax._src import core, literals, source_info_util
+from jax._src import linear_util as lu
+from jax._src import mesh as mesh_lib
+from jax._src.lax import convolution, lax, slicing
+from jax._src.named_sharding import UNSPECIFIED, UnspecifiedValue
+from jax._src.random import prng
+
+FORMAT = 1
+
+
+class Unencodable(Exception):
+    """What stops a jaxpr from being stored (``reason``: where, and the type)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Undecodable(Exception):
+    """An entry that names what is not on the decoder's tables, or is malformed."""
+
+
+# Enums and named tuples params hold, by a stable name (their classes never travel).
+_ENUMS: dict[str, type] = {
+    "lax.Precision": lax.Precision,
+    "lax.RoundingMethod": lax.RoundingMethod,
+    "slicing.GatherScatterMode": slicing.GatherScatterMode,
+    "core.MemorySpace": core.MemorySpace,
+}
+_TUPLES: dict[str, type] = {
+    "slicing.GatherDimensionNumbers": slicing.GatherDimensionNumbers,
+    "slicing.ScatterDimensionNumbers": slicing.ScatterDimensionNumbers,
+    "convolution.ConvDimensionNumbers": convolution.ConvDimensionNumbers,
+}
+_ENUM_NAMES = {id(c): n for n, c in _ENUMS.items()}
+_TUPLE_NAMES = {id(c): n for n, c in _TUPLES.items()}
+_SCALARS = (bool, int, str, type(None))
+_D = struct.Struct("<d")
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+def _dtype(dt: Any) -> Any:
+    if type(dt) is prng.KeyTy:  # a typed PRNG key's: its implementation, registered
+        if prng.prngs.get(dt._impl.name) is not dt._impl:
+            raise Unencodable("dtype:key-impl")
+        return ["key", dt._impl.name]
+    if not isinstance(dt, np.dtype):
+        raise Unencodable(f"dtype:{type(dt).__qualname__}")
+    got = np.dtype(dt.name) if dt.name else None
+    if got is None or got != dt or type(got) is not type(dt) or got.str != dt.str:
+        raise Unencodable(f"dtype:{dt!r}")  # a record, a byte order, an extended one
+    return dt.name
+
+
+class _Encoder:
+    def __init__(self) -> None:
+        self.jaxprs: list = []
+        self.index: dict[int, int] = {}
+        self.keep: list = []  # what `index` names by id, alive while encoding
+
+    def jaxpr(self, j: Any) -> int:
+        n = self.index.get(id(j))
+        if n is not None:
+            return n
+        if type(j) is not core.Jaxpr or j.is_high or j.effects:
+            raise Unencodable(f"jaxpr:{type(j).__qualname__}:effects={bool(j.effects)}")
+        names: dict[int, int] = {}
+
+        def bind(v: Any) -> list:
+            if v.initial_qdd is not None or v.final_qdd is not None:
+                raise Unencodable("quasi-dynamic-data")
+            if type(v) is core.DropVar:
+                return ["_", self.aval(v.aval)]
+            if type(v) is not core.Var or id(v) in names:
+                raise Unencodable(f"binder:{type(v).__qualname__}")
+            names[id(v)] = len(names)
+            return self.aval(v.aval)
+
+        def atom(a: Any) -> list:
+            if type(a) is core.Literal:
+                return ["L", self.literal(a.val), self.aval(a.aval)]
+            if id(a) not in names:
+                raise Unencodable("free-variable")
+            return ["v", names[id(a)]]
+
+        constvars = [bind(v) for v in j.constvars]
+        invars = [bind(v) for v in j.invars]
+        eqns = []
+        for e in j.eqns:
+            if e.effects:
+                raise Unencodable(f"effects:{e.primitive.name}")
+            ins = [atom(a) for a in e.invars]
+            params = {k: self.param(e.primitive.name, k, v) for k, v in sorted(e.params.items())}
+            outs = [bind(v) for v in e.outvars]
+            eqns.append([self.primitive(e.primitive), ins, outs, params, self.ctx(e.ctx),
+                         self.name_stack(e.source_info.name_stack)])  # fmt: skip
+        out = {
+            "constvars": constvars,
+            "invars": invars,
+            "eqns": eqns,
+            "outvars": [atom(a) for a in j.outvars],
+            "debug_info": self.debug_info(j.debug_info),
+        }
+        self.keep.append(j)
+        self.index[id(j)] = len(self.jaxprs)
+        self.jaxprs.append(out)
+        return self.index[id(j)]
+
+    def closed(self, cj: Any) -> list:
+        return ["CJ", self.jaxpr(cj.jaxpr), [self.const(c) for c in cj.consts]]
+
+    @staticmethod
+    def primitive(p: Any) -> str:
+        from pcache._canon_values import jax_primitive_name
+
+        path = jax_primitive_name(p)
+        if path is None:
+            raise Unencodable(f"primitive:{p.name}")
+        return path
+
+    def aval(self, a: Any) -> list:
+        if type(a) is not core.ShapedArray:
+            raise Unencodable(f"aval:{type(a).__qualname__}")
+        if a.manual_axis_type is not core.empty_mat:
+            raise Unencodable("aval:manual-axes")
+        if a.sharding != core._empty_sharding(len(a.shape)):
+            raise Unencodable("aval:sharding")  # (phase 3: shardings as data)
+        if any(type(d) is not int for d in a.shape):
+            raise Unencodable("aval:dynamic-shape")
+        return ["A", list(a.shape), _dtype(a.dtype), bool(a.weak_type), a.memory_space.name]
+
+    def literal(self, v: Any) -> Any:
+        t = type(v)
+        if t is bool:
+            return v
+        if t is literals.TypedInt:
+            return ["TI", int(v), _dtype(v.dtype)]
+        if t is literals.TypedFloat:
+            return ["TF", _b64(_D.pack(float(v))), _dtype(v.dtype)]
+        if t is literals.TypedNdArray:
+            return ["TA", self.array(np.asarray(v)), bool(v.weak_type)]
+        if t is np.ndarray or isinstance(v, np.generic):
+            return self.value(v)
+        raise Unencodable(f"literal:{t.__qualname__}")
+
+    def const(self, c: Any) -> Any:
+        if type(c) is np.ndarray or isinstance(c, np.generic):
+            return self.value(c)
+        if type(c) is literals.TypedNdArray:
+            return self.literal(c)
+        raise Unencodable(f"constant:{type(c).__qualname__}")  # (phase 2: JAX arrays)
+
+    @staticmethod
+    def array(a: np.ndarray) -> list:
+        if a.dtype.hasobject:
+            raise Unencodable("array:object")
+        raw = np.ascontiguousarray(a).tobytes()
+        return ["N", _dtype(a.dtype), list(a.shape), _b64(raw)]
+
+    def param(self, prim: str, name: str, v: Any) -> Any:
+        try:
+            return self.value(v)
+        except Unencodable as e:
+            raise Unencodable(f"{prim}.{name}:{e.reason}") from None
+
+    def value(self, v: Any) -> Any:
+        t = type(v)
+        if t in _SCALARS:
+            return v
+        if t is float:
+            return ["f", _b64(_D.pack(v))]
+        if t is tuple:
+            return ["t", *[self.value(x) for x in v]]
+        if t is list:
+            return ["l", *[self.value(x) for x in v]]
+        if t is range:
+            return ["r", v.start, v.stop, v.step]
+        if isinstance(v, np.dtype):
+            return ["dt", _dtype(v)]
+        if t is np.ndarray:
+            return self.array(v)
+        if isinstance(v, np.generic) and t.__module__ == "numpy":
+            return ["ns", self.array(np.asarray(v))]
+        if t is core.Jaxpr:
+            return ["J", self.jaxpr(v)]
+        if t is core.ClosedJaxpr:
+            return self.closed(v)
+        if t is core.ShapedArray:
+            return self.aval(v)
+        if t is UnspecifiedValue:
+            return ["U"]
+        if t is mesh_lib.Mesh and v == mesh_lib.empty_concrete_mesh:
+            return ["M0"]
+        if t is prng.PRNGImpl and prng.prngs.get(v.name) is v:
+            return ["prng", v.name]
+        if id(t) in _ENUM_NAMES:
+            return ["E", _ENUM_NAMES[id(t)], v.name]
+        if id(t) in _TUPLE_NAMES:
+            return ["T", _TUPLE_NAMES[id(t)], *[self.value(x) for x in v]]
+        raise Unencodable(t.__module__ + "." + t.__qualname__)
+
+    @staticmethod
+    def ctx(c: Any) -> list:
+        if c.xla_metadata is not None or c.cur_abstract_mesh != mesh_lib.empty_abstract_mesh:
+            raise Unencodable("eqn-context")  # (phase 3)
+        if c.compute_type is not None and type(c.compute_type) is not str:
+            raise Unencodable("eqn-context:compute_type")
+        return [c.compute_type, bool(c.threefry_partitionable), bool(c.remove_size_one_mesh_axis)]
+
+    @staticmethod
+    def name_stack(ns: Any) -> list:
+        out = []
+        for s in ns.stack:
+            if type(s) not in (source_info_util.Scope, source_info_util.Transform):
+                raise Unencodable(f"name-stack:{type(s).__qualname__}")
+            if type(s.name) is not str:
+                raise Unencodable("name-stack:name")
+            out.append(["S" if type(s) is source_info_util.Scope else "X", s.name])
+        return out
+
+    def debug_info(self, d: Any) -> list:
+        if type(d) is not lu.DebugInfo:
+            raise Unencodable(f"debug-info:{type(d).__qualname__}")
+        if callable(d.result_paths):
+            d = d.resolve_result_paths()
+        parts = (d.arg_names, d.result_paths)
+        for p in parts:
+            if p is not None and (
+                type(p) is not tuple or any(type(s) not in (str, type(None)) for s in p)
+            ):
+                raise Unencodable("debug-info:names")
+        if type(d.traced_for) is not str or type(d.func_src_info) is not str:
+            raise Unencodable("debug-info:names")
+        return [d.traced_for, d.func_src_info, *[None if p is None else list(p) for p in parts]]
+
+
+def encode(closed: Any) -> dict:
+    """``closed`` (a `ClosedJaxpr`) as JSON values; `Unencodable` if any part has no
+    encoding on the table."""
+    if type(closed) is not core.ClosedJaxpr:
+        raise Unencodable(f"root:{type(closed).__qualname__}")
+    enc = _Encoder()
+    root = enc.closed(closed)
+    return {"format": FORMAT, "jaxprs": enc.jaxprs, "root": root}
+
+
+# ------------------------------------------------------------------ decoding
+
+
+def _undtype(name: Any) -> Any:
+    if type(name) is list and len(name) == 2 and name[0] == "key":
+        impl = prng.prngs.get(name[1]) if type(name[1]) is str else None
+        if impl is None:
+            raise Undecodable("dtype:key-impl")
+        return prng.KeyTy(impl)
+    if type(name) is not str:
+        raise Undecodable("dtype")
+    try:
+        dt = np.dtype(name)
+    except TypeError:
+        raise Undecodable(f"dtype:{name}") from None
+    # numbers only: numpy's own kinds, or ml_dtypes' (bfloat16, float8s, int4)
+    plain = dt.kind in "biufc" or dt.type.__module__ == "ml_dtypes"
+    if dt.name != name or not plain or dt.fields is not None or dt.subdtype is not None:
+        raise Undecodable(f"dtype:{name}")
+    return dt
+
+
+def _unb64(s: Any) -> bytes:
+    if type(s) is not str:
+        raise Undecodable("bytes")
+    return base64.b64decode(s.encode("ascii"), validate=True)
+
+
+class _Decoder:
+    def __init__(self, data: dict, primitives: dict) -> None:
+        self.data = data
+        self.prims = primitives
+        self.jaxprs: list = []
+
+    def array(self, e: Any) -> np.ndarray:
+        tag, dt, shape, raw = e
+        if tag != "N" or type(shape) is not list or any(type(d) is not int or d < 0 for d in shape):
+            raise Undecodable("array")
+        dtype = _undtype(dt)
+        b = _unb64(raw)
+        if len(b) != dtype.itemsize * math.prod(shape):
+            raise Undecodable("array:size")
+        return np.frombuffer(b, dtype).reshape(shape).copy()
+
+    def aval(self, e: Any) -> Any:
+        tag, shape, dt, weak, space = e
+        if tag != "A" or type(weak) is not bool or type(space) is not str:
+            raise Undecodable("aval")
+        if type(shape) is not list or any(type(d) is not int or d < 0 for d in shape):
+            raise Undecodable("aval:shape")
+        return core.ShapedArray(tuple(shape), _undtype(dt), weak,
+                                memory_space=core.MemorySpace[space])  # fmt: skip
+
+    def literal(self, e: Any) -> Any:
+        if type(e) is bool:
+            return e
+        tag = e[0]
+        if tag == "TI":
+            return literals.TypedInt(_int(e[1]), _undtype(e[2]))
+        if tag == "TF":
+            return literals.TypedFloat(_D.unpack(_unb64(e[1]))[0], _undtype(e[2]))
+        if tag == "TA":
+            a = self.array(e[1])
+            aval = core.ShapedArray(a.shape, a.dtype, weak_type=_bool(e[2]))
+            return literals.TypedNdArray(a, aval)
+        return self.value(e)
+
+    def value(self, e: Any) -> Any:
+        if e is None or type(e) in (bool, int, str):
+            return e
+        if type(e) is not list or not e or type(e[0]) is not str:
+            raise Undecodable("value")
+        tag, rest = e[0], e[1:]
+        if tag == "f":
+            return _D.unpack(_unb64(rest[0]))[0]
+        if tag == "t":
+            return tuple(self.value(x) for x in rest)
+        if tag == "l":
+            return [self.value(x) for x in rest]
+        if tag == "r":
+            return range(_int(rest[0]), _int(rest[1]), _int(rest[2]))
+        if tag == "dt":
+            return _undtype(rest[0])
+        if tag == "N":
+            return self.array(e)
+        if tag == "ns":
+            return self.array(rest[0])[()]
+        if tag == "J":
+            return self.ref(rest[0])
+        if tag == "CJ":
+            return self.closed(e)
+        if tag == "A":
+            return self.aval(e)
+        if tag == "U":
+            return UNSPECIFIED
+        if tag == "M0":
+            return mesh_lib.empty_concrete_mesh
+        if tag == "prng":
+            impl = prng.prngs.get(rest[0])
+            if impl is None:
+                raise Undecodable(f"prng:{rest[0]}")
+            return impl
+        if tag == "E":
+            cls = _ENUMS.get(rest[0])
+            if cls is None or rest[1] not in cls.__members__:
+                raise Undecodable(f"enum:{rest[0]}")
+            return cls[rest[1]]
+        if tag == "T":
+            cls = _TUPLES.get(rest[0])
+            if cls is None or len(rest) - 1 != len(cls._fields):
+                raise Undecodable(f"tuple:{rest[0]}")
+            return cls(*[self.value(x) for x in rest[1:]])
+        raise Undecodable(f"tag:{tag}")
+
+    def ref(self, n: Any) -> Any:
+        if type(n) is not int or not 0 <= n < len(self.jaxprs):
+            raise Undecodable("jaxpr-ref")
+        return self.jaxprs[n]
+
+    def closed(self, e: Any) -> Any:
+        tag, n, consts = e
+        if tag != "CJ" or type(consts) is not list:
+            raise Undecodable("closed-jaxpr")
+        return core.ClosedJaxpr(self.ref(n), [self.const(c) for c in consts])
+
+    def const(self, e: Any) -> Any:
+        if type(e) is list and e and e[0] == "TA":
+            return self.literal(e)
+        return self.value(e)
+
+    def jaxpr(self, d: Any) -> Any:
+        if type(d) is not dict or set(d) != {
+            "constvars",
+            "invars",
+            "eqns",
+            "outvars",
+            "debug_info",
+        }:
+            raise Undecodable("jaxpr")
+        env: list = []
+
+        def bind(e: Any) -> Any:
+            if type(e) is list and e and e[0] == "_":
+                return core.DropVar(self.aval(e[1]))
+            v = core.Var(self.aval(e))
+            env.append(v)
+            return v
+
+        def atom(e: Any) -> Any:
+            if e[0] == "L":
+                return core.Literal(self.literal(e[1]), self.aval(e[2]))
+            if e[0] != "v" or type(e[1]) is not int or not 0 <= e[1] < len(env):
+                raise Undecodable("atom")
+            return env[e[1]]
+
+        constvars = [bind(e) for e in d["constvars"]]
+        invars = [bind(e) for e in d["invars"]]
+        eqns = []
+        for prim, ins, outs, params, ctx, stack in d["eqns"]:
+            p = self.prims.get(prim)
+            if p is None:
+                raise Undecodable(f"primitive:{prim}")
+            in_atoms = [atom(a) for a in ins]
+            ps = {k: self.value(v) for k, v in params.items()}
+            out_vars = [bind(o) for o in outs]
+            si = source_info_util.SourceInfo(None, self.name_stack(stack))
+            eqns.append(core.new_jaxpr_eqn(in_atoms, out_vars, p, ps, core.no_effects, si,
+                                           self.ctx(ctx)))  # fmt: skip
+        outvars = [atom(a) for a in d["outvars"]]
+        return core.Jaxpr(constvars, invars, outvars, eqns, core.no_effects,
+                          self.debug_info(d["debug_info"]))  # fmt: skip
+
+    @staticmethod
+    def ctx(e: Any) -> Any:
+        compute_type, threefry, remove = e
+        if compute_type is not None and type(compute_type) is not str:
+            raise Undecodable("eqn-context")
+        return core.JaxprEqnContext._create(compute_type, _bool(threefry),
+                                            mesh_lib.empty_abstract_mesh, _bool(remove), None)  # fmt: skip
+
+    @staticmethod
+    def name_stack(e: Any) -> Any:
+        kinds = {"S": source_info_util.Scope, "X": source_info_util.Transform}
+        out = []
+        for kind, name in e:
+            if kind not in kinds or type(name) is not str:
+                raise Undecodable("name-stack")
+            out.append(kinds[kind](name))
+        return source_info_util.NameStack(tuple(out))
+
+    @staticmethod
+    def debug_info(e: Any) -> Any:
+        traced_for, src, args, results = e
+        if type(traced_for) is not str or type(src) is not str:
+            raise Undecodable("debug-info")
+        return lu.DebugInfo(traced_for, src, None if args is None else tuple(args),
+                            None if results is None else tuple(results))  # fmt: skip
+
+
+def _int(v: Any) -> int:
+    if type(v) is not int:
+        raise Undecodable("int")
+    return v
+
+
+def _bool(v: Any) -> bool:
+    if type(v) is not bool:
+        raise Undecodable("bool")
+    return v
+
+
+def decode(data: Any, primitives: dict) -> Any:
+    """The `ClosedJaxpr` ``data`` (from `encode`) describes. ``primitives``: JAX's
+    loaded primitives by ``module:attribute`` (`pcache._canon_values`)."""
+    if (
+        type(data) is not dict
+        or data.get("format") != FORMAT
+        or type(data.get("jaxprs")) is not list
+    ):
+        raise Undecodable("format")
+    dec = _Decoder(data, primitives)
+    try:
+        for d in data["jaxprs"]:
+            dec.jaxprs.append(dec.jaxpr(d))
+        return dec.closed(data["root"])
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, struct.error) as e:
+        raise Undecodable(f"malformed:{type(e).__name__}") from None
+
+
+__all__ = ["FORMAT", "Undecodable", "Unencodable", "decode", "encode"]

@@ -1,0 +1,202 @@
+"""Closed jaxprs as data and back (`pcache._compat.jaxpr_codec`, issue 27 phase 1).
+
+A decoded jaxpr must have the digest of the one encoded (the executable key is
+found from it) and evaluate bitwise like it; what has no encoding is refused by
+name; a damaged or hostile entry decodes to `Undecodable`, never to another error
+and never by running code it names."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import hypothesis.strategies as st
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from pcache import _canon, _compat
+from pcache._canon_values import jax_primitives_by_name
+
+pytestmark = pytest.mark.skipif(not _compat.JIT_SEAM or _compat.LINE_09, reason="JAX 0.10 line")
+if _compat.JIT_SEAM and not _compat.LINE_09:
+    from pcache._compat import jaxpr_codec as C
+
+X = jnp.linspace(-1.0, 1.0, 64, dtype=jnp.float32).reshape(8, 8)
+PARAMS = [(X, X[0]), (X.T, X[1])]
+
+
+def f_loss(x):
+    return jnp.mean(x @ x.T)
+
+
+def mlp_loss(params, x):
+    for w, b in params:
+        x = jnp.tanh(x @ w + b)
+    return jnp.mean(x**2)
+
+
+PROGRAMS = {
+    "grad": (lambda: jax.jit(jax.grad(f_loss)), (X,)),
+    "remat": (lambda: jax.jit(jax.grad(jax.checkpoint(mlp_loss))), (PARAMS, X)),
+    "scan": (lambda: jax.jit(lambda x: jax.lax.scan(lambda c, a: (c + a, c * a), x[0], x)), (X,)),
+    "cond": (lambda: jax.jit(lambda x: jax.lax.cond(x.sum() > 0, jnp.sin, jnp.cos, x)), (X,)),
+    "while": (
+        lambda: jax.jit(
+            lambda x: jax.lax.while_loop(
+                lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 1.5), (0, x)
+            )
+        ),
+        (X,),
+    ),
+    "vmap": (lambda: jax.jit(jax.vmap(jax.value_and_grad(f_loss))), (jnp.stack([X, X + 1]),)),
+    "scatter": (lambda: jax.jit(lambda x: x.at[jnp.array([1, 2])].set(3.0)[jnp.array([0])]), (X,)),
+    "conv": (
+        lambda: jax.jit(
+            lambda x: jax.lax.conv(x[None, None], x[None, None, :3, :3], (1, 1), "SAME")
+        ),
+        (X,),
+    ),
+    "ints": (lambda: jax.jit(lambda x: (x * 3 + 1).astype(jnp.int32) // 2 % 5), (X,)),
+    "legacy_key": (lambda: jax.jit(lambda k: jax.random.normal(jax.random.PRNGKey(k), (3,))), (1,)),
+    "typed_key": (lambda: jax.jit(lambda k: jax.random.normal(jax.random.key(k), (3,))), (1,)),
+    "numpy_const": (lambda: jax.jit(lambda x: x + np.arange(8.0, dtype=np.float32)), (X,)),
+    "nan_literal": (lambda: jax.jit(lambda x: jnp.where(x > 0, x, -jnp.nan) * -0.0), (X,)),
+}
+
+
+def _roundtrip(cj):
+    text = json.dumps(C.encode(cj), allow_nan=False)  # plain JSON: no NaN, no objects
+    return C.decode(json.loads(text), jax_primitives_by_name()), text
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_a_decoded_jaxpr_has_the_digest_and_the_results_of_the_encoded(name):
+    make, args = PROGRAMS[name]
+    cj = make().trace(*args).jaxpr
+    back, _ = _roundtrip(cj)
+    assert _canon.jaxpr_digest(back) == _canon.jaxpr_digest(cj)
+    assert _canon.canonical_text(back) == _canon.canonical_text(cj)
+    flat = jax.tree_util.tree_leaves(args)
+    want = jax.core.eval_jaxpr(cj.jaxpr, cj.consts, *flat)
+    got = jax.core.eval_jaxpr(back.jaxpr, back.consts, *flat)
+    assert [np.asarray(a).tobytes() for a in got] == [np.asarray(a).tobytes() for a in want]
+
+
+def test_one_sub_jaxpr_met_twice_is_one_object_after_decoding():
+    cj = jax.jit(lambda x: jax.lax.cond(x.sum() > 0, jnp.sin, jnp.sin, x)).trace(X).jaxpr
+    branches = next(e for e in cj.jaxpr.eqns if e.primitive.name == "cond").params["branches"]
+    back, _ = _roundtrip(cj)
+    got = next(e for e in back.jaxpr.eqns if e.primitive.name == "cond").params["branches"]
+    assert (branches[0].jaxpr is branches[1].jaxpr) == (got[0].jaxpr is got[1].jaxpr)
+
+
+CAPTURED = jnp.arange(3.0)
+
+
+@jax.custom_jvp
+def _g(x):
+    return jnp.sin(x)
+
+
+_g.defjvp(lambda p, t: (_g(p[0]), t[0]))
+
+
+@pytest.mark.parametrize(
+    "fn, reason",
+    [
+        (
+            lambda x: jax.pure_callback(
+                lambda a: np.asarray(a) * 2, jax.ShapeDtypeStruct((3,), jnp.float32), x
+            ),
+            "pure_callback.callback:jax._src.callback._FlatCallback",
+        ),
+        (lambda x: x + CAPTURED, "constant:ArrayImpl"),
+        (lambda x: _g(x), "custom_jvp_call.jvp_jaxpr_fun:jax._src.linear_util.WrappedFun"),
+        (lambda x: (jax.debug.print("{}", x), x)[1], "jaxpr:Jaxpr:effects=True"),
+        (
+            lambda x: jax.lax.with_sharding_constraint(
+                x, jax.sharding.SingleDeviceSharding(jax.devices()[0])
+            ),
+            "sharding_constraint.sharding:jax.sharding.SingleDeviceSharding",
+        ),
+    ],
+    ids=["callback", "captured-array", "custom-jvp", "effects", "sharding"],
+)
+def test_what_has_no_encoding_is_refused_by_name(fn, reason):
+    cj = jax.jit(fn).trace(jnp.ones(3, jnp.float32)).jaxpr
+    with pytest.raises(C.Unencodable) as e:
+        C.encode(cj)
+    assert e.value.reason == reason
+
+
+def test_names_off_the_tables_are_refused():
+    data = C.encode(jax.jit(jax.grad(f_loss)).trace(X).jaxpr)
+    prims = jax_primitives_by_name()
+    for edit in [
+        lambda d: d["jaxprs"][0]["eqns"][0].__setitem__(0, "os:system"),
+        lambda d: d["jaxprs"][0]["invars"][0].__setitem__(2, "object"),
+        lambda d: d["jaxprs"][0]["invars"][0].__setitem__(2, ["key", "no-such-impl"]),
+        lambda d: d["root"].__setitem__(1, 7),
+        lambda d: d.__setitem__("format", 2),
+    ]:
+        bad = copy.deepcopy(data)
+        edit(bad)
+        with pytest.raises(C.Undecodable):
+            C.decode(bad, prims)
+
+
+def _mutations(data):
+    """Every node of ``data`` (a path to it), to be replaced by hostile values."""
+    out = []
+
+    def walk(v, path):
+        out.append(path)
+        if type(v) is list:
+            for i, x in enumerate(v):
+                walk(x, (*path, i))
+        elif type(v) is dict:
+            for k, x in v.items():
+                walk(x, (*path, k))
+
+    walk(data, ())
+    return out
+
+
+_DATA = None
+
+
+def _data():
+    global _DATA
+    if _DATA is None:
+        make, args = PROGRAMS["cond"]
+        _DATA = C.encode(make().trace(*args).jaxpr)
+    return _DATA
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_damaged_entry_decodes_or_is_undecodable_never_another_error(data):
+    base = _data()
+    paths = _mutations(base)
+    path = data.draw(st.sampled_from(paths[1:]))
+    bad = copy.deepcopy(base)
+    node = bad
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = data.draw(JSON)
+    try:
+        C.decode(bad, jax_primitives_by_name())
+    except C.Undecodable:
+        pass
