@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 
 from pcache import _canon_values, _compat, _memos
 from pcache._canon_memo import BoundedMemo, IdMemo, fresh, memos_on
-from pcache._canon_params import CALLBACK_LOWERING_PRIMS, enc_params
+from pcache._canon_params import CALLBACK_LOWERING_PRIMS, STATEFUL_PRIMS, enc_params
 from pcache._canon_rules import RULE_KEYS, RuleKey, lowering_rule_key
 from pcache._canon_values import (
     ARRAY_MEMO,
@@ -280,6 +280,8 @@ def _rule_key(p: Any, ctx: Ctx) -> RuleKey:
     what it says of the program (process-local, keyed by its module too)."""
     rk = ctx.rule_keys.get(p)
     if rk is None:
+        if p.name in STATEFUL_PRIMS:
+            raise Uncacheable(f"stateful:{p.name}", "its executable holds state of its own")
         rk = ctx.rule_keys[p] = lowering_rule_key(p)
     if p not in ctx.rules:
         ctx.rules[p] = rk.entries

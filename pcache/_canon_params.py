@@ -54,6 +54,12 @@ _SKIP_PARAMS: dict[str, frozenset[str]] = {
 _HOST_CALLBACK_PRIMS = frozenset({"pure_callback", "io_callback", "debug_callback"})
 # Primitives whose lowering makes a host callback from their (data) params: relower.
 CALLBACK_LOWERING_PRIMS = frozenset({"debug_print", *_HOST_CALLBACK_PRIMS})
+# Primitives whose result depends on state XLA keeps inside each executable:
+# ``rng_uniform`` draws from a generator seeded when the executable is compiled (from
+# a per-process sequence) and advanced by each run, so one executable served to two
+# call sites, or loaded from another process, draws another stream than stock JAX
+# (review 27). Never cached, and a trace holding one is never reused.
+STATEFUL_PRIMS = frozenset({"rng_uniform"})
 
 # Primitives whose params hold other Python functions: called at lowering or XLA
 # compile time (inspect_sharding, custom_partitioning), or formatting options of

@@ -56,6 +56,14 @@ def compile_or_get_cached_wrapper(*args, **kwargs):
     rt = _state.rt
     if rt is None or _HLO_OFF.get() or pgle_profiler is not None or _compat.jax_cache_configured():
         return call()
+    try:
+        stateful = _compat.stateful_op(computation)
+    except Exception as exc:
+        rt.error("hlo stateful ops", exc)
+        return call()
+    if stateful is not None:  # its own generator, seeded per compile: never shared
+        rt.bypass(f"stateful:{stateful}", _compat.module_name(computation))
+        return call()
     callbacks = list(host_callbacks or ())
     if callbacks:
         try:

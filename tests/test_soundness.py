@@ -423,6 +423,35 @@ def test_jax_rule_registered_for_another_primitive_across_processes(tmp_path):
     assert again["d"] == stock_over["d"] and again["compile"] == 0  # and both persist
 
 
+RNG = (
+    COUNT
+    + """
+import sys
+z = jnp.zeros(3, jnp.float32)
+out = []
+if "A" in sys.argv[1:]:  # another generator program first: it takes a seed
+    out.append(digest(jax.jit(lambda a: a * 2 + jax.lax.rng_uniform(0.0, 1.0, (3,)))(z)))
+mk = lambda: jax.jit(lambda a: a + jax.lax.rng_uniform(0.0, 1.0, (3,)))
+f = mk()
+out += [digest(f(z)), digest(f(z)), digest(mk()(z)), digest(mk()(z))]
+print(json.dumps({"d": out, **N}))
+"""
+)
+
+
+def test_a_program_with_xla_s_own_generator_is_never_cached(tmp_path):
+    """``lax.rng_uniform`` draws from a generator XLA seeds when it compiles (from a
+    per-process sequence) and each run advances: stock JAX compiles each new jit's
+    program afresh, so an executable served to another call site, or loaded from
+    another process, would draw another stream (review 27)."""
+    for args in ([], ["A"]):
+        code = RNG.replace("sys.argv[1:]", repr(args))
+        stock = _py(code, None)
+        assert _py(code, tmp_path)["d"] == stock["d"]  # (A fills the store first)
+        again = _py(code, tmp_path)
+        assert again["d"] == stock["d"] and again["compile"] >= 3  # each compiled
+
+
 # --------------------------------------------------------------------------------
 # 3./4. XLA flags: as XLA parsed them, when the backends started.
 

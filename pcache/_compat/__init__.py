@@ -428,6 +428,25 @@ def custom_call_targets(module) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+# Ops whose results depend on state XLA keeps in the executable (``stablehlo.rng``:
+# a generator seeded at compile time, advanced by every run).
+STATEFUL_OPS = frozenset({"stablehlo.rng", "mhlo.rng"})
+
+
+def stateful_op(module) -> str | None:
+    """The first op of a lowered module whose executable holds state, else None."""
+    found: list[str] = []
+
+    def visit(op):
+        if op.name in STATEFUL_OPS:
+            found.append(op.name)
+            return _ir.WalkResult.INTERRUPT
+        return _ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found[0] if found else None
+
+
 @dataclasses.dataclass(frozen=True)
 class InflightLowering:
     """A `lower_sharding_computation` call found running on the stack."""
