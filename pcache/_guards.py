@@ -89,6 +89,7 @@ class _Guarding:
         self.vw = Walker()
         self.done: set[tuple[int, str]] = set()
         self.work: list[tuple[dict, types.CodeType]] = []
+        self.imports: list = []  # what functions' ``import`` statements take
 
     def more(self, before: int) -> None:
         for fg, fc, f, *_ in self.w.funcs[before:]:
@@ -171,6 +172,28 @@ class _Guarding:
             self.more(before)
         return v
 
+    def imported(self, name: str, froms: tuple) -> None:
+        """``import name`` / ``from name import *froms`` in a function's code: only
+        library modules that read no state by name, and what is taken from them
+        judged as a value reached from a library object is (`pcache._reach`)."""
+        for part in [name, *_prefixes(name)[:-1]]:  # (the module itself named first)
+            mod = sys.modules.get(part)
+            if mod is None or _user_module(mod):
+                # what it reads from the module it imports is not guarded
+                raise NoReuse(f"imports-user-module:{part}")
+            if reflective_module(part):
+                raise NoReuse(f"reflection-module:{part}")
+            self.imports.append(mod)
+        mod = sys.modules[name]
+        for n in froms:
+            v = module_dict(mod).get(n, sys.modules.get(f"{name}.{n}"))
+            if v is None or _user_module(v):
+                raise NoReuse(f"imports-user-module:{name}.{n}")
+            why = _reach.reflective(v)
+            if why is not None:
+                raise NoReuse(f"reflection-import:{name}.{n}:{why}")
+            self.imports.append(v)
+
     def chain(self, g: dict, chain: tuple, escaped: bool, hashing: bool = False) -> None:
         if chain[0] == "<type-is>":  # ``type(a) is B`` compares classes if ``type`` is
             if g.get("type", _builtins_of(g).get("type")) is not type:  # the builtin
@@ -179,10 +202,7 @@ class _Guarding:
         if chain[0] == "<class-is>":  # `Walker.klass` refuses ``__class__`` overrides
             return
         if chain[0] == "<import>":
-            mod = sys.modules.get(chain[1])
-            if mod is None or _user_module(mod):
-                # what it reads from the module it imports is not guarded
-                raise NoReuse(f"imports-user-module:{chain[1]}")
+            self.imported(chain[1], chain[2:])
             return
         # (a ``__hash__`` may hash, never take an id: ``id(v) == id(1000)``)
         identity = chain[0] in IDENTITY_BUILTINS and not (hashing and chain[0] == "hash")
@@ -208,6 +228,11 @@ class _Guarding:
             # handed on (to getattr, a call, a return): what is read from it later
             # cannot be guarded
             raise NoReuse(f"user-module-escapes:{chain[-1]}")
+
+
+def _prefixes(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def _library_chain(v: Any, attrs: tuple) -> None:
@@ -263,7 +288,7 @@ def guards_for(
             if root[0] == "g":
                 _global_write(g, target, store=root == "g=")
     # what user code may reach from the library objects all of it holds (review 25)
-    roots = [v for kind, _, _, v in run.guards if kind == IS]
+    roots = [v for kind, _, _, v in run.guards if kind == IS] + run.imports
     roots += run.w.pins + (callable_walk.pins if callable_walk else []) + list(more_roots)
     _reach.check(roots, _reach.spelled(funcs + run.w.funcs))
     # which objects the globals share with the callable: one guard, checked last

@@ -22,13 +22,15 @@ trace is never reused (``reflection-reach:<path>``).
 The search costs one dictionary lookup per (object, name) pair, is bounded
 (`MAX_REACHED`), and runs once per recorded trace, never on a hit. A library
 module's own ``__getattr__`` (lazy submodules) is followed through ``sys.modules``,
-which is where it puts what it imports.
+which is where it puts what it imports; a submodule it would import, not loaded yet,
+is not judged and refuses (``np.ctypeslib``: review 26).
 
 JAX-free.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import types
@@ -98,7 +100,9 @@ def _fixed(v: Any) -> bool:
     return is_a(v, type) and is_library_type(v)
 
 
-def _reflective(v: Any) -> str | None:
+def reflective(v: Any) -> str | None:
+    """Why reaching ``v`` (a module, class or function) reads state by names held in
+    data, else None."""
     if is_a(v, types.ModuleType):
         name = (module_dict(v) or {}).get("__name__")
         return name if type(name) is str and reflective_module(name) else None
@@ -112,6 +116,41 @@ def _reflective(v: Any) -> str | None:
     return None
 
 
+class _Unloaded:
+    """A submodule a package's ``__getattr__`` would import: not loaded, not judged."""
+
+
+_UNLOADED = _Unloaded()
+_LISTINGS: dict[str, frozenset] = {}
+
+
+def _submodule_file(d: dict, name: str) -> bool:
+    """Whether package ``d`` (a module's namespace) has a submodule ``name`` on disk."""
+    for p in d.get("__path__", ()) if type(d.get("__path__", ())) is list else ():
+        if type(p) is not str:
+            continue
+        got = _LISTINGS.get(p)
+        if got is None:
+            try:
+                got = frozenset(n.partition(".")[0] for n in os.listdir(p))
+            except OSError:
+                got = frozenset()
+            _LISTINGS[p] = got
+        if name in got:
+            return True
+    return False
+
+
+def _user(v: Any) -> str | None:
+    """A user module or function held by a library object (``rlcompleter.__main__``,
+    a hook a library keeps): what it reads from there on is not guarded."""
+    if is_a(v, types.ModuleType) and not (type(v) is types.ModuleType and is_library_module(v)):
+        return "user-module"
+    if type(v) is types.FunctionType and not is_library(v.__globals__):
+        return "user-function"
+    return None
+
+
 def _attr(v: Any, name: str) -> Any:
     """``v.name`` as stored, without running code: a module's global (or its
     submodule), a class's attribute by its real MRO, an instance's own attribute or
@@ -121,6 +160,8 @@ def _attr(v: Any, name: str) -> Any:
         got = d.get(name, _MISSING)
         if got is _MISSING and "__getattr__" in d:
             got = sys.modules.get(f"{d.get('__name__')}.{name}", _MISSING)
+            if got is _MISSING and _submodule_file(d, name):
+                got = _UNLOADED  # ``np.ctypeslib`` before numpy imported it: unknown
         return got
     if not is_a(v, type):
         try:
@@ -169,7 +210,7 @@ def check(roots: list, spell: frozenset) -> None:
         for name, a in _children(v, spell):
             if a is None:
                 continue
-            why = _reflective(a)
+            why = "unloaded-submodule" if a is _UNLOADED else reflective(a) or _user(a)
             if why is not None:
                 raise NoReuse(f"reflection-reach:{path}.{name}:{why}")
             if id(a) not in seen and (_fixed(a) or _stateful(a)):
@@ -196,4 +237,4 @@ def _label(v: Any) -> str:
     return qualname(v) if is_a(v, type) else qualname(type(v))
 
 
-__all__ = ["MAX_REACHED", "check", "code_names", "spelled"]
+__all__ = ["MAX_REACHED", "check", "code_names", "reflective", "spelled"]

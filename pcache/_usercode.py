@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import dis
+import importlib.machinery
 import os
 import sys
 import sysconfig
@@ -22,6 +23,26 @@ import weakref
 from typing import Any
 
 from pcache._introspect import Override, cdict, flags, inst_dict, is_a, mro, names
+from pcache._reflection import (
+    _ATTR_BUILTINS,
+    _ATTR_WRITES,
+    _CONSTRUCTORS,
+    _REFLECTIVE_PARTS,
+    _SETTERS,
+    FORMAT_REFLECTIVE,
+    FORMATS,
+    IDENTITY_BUILTINS,
+    REFLECTION_MODULES,
+    REFLECTION_SUBMODULES,
+    REFLECTIVE,
+    REFLECTIVE_ATTRS,
+    REFLECTIVE_BUILTINS,
+    REFLECTIVE_FUNCTIONS,
+    UNGUARDABLE,
+    library_function_reflects,
+    reflective_callable,
+    reflective_module,
+)
 
 
 class NoReuse(Exception):  # noqa: N818 - a verdict, not an error
@@ -72,16 +93,43 @@ def _library_file(file: Any) -> bool:
 def is_library(g: dict) -> bool:
     """Whether a function with globals ``g`` is installed library code: ``g`` is the
     ``__dict__`` of an imported module whose file is library code (a dict that merely
-    says ``__name__ = "jax"`` is not)."""
+    says ``__name__ = "jax"`` is not), where the import system finds it (a module's
+    ``__file__`` is its own to rewrite: review 26)."""
     e = _LIBRARY.get(id(g))
     if e is not None and e[0] is g:
         return e[1]
-    mod = sys.modules.get(_str(g.get("__name__")))
-    lib = module_dict(mod) is g and _library_file(g.get("__file__"))
+    name = _str(g.get("__name__"))
+    mod = sys.modules.get(name)
+    lib = module_dict(mod) is g and _library_file(g.get("__file__")) and _found_at(name, g)
     if len(_LIBRARY) > 4096:
         _LIBRARY.clear()
     _LIBRARY[id(g)] = (g, lib)  # module dicts: kept alive, so the id is never reused
     return lib
+
+
+def _found_at(name: str, g: dict) -> bool:
+    """Whether the import system finds module ``name`` at the file its namespace
+    names (a module's ``__file__`` and ``__spec__`` are its own to rewrite; where
+    ``sys.path`` leads is not): pcache's own modules, or a search of ``sys.path``
+    (a submodule: of its package's path) that ignores ``sys.modules``."""
+    file = os.path.realpath(g["__file__"])
+    if file.startswith(_PCACHE_DIR + os.sep):
+        return True
+    if name == "__main__":
+        return False
+    parent, _, _ = name.rpartition(".")
+    path = None
+    if parent:
+        pkg = module_dict(sys.modules.get(parent))
+        path = list(pkg.get("__path__", ())) if pkg is not None else None
+        if not path:
+            return False
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+    except (ImportError, ValueError, OSError):
+        return False
+    origin = getattr(spec, "origin", None)
+    return isinstance(origin, str) and os.path.realpath(origin) == file
 
 
 def module_dict(m: Any) -> dict | None:
@@ -161,12 +209,14 @@ def _library_type(t: type) -> bool:
 def _reachable(t: type, module: str, path: list) -> bool:
     """Whether ``t`` is the object at ``path`` in the library module ``module``
     (else made at run time: ``namedtuple()``, ``type()``, or a user's)."""
-    mod = sys.modules.get(module)
-    if mod is None or type(mod) is not types.ModuleType or not is_library_module(mod):
-        return False
-    obj: Any = mod
-    for part in path:
-        obj = getattr(obj, part, None)
+    obj: Any = sys.modules.get(module)
+    for part in path:  # through library modules and classes only, as stored
+        if type(obj) is types.ModuleType and is_library_module(obj):
+            obj = module_dict(obj).get(part)
+        elif is_a(obj, type) and obj is not t:
+            obj = cdict(obj).get(part)
+        else:
+            return False  # ``rlcompleter.__main__.C``: a user module on the way
     return obj is t
 
 
@@ -229,118 +279,6 @@ def _bound_to_data(a: Any) -> bool:
 
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 _ATTR_OPS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
-# Attributes through which code reads state no key or guard sees: another
-# function's globals or closure, a frame, the module table, a module by name.
-REFLECTIVE = frozenset(
-    {
-        "__globals__",
-        "__dict__",
-        "__closure__",
-        "__code__",
-        "__defaults__",
-        "__kwdefaults__",
-        "__builtins__",
-        "cell_contents",
-        "f_globals",
-        "f_locals",
-        "f_back",
-        "f_builtins",
-        "_getframe",
-        "currentframe",
-        "import_module",
-        "modules",
-        "getmodule",
-        "__import__",
-        "__subclasses__",
-        "__annotations__",
-        "__wrapped__",
-        "resolve_name",
-        "locate",
-        "get_referrers",
-        "get_referents",
-        "get_objects",
-    }
-)
-# Builtins (also as ``builtins.<name>``) through which code reads or runs what no
-# guard can see.
-UNGUARDABLE = frozenset({"globals", "vars", "locals", "eval", "exec", "__import__", "compile"})
-# Builtins whose result is an object's identity (``SCALE_BY_ID[id(c)]``, ``hash`` of a
-# function): compared with ints held elsewhere, which no key relates to the object.
-IDENTITY_BUILTINS = frozenset({"id", "hash"})
-# Builtins that read what no guard can see when reached as a value (``G = globals``,
-# ``GA = getattr`` with a name held in data, ``id``/``hash`` of an object compared
-# with ints held elsewhere): a callable that holds one is not reused.
-REFLECTIVE_BUILTINS = (
-    UNGUARDABLE
-    | IDENTITY_BUILTINS
-    | frozenset({"getattr", "setattr", "delattr", "hasattr", "breakpoint", "open", "input"})
-)
-# Library modules whose functions read what no guard can see (frames, the module
-# table, any object by name or by reference): code that reaches them, or holds one
-# of their functions, is not reused.
-REFLECTION_MODULES = frozenset(
-    {
-        "inspect",
-        "pkgutil",
-        "pydoc",
-        "importlib",
-        "gc",
-        "ctypes",
-        "_ctypes",
-        "builtins",
-        "sys",
-        "pickle",
-        "_pickle",
-        "copyreg",
-        "marshal",
-        "typing",
-        "typing_extensions",  # get_type_hints evaluates names (review 25)
-        "shelve",
-        "dill",
-        "cloudpickle",
-        "traceback",
-        "linecache",
-        "faulthandler",
-        "pdb",
-        "bdb",
-        "trace",
-        "tracemalloc",
-        "runpy",
-        "code",
-        "codeop",
-        "zipimport",
-        "unittest",  # unittest.mock's importer resolves dotted names
-    }
-)
-#: Modules within otherwise plain packages that resolve names to objects (a dotted
-#: name imported and walked attribute by attribute: ``logging.config``'s ``resolve``).
-REFLECTION_SUBMODULES = frozenset({"logging.config", "multiprocessing.reduction"})
-
-
-def reflective_module(name: str) -> bool:
-    """Whether library code of module ``name`` reads state by names held in data."""
-    return name.partition(".")[0] in REFLECTION_MODULES or any(
-        name == m or name.startswith(m + ".") for m in REFLECTION_SUBMODULES
-    )
-
-
-def reflective_callable(v: Any) -> str | None:
-    """Why calling ``v`` (a builtin or library function reached as a value) reads
-    what no guard can see; None if it does not."""
-    name = getattr(v, "__name__", None)
-    module = getattr(v, "__module__", None)
-    if not isinstance(module, str):
-        return None
-    root = module.partition(".")[0]
-    if root == "builtins":
-        return f"reflective-builtin:{name}" if name in REFLECTIVE_BUILTINS else None
-    if reflective_module(module):
-        return f"reflective-function:{module}.{name}"
-    if root in ("operator", "_operator") and name in ("is_", "is_not"):
-        return "identity-test"
-    return None
-
-
 # Methods that mutate a builtin container (a captured list, dict or set).
 _MUTATORS = frozenset(
     {
@@ -439,7 +377,13 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
         elif op in ("STORE_SUBSCR", "DELETE_SUBSCR") and not _local_target(ins, i):
             why = why or "writes-container"
         elif op == "IMPORT_NAME":
-            reads[(("<import>", arg), False)] = None
+            reads[(_import_read(ins, i), False)] = None
+        elif op == "IMPORT_FROM" and (
+            arg in REFLECTIVE or arg in REFLECTIVE_ATTRS or arg in REFLECTIVE_BUILTINS
+        ):
+            why = why or f"reflection:import-{arg}"  # from builtins import eval
+        elif op == "RAISE_VARARGS" and ins[i].arg == 0:
+            why = why or "reflection:reraise"  # a bare ``raise``: the caller's exception
         elif op == "LOAD_CONST" and _reflective_const(arg):
             why = why or "reflection:constant"  # getattr(f, "__globals__"), a format
         elif op == "IS_OP":
@@ -487,28 +431,19 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
     return why
 
 
-# Parts of a string that name reflective state (in a format string, an attrgetter).
-_REFLECTIVE_PARTS = (
-    "__globals__",
-    "__dict__",
-    "__code__",
-    "__closure__",
-    "__builtins__",
-    "__subclasses__",
-    "__annotations__",
-    "f_globals",
-    "f_locals",
-    "f_back",
-    "cell_contents",
-    "gi_frame",
-    "cr_frame",
-    "ag_frame",
-    "tb_frame",
-    "__getattribute__",
-    "__setattr__",
-    "__delattr__",
-    "__traceback__",
-)
+def _import_read(ins: list, i: int) -> tuple:
+    """``import a.b`` / ``from a import n, m`` at ``ins[i]``: the module, and the
+    names taken from it."""
+    froms = []
+    j = i + 1
+    while j < len(ins) and ins[j].opname in _IMPORT_OPS:
+        if ins[j].opname == "IMPORT_FROM":
+            froms.append(ins[j].argval)
+        j += 1
+    return ("<import>", ins[i].argval, *froms)
+
+
+_IMPORT_OPS = frozenset({"IMPORT_FROM", "STORE_FAST", "STORE_NAME", "STORE_DEREF", "STORE_GLOBAL"})
 
 
 _SINGLETONS = (None, True, False, Ellipsis, NotImplemented)
@@ -577,42 +512,6 @@ def _reflective_const(c: Any) -> bool:
     return False
 
 
-_ATTR_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
-_ATTR_WRITES = frozenset({"setattr", "delattr"})
-_SETTERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__"})
-_CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "__setattr__", "__delattr__"})
-FORMATS = frozenset({"format", "format_map", "vformat", "get_field", "get_value"})
-# Names a format string can reach frames and globals through without a dunder.
-FORMAT_REFLECTIVE = (
-    "f_globals", "f_locals", "f_back", "f_builtins", "gi_frame", "cr_frame", "ag_frame",
-    "tb_frame", "tb_next", "cell_contents", "modules",
-)  # fmt: skip
-# Attributes that read or write any attribute by a name held in data, or reach frames
-# and tracebacks (``obj.__getattribute__(name)``, ``e.__traceback__.tb_frame``).
-REFLECTIVE_ATTRS = frozenset(
-    {
-        "__getattribute__",
-        "__getattr__",
-        "is_",  # operator.is_/is_not: an identity test (see `_singleton_test`)
-        "is_not",
-        "__setattr__",
-        "__delattr__",
-        "__reduce__",
-        "__reduce_ex__",
-        "__getstate__",
-        "__traceback__",
-        "tb_frame",
-        "tb_next",
-        "gi_frame",
-        "cr_frame",
-        "ag_frame",
-        "f_code",
-        "attrgetter",
-        "methodcaller",
-        "Formatter",
-        "vformat",
-    }
-)
 _CALLS = frozenset({"PRECALL", "CALL", "CALL_FUNCTION", "CALL_FUNCTION_KW"})
 
 
@@ -647,21 +546,24 @@ def _local_target(ins: list, i: int) -> bool:
 
 __all__ = [
     "FORMATS",
+    "FORMAT_REFLECTIVE",
     "IDENTITY_BUILTINS",
     "REFLECTION_MODULES",
-    "reflective_module",
+    "REFLECTION_SUBMODULES",
     "REFLECTIVE",
-    "FORMAT_REFLECTIVE",
     "REFLECTIVE_ATTRS",
     "REFLECTIVE_BUILTINS",
+    "REFLECTIVE_FUNCTIONS",
     "UNGUARDABLE",
     "NoReuse",
     "code_verdict",
     "is_library",
     "is_library_module",
     "is_library_type",
+    "library_function_reflects",
     "qualname",
     "reflective_callable",
+    "reflective_module",
 ]
 
 

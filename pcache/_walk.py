@@ -72,7 +72,6 @@ import numpy as np
 from pcache import _canon, _compat, _introspect, _memos
 from pcache._introspect import Override, cdict, class_attr, has, inst_dict, is_a, mro, names
 from pcache._usercode import (
-    FORMATS,
     REFLECTIVE,
     REFLECTIVE_ATTRS,
     NoReuse,
@@ -81,6 +80,7 @@ from pcache._usercode import (
     is_library,
     is_library_module,
     is_library_type,
+    library_function_reflects,
     qualname,
     reflective_callable,
     reflective_module,
@@ -561,7 +561,7 @@ class Walker:
         if type(g) is not dict:
             raise NoReuse(f"globals-not-a-dict:{f.__qualname__}")
         if is_library(g):
-            if reflective_module(str(g.get("__name__"))) or f.__name__ in FORMATS:
+            if library_function_reflects(str(g.get("__name__")), f.__name__):
                 raise NoReuse(f"reflective-function:{g.get('__name__')}.{f.__name__}")
         else:
             why, reads, writes = code_verdict(code)

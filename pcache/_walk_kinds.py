@@ -124,12 +124,26 @@ def _signature(w: Walker, v: inspect.Signature) -> tuple:
     return ("sig", *params, _annotation(w, v.return_annotation))
 
 
+# Every slot of a Field (its class has no other state): checked against the class
+# when pcache loads, so a slot a new Python adds is refused until it is keyed here.
+_FIELD_SLOTS = ("name", "type", "default", "default_factory", "repr", "hash", "init",
+                "compare", "metadata", "kw_only", "_field_type")  # fmt: skip
+_FIELD_KINDS = {id(getattr(dataclasses, k)): k for k in dir(dataclasses) if k.startswith("_FIELD")}
+
+
 def _field(w: Walker, f: dataclasses.Field) -> tuple:
-    # what dataclasses.fields() hands to code: name, defaults, metadata, flags; the
-    # annotation by its text (annotations are not run)
+    # what dataclasses.fields() hands to code: name, defaults, metadata, flags, its
+    # kind (field, ClassVar, InitVar: review 26); the annotation by its text
+    # (annotations are not run)
+    if tuple(dataclasses.Field.__slots__) != _FIELD_SLOTS:
+        raise NoReuse("field-slots")
+
     def opt(v):
         return ("MISSING",) if v is dataclasses.MISSING else w.value(v)
 
+    kind = getattr(f, "_field_type", None)
+    if kind is not None and id(kind) not in _FIELD_KINDS:
+        raise NoReuse("field-kind")
     return (
         "field",
         f.name,
@@ -138,6 +152,7 @@ def _field(w: Walker, f: dataclasses.Field) -> tuple:
         w.value(dict(f.metadata)),
         (f.init, f.repr, f.hash, f.compare, f.kw_only),
         _annotation(w, f.type),
+        None if kind is None else _FIELD_KINDS[id(kind)],
     )
 
 

@@ -220,7 +220,8 @@ SIZED = ["pcache._cache", "pcache._tiers", "pcache._local", "pcache._remote_tier
          "pcache._api", "pcache._canon", "pcache._canon_memo", "pcache._canon_values",
          "pcache._canon_params", "pcache._canon_rules", "pcache._key", "pcache._jit_seam",
          "pcache._jit_compile", "pcache._jit_handoff", "pcache._lowering_session",
-         "pcache._compat", "pcache._compat.traces", "pcache._walk_kinds", "pcache._reach"]  # fmt: skip
+         "pcache._compat", "pcache._compat.traces", "pcache._walk_kinds", "pcache._reach",
+         "pcache._reflection"]  # fmt: skip
 
 
 def test_sizes():

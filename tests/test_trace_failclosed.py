@@ -553,3 +553,40 @@ def test_argument_tree_keys_memoized_only_where_jax_equality_is_exact(tmp_path):
             yield lambda f=f, tree=tree: f(tree)
 
     _same_as_stock(tmp_path, scenario)
+
+
+def test_the_standard_library_is_an_allowlist():
+    """Reviews 26 and 27: stdlib modules that read interpreter or process state by
+    what they are given (contextvars, signal, doctest, rlcompleter) were not on the
+    denylist. Now any stdlib module off `PLAIN_STDLIB` is reflective, and a few
+    functions of plain modules are named (functools.update_wrapper)."""
+    import functools
+
+    from pcache._reflection import library_function_reflects, reflective_callable
+    from pcache._usercode import reflective_module
+
+    for name in ("contextvars", "_contextvars", "signal", "doctest", "rlcompleter", "inspect",
+                 "numpy.ctypeslib", "numpy.matrixlib.defmatrix", "logging.config"):  # fmt: skip
+        assert reflective_module(name), name
+    for name in ("math", "functools", "operator", "numpy", "jax.numpy", "logging", "enum"):
+        assert not reflective_module(name), name
+    assert reflective_callable(functools.update_wrapper)
+    assert not reflective_callable(functools.reduce)
+    assert library_function_reflects("functools", "wraps")
+
+
+def test_reaching_user_state_through_a_library_object_is_refused():
+    import json
+
+    from pcache import _reach
+    from pcache._usercode import NoReuse
+
+    json._pcache_test_user = sys.modules[__name__]
+    try:
+        with pytest.raises(NoReuse, match="user-module"):
+            _reach.check([json], frozenset({"_pcache_test_user"}))
+        json._pcache_test_user = _plain  # a user function a library holds
+        with pytest.raises(NoReuse, match="user-function"):
+            _reach.check([json], frozenset({"_pcache_test_user"}))
+    finally:
+        del json._pcache_test_user

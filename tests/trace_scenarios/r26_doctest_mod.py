@@ -1,0 +1,15 @@
+# Review 26 (doctest_mod): a false hit of snapshot 6ba78e3, refused since (imports, library modules reaching user state, the stdlib allowlist, __file__, Field kinds).
+import doctest
+
+K = 1.0
+
+
+def body(x):
+    m = doctest._normalize_module("__main__")
+    return x * m.K
+
+
+mk = lambda: jax.jit(lambda x: body(x))
+for k in (1.0, 2.0):
+    K = k
+    show(f"k{k}", lambda: mk()(x))

@@ -1,0 +1,14 @@
+# Review 26 (rl_main): a false hit of snapshot 6ba78e3, refused since (imports, library modules reaching user state, the stdlib allowlist, __file__, Field kinds).
+import rlcompleter
+
+K = 1.0
+
+
+def body(x):
+    return x * rlcompleter.__main__.K
+
+
+mk = lambda: jax.jit(lambda x: body(x))
+for k in (1.0, 2.0):
+    K = k
+    show(f"k{k}", lambda: mk()(x))
