@@ -434,7 +434,10 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
 def _import_read(ins: list, i: int) -> tuple:
     """``import a.b`` / ``from a import n, m`` at ``ins[i]``: the module, and the
     names taken from it."""
-    froms = []
+    froms: list = []
+    if i > 0 and ins[i - 1].opname == "LOAD_CONST" and ins[i - 1].argval is None:
+        # ``import a.b as c``: IMPORT_FROMs walk down the dotted name itself
+        return ("<import>", ins[i].argval)
     j = i + 1
     while j < len(ins) and ins[j].opname in _IMPORT_OPS:
         if ins[j].opname == "IMPORT_FROM":

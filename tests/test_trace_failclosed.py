@@ -590,3 +590,22 @@ def test_reaching_user_state_through_a_library_object_is_refused():
             _reach.check([json], frozenset({"_pcache_test_user"}))
     finally:
         del json._pcache_test_user
+
+
+def _imports_plain_modules(x):
+    from math import pi
+
+    import jax.numpy
+    import numpy.linalg as la
+    from jax import numpy as jn
+
+    return jn.sin(x) * pi + la.norm([1.0]) + jax.numpy.cos(x)
+
+
+def test_imports_of_plain_library_modules_inside_traced_code_are_reused(tmp_path):
+    def scenario():
+        for _ in range(3):
+            yield lambda: jax.jit(lambda x: _imports_plain_modules(x))(X)
+
+    st = _same_as_stock(tmp_path, scenario)
+    assert st["trace_hits"] == 2, st["trace_miss_reasons"]
