@@ -126,7 +126,7 @@ def _found_at(name: str, g: dict) -> bool:
             return False
     try:
         spec = importlib.machinery.PathFinder.find_spec(name, path)
-    except (ImportError, ValueError, OSError):
+    except Exception:  # (a path hook's own failure: not found where it says)
         return False
     origin = getattr(spec, "origin", None)
     return isinstance(origin, str) and os.path.realpath(origin) == file
