@@ -389,6 +389,23 @@ class _Registries:
     nodes: tuple = ()
 
 
+def namespaces(funcs: list[tuple]) -> tuple:
+    """(namespace, its keys, its values) of every user module a walk's functions
+    live in (a trace is recorded only if they are the same after it: `same_space`)."""
+    spaces = {id(g): g for g, *_ in funcs if not is_library(g)}
+    return tuple((g, tuple(g), tuple(g.values())) for g in spaces.values())
+
+
+def same_space(g: dict, keys: tuple, values: tuple) -> bool:
+    """Whether module namespace ``g`` still holds exactly ``keys`` and ``values`` (by
+    identity, in order): nothing was bound, rebound or deleted."""
+    return (
+        len(g) == len(keys)
+        and all(map(operator.is_, g, keys))
+        and all(map(operator.is_, g.values(), values))
+    )
+
+
 def _unchanged(dicts: tuple) -> bool:
     snap = _REG.snapshot
     if len(snap) != len(dicts):
@@ -455,8 +472,9 @@ def registry_key(w: Walker) -> tuple:
 
 def host_state() -> tuple:
     """Process state outside JAX that tracing reads and that changes what a trace
-    does: numpy's floating-point error mode (``np.seterr``: raise or not), the
-    decimal context, and the warning filters (a warning turned into an error)."""
+    does: numpy's floating-point error mode (``np.seterr``: raise or not) and print
+    options, the decimal context, and the warning filters (a warning turned into an
+    error)."""
     c = decimal.getcontext()
     err = np.geterr()
     call = np.geterrcall()  # the function np.seterr(..., "call") calls (by identity)
@@ -472,6 +490,9 @@ def host_state() -> tuple:
         call,
         (c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp),
         tuple(warnings.filters),
+        # numpy's print options (``repr`` of a numpy scalar read while tracing: review
+        # 28); a formatter function by identity
+        tuple(np.get_printoptions().items()),
     )
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import weakref
 
 import jax
 
@@ -82,8 +83,12 @@ def pjit_lower_wrapper(*args, **kwargs):
         return call()
     if jaxpr in _trace.RECORDED and not rt.check_mode:
         # A reused trace: this very jaxpr object, whose computation JAX's own cache
-        # (the call below) holds, as for any JAX trace-cache hit.
-        return _trace.lower_recorded(jaxpr, call)
+        # (the call below) holds, as for any JAX trace-cache hit. Unless its program
+        # keeps state of its own: then it serves no other callable from here on.
+        out = _trace.lower_recorded(jaxpr, call)
+        if jaxpr not in _NO_STATE and not _stateful(rt, getattr(out, "_hlo", None), jaxpr, ""):
+            _NO_STATE.add(jaxpr)  # (its module read once)
+        return out
     try:
         d = _canon.jaxpr_fingerprint(jaxpr)
         if rt.check_mode:
@@ -277,6 +282,8 @@ def _lower_miss(rt, key: CacheKey, predicted: Predicted, lower, args, kwargs, fu
         rt.error("lowering record", exc.__cause__)
         return exc.out
     module, keepalive, host_callbacks = out[0], out[1], out[2]
+    if _stateful(rt, module, _compat.LoweringCall.of(args, kwargs), fun_name):
+        return out
     if keepalive and key.persistent:
         # Values the executable must keep alive, from a lowering rule: nothing a
         # stored entry could hold. Never store such a program.
@@ -292,6 +299,28 @@ def _lower_miss(rt, key: CacheKey, predicted: Predicted, lower, args, kwargs, fu
         module, Pending(key, predicted, fun_name, tuple(keepalive), tuple(host_callbacks), replay)
     )
     return out
+
+
+# recorded traces whose module holds no state of its own
+_NO_STATE: weakref.WeakSet = _memos.memo("jit.no_state", weakref.WeakSet())
+
+
+def _stateful(rt, module, call, fun_name: str) -> bool:
+    """Whether ``module`` holds an op whose executable keeps state of its own
+    (``stablehlo.rng`` from a user rule: review 29): then it is compiled as JAX
+    would, never served or stored, and its trace never served to another callable."""
+    if type(module) is Prefetched:
+        return False  # served from the cache: what holds state is never stored there
+    try:
+        op = "unreadable-module" if module is None else _compat.stateful_op(module)
+    except Exception as exc:
+        rt.error("stateful ops", exc)
+        op = "unreadable-module"
+    if op is None:
+        return False
+    rt.bypass(f"stateful:{op}", fun_name)
+    _trace.MEMO.drop_jaxpr(getattr(call, "closed_jaxpr", call))
+    return True
 
 
 def _serializable(key: CacheKey, call: _compat.LoweringCall, predicted: Predicted) -> CacheKey:
@@ -371,6 +400,8 @@ def _relowered(rt, key: CacheKey, predicted, call, lower, args, kwargs, fun_name
         rt.error("lowering record", exc.__cause__)
         return exc.out
     module, keepalive, host_callbacks = out[0], out[1], out[2]
+    if _stateful(rt, module, call, fun_name):
+        return out
     try:
         key = _key.with_module(key, _compat.module_digest(module))
     except Exception as exc:  # compiled as JAX would, uncached

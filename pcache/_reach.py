@@ -36,6 +36,7 @@ import sys
 import types
 from typing import Any
 
+from pcache import _memos
 from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names
 from pcache._usercode import (
     NoReuse,
@@ -49,7 +50,7 @@ from pcache._usercode import (
 )
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NAMES: dict[int, tuple[types.CodeType, frozenset]] = {}
+_NAMES: dict[int, tuple[types.CodeType, frozenset]] = _memos.memo("reach.names", {})
 _MISSING = object()
 # Classes of these modules are data (`pcache._walk.Walker.klass` keeps them too).
 _PLAIN = frozenset({"builtins", "typing"})
@@ -121,7 +122,7 @@ class _Unloaded:
 
 
 _UNLOADED = _Unloaded()
-_LISTINGS: dict[str, frozenset] = {}
+_LISTINGS: dict[str, frozenset] = _memos.memo("reach.listings", {})
 
 
 def _submodule_file(d: dict, name: str) -> bool:

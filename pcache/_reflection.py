@@ -119,7 +119,9 @@ REFLECTION_SUBMODULES = frozenset(
 #: deterministic or documented source: ``random``, ``time``, ``os.environ``). Any
 #: other module of the standard library may read interpreter or process state no key
 #: sees (``contextvars.copy_context``, ``signal.getsignal``, ``doctest``'s module by
-#: name, ``rlcompleter.__main__``: reviews 26 and 27): an allowlist, not a denylist.
+#: name, ``rlcompleter.__main__``: reviews 26 and 27; ``logging`` walks frames and
+#: formats records, ``warnings`` matches filters by the caller's module: review 28):
+#: an allowlist, not a denylist.
 PLAIN_STDLIB = frozenset(
     {
         "math", "cmath", "operator", "_operator", "functools", "_functools", "itertools",
@@ -127,8 +129,8 @@ PLAIN_STDLIB = frozenset(
         "dataclasses", "types", "copy", "re", "_sre", "struct", "_struct", "array",
         "decimal", "_decimal", "_pydecimal", "fractions", "statistics", "random", "_random",
         "heapq", "_heapq", "bisect", "_bisect", "datetime", "_datetime", "_strptime", "time",
-        "calendar", "contextlib", "weakref", "_weakref", "_weakrefset", "warnings",
-        "_warnings", "logging", "string", "_string", "textwrap", "keyword", "reprlib",
+        "calendar", "contextlib", "weakref", "_weakref", "_weakrefset",
+        "string", "_string", "textwrap", "keyword", "reprlib",
         "json", "_json", "base64", "binascii", "hashlib", "_hashlib", "zlib", "unicodedata",
         "io", "_io", "os", "posixpath", "ntpath", "genericpath", "stat", "_stat", "errno",
         "threading", "_thread", "queue", "_queue", "codecs", "_codecs", "encodings", "uuid",
@@ -150,7 +152,22 @@ def reflective_module(name: str) -> bool:
 
 #: Functions of otherwise plain modules that read attributes by names they are given
 #: (``update_wrapper(w, f, updated=(name,))`` is ``getattr(f, name)``: review 26).
-REFLECTIVE_FUNCTIONS = frozenset({("functools", "update_wrapper"), ("functools", "wraps")})
+REFLECTIVE_FUNCTIONS = frozenset(
+    {
+        ("functools", "update_wrapper"),
+        ("functools", "wraps"),
+        # classes made while tracing, from the caller's frame or module namespace by
+        # name, with methods exec'd in it (review 28)
+        ("collections", "namedtuple"),
+        ("dataclasses", "dataclass"),
+        ("dataclasses", "make_dataclass"),
+        ("enum", "global_enum"),
+        ("enum", "global_enum_repr"),
+        ("enum", "global_flag_repr"),
+        ("enum", "global_str"),
+        ("types", "new_class"),
+    }
+)
 
 
 def reflective_callable(v: Any) -> str | None:
@@ -230,6 +247,8 @@ REFLECTIVE_ATTRS = frozenset(
         "methodcaller",
         "Formatter",
         "vformat",
+        "_convert_",  # enum: a member per global of a module named by a string
+        "__module__",  # (a class made while tracing names the caller's module: review 28)
         "__context__",  # the exception being handled when the jit was called
         "__cause__",
         "exc_info",

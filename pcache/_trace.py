@@ -200,6 +200,12 @@ class TraceMemo:
                 del self._d[key]
                 self._bytes -= rec.nbytes
 
+    def drop_jaxpr(self, jaxpr) -> None:
+        """Forget every trace of ``jaxpr`` (its lowering holds state of its own)."""
+        with self._lock:
+            for key in [k for k, r in self._d.items() if r.params.params["jaxpr"] is jaxpr]:
+                self._bytes -= self._d.pop(key).nbytes
+
     def last(self, skeleton) -> tuple | None:
         with self._lock:
             return self._last.get(skeleton)
@@ -448,9 +454,9 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         return entry
     pins = w.pins + rw.pins + gw.pins
     warned = _replay.WARNINGS[0]
-    made = Made(
-        key, skeleton, guards, pins, ck, rest, codes, jax_arrays, fun, warned, signature, jit_info
-    )
+    spaces = _guards.namespaces(w.funcs + rw.funcs + gw.funcs)
+    made = Made(key, skeleton, guards, pins, ck, rest, codes, jax_arrays, fun, warned,
+                signature, jit_info, spaces)  # fmt: skip
     owned = fun if w.arrays else None  # the callable holds JAX arrays: see `_hold`
 
     def record(p) -> None:
@@ -477,6 +483,7 @@ class Made(NamedTuple):
     warnings: int  # warnings issued in the process before the trace
     signature: Any  # JAX's argument signature (static arguments), walked again
     jit_info: Any  # JAX's jit options, walked again
+    spaces: tuple  # (user module namespace, its keys, its values) before the trace
 
 
 _PURE = type_ids((type(None), bool, int, float, complex, str, bytes))
@@ -519,6 +526,8 @@ def _unchanged(made: Made) -> bool:
         return False
     if _replay.WARNINGS[0] != made.warnings:
         return False  # the trace warned: a reuse would not
+    if not all(_guards.same_space(*sp) for sp in made.spaces):
+        return False  # library code wrote a global (review 28)
     try:
         settings = (_compat.trace_context(), _compat.config_snapshot(), _guards.host_state())
         if settings != made.rest[4]:

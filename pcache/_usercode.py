@@ -531,6 +531,9 @@ def _constant_attr_call(ins: list, i: int) -> bool:
         j += 1
     if j >= n or ins[j].opname != "LOAD_CONST" or type(ins[j].argval) is not str:
         return False
+    name = ins[j].argval  # what ``.name`` may not read, ``getattr(x, "name")`` may not
+    if name in REFLECTIVE_ATTRS or name in FORMATS or name in REFLECTIVE_BUILTINS:
+        return False  # (review 28: getattr(e, "__context__"), getattr(s, "format"))
     j += 1
     if j < n and ins[j].opname in ("LOAD_CONST", "LOAD_FAST", "LOAD_GLOBAL"):
         j += 1  # a default

@@ -501,7 +501,8 @@ def decode(data: Any, primitives: dict) -> Any:
         for d in data["jaxprs"]:
             dec.jaxprs.append(dec.jaxpr(d))
         return dec.closed(data["root"])
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, struct.error) as e:
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, AssertionError,
+            struct.error) as e:  # fmt: skip
         raise Undecodable(f"malformed:{type(e).__name__}") from None
 
 
