@@ -14,7 +14,7 @@ module makes both part of what a reuse checks, and fails closed where it cannot:
   is of a ``ModuleType`` subclass, an import of a user module, a global that is a
   module's computed ``__getattr__``, and the builtins that read namespaces
   (``globals``, ``vars``, ``locals``, ``eval``, ``exec``, ``__import__``) mean no
-  reuse; so does reflection (`pcache._usercode.REFLECTIVE`), found when the code is
+  reuse; so does reflection (`pcache._reflection.REFLECTIVE`), found when the code is
   scanned. Attributes of library modules and objects are taken as fixed.
 * registries (`registry_key`): the rules of every user primitive (a primitive any
   of whose registered rules reaches user code) and the flatten/unflatten functions
@@ -40,9 +40,12 @@ import numpy as np
 
 from pcache import _canon, _compat, _reach
 from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names, type_ids
-from pcache._usercode import (
+from pcache._reflection import (
     IDENTITY_BUILTINS,
     UNGUARDABLE,
+    reflective_module,
+)
+from pcache._usercode import (
     NoReuse,
     code_verdict,
     is_library,
@@ -50,7 +53,6 @@ from pcache._usercode import (
     is_library_type,
     module_dict,
     qualname,
-    reflective_module,
 )
 from pcache._walk import Walker
 

@@ -38,6 +38,10 @@ from typing import Any
 
 from pcache import _memos
 from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names
+from pcache._reflection import (
+    reflective_callable,
+    reflective_module,
+)
 from pcache._usercode import (
     NoReuse,
     is_library,
@@ -45,8 +49,6 @@ from pcache._usercode import (
     is_library_type,
     module_dict,
     qualname,
-    reflective_callable,
-    reflective_module,
 )
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -29,19 +29,11 @@ from pcache._reflection import (
     _CONSTRUCTORS,
     _REFLECTIVE_PARTS,
     _SETTERS,
-    FORMAT_REFLECTIVE,
     FORMATS,
-    IDENTITY_BUILTINS,
-    REFLECTION_MODULES,
-    REFLECTION_SUBMODULES,
     REFLECTIVE,
     REFLECTIVE_ATTRS,
     REFLECTIVE_BUILTINS,
-    REFLECTIVE_FUNCTIONS,
     UNGUARDABLE,
-    library_function_reflects,
-    reflective_callable,
-    reflective_module,
 )
 
 
@@ -551,25 +543,12 @@ def _local_target(ins: list, i: int) -> bool:
 
 
 __all__ = [
-    "FORMATS",
-    "FORMAT_REFLECTIVE",
-    "IDENTITY_BUILTINS",
-    "REFLECTION_MODULES",
-    "REFLECTION_SUBMODULES",
-    "REFLECTIVE",
-    "REFLECTIVE_ATTRS",
-    "REFLECTIVE_BUILTINS",
-    "REFLECTIVE_FUNCTIONS",
-    "UNGUARDABLE",
     "NoReuse",
     "code_verdict",
     "is_library",
     "is_library_module",
     "is_library_type",
-    "library_function_reflects",
     "qualname",
-    "reflective_callable",
-    "reflective_module",
 ]
 
 

@@ -71,19 +71,21 @@ import numpy as np
 
 from pcache import _canon, _compat, _introspect, _memos
 from pcache._introspect import Override, cdict, class_attr, has, inst_dict, is_a, mro, names
-from pcache._usercode import (
+from pcache._reflection import (
     REFLECTIVE,
     REFLECTIVE_ATTRS,
+    library_function_reflects,
+    reflective_callable,
+    reflective_module,
+)
+from pcache._usercode import (
     NoReuse,
     code_verdict,
     import_hooked,
     is_library,
     is_library_module,
     is_library_type,
-    library_function_reflects,
     qualname,
-    reflective_callable,
-    reflective_module,
 )
 from pcache._walk_kinds import (
     _abc,

@@ -22,11 +22,13 @@ import numpy as np
 
 from pcache import _compat, _memos
 from pcache._introspect import Override, cdict, inst_dict, is_a, mro, type_ids
-from pcache._usercode import (
+from pcache._reflection import (
     FORMAT_REFLECTIVE,
     FORMATS,
     REFLECTIVE,
     REFLECTIVE_ATTRS,
+)
+from pcache._usercode import (
     NoReuse,
     is_library_module,
     is_library_type,

@@ -562,8 +562,7 @@ def test_the_standard_library_is_an_allowlist():
     functions of plain modules are named (functools.update_wrapper)."""
     import functools
 
-    from pcache._reflection import library_function_reflects, reflective_callable
-    from pcache._usercode import reflective_module
+    from pcache._reflection import library_function_reflects, reflective_callable, reflective_module
 
     for name in ("contextvars", "_contextvars", "signal", "doctest", "rlcompleter", "inspect",
                  "numpy.ctypeslib", "numpy.matrixlib.defmatrix", "logging.config"):  # fmt: skip
