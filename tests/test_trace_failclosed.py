@@ -324,7 +324,7 @@ def test_the_reach_search_follows_spelled_names_and_every_item_of_a_container():
 
     _reach.check([np, jnp, dataclasses], frozenset({"sum", "ma", "extras", "linalg", "fields"}))
     for roots, spell, part in [
-        ([np], {"ma", "extras", "warnings", "sys"}, "numpy.ma.extras.warnings.sys"),
+        ([np], {"ma", "extras", "warnings"}, "numpy.ma.extras.warnings:warnings"),
         ([dataclasses], {"inspect"}, "dataclasses.inspect"),
         ([copy], {"dispatch_table"}, "copy.dispatch_table.[]:reflective-function:copyreg"),
     ]:
