@@ -92,6 +92,7 @@ from pcache._walk_kinds import (
     _annotation,
     _complex,
     _descriptor,
+    _Eq,
     _field,
     _float,
     _held_state,
@@ -621,23 +622,6 @@ class Walker:
         except ValueError:  # a cell not yet bound
             return ("empty",)
         return self.value(v)
-
-
-class _Eq:
-    """A `LIBRARY_VALUES` value inside a key: equal to another of the same type that
-    its own ``__eq__`` says is equal (the type is in the key beside it)."""
-
-    __slots__ = ("v", "h")
-
-    def __init__(self, v: Any) -> None:
-        self.v = v
-        self.h = hash(v)
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is _Eq and type(other.v) is type(self.v) and bool(other.v == self.v)
-
-    def __hash__(self) -> int:
-        return self.h
 
 
 # Exact types with a lossless encoding of their own (no recursion). All but the

@@ -340,3 +340,20 @@ def library_value_types() -> tuple[type, ...]:
         c.Layout,
         c.Format,
     )
+
+
+class _Eq:
+    """A `LIBRARY_VALUES` value inside a key: equal to another of the same type that
+    its own ``__eq__`` says is equal (the type is in the key beside it)."""
+
+    __slots__ = ("v", "h")
+
+    def __init__(self, v: Any) -> None:
+        self.v = v
+        self.h = hash(v)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Eq and type(other.v) is type(self.v) and bool(other.v == self.v)
+
+    def __hash__(self) -> int:
+        return self.h

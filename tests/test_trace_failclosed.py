@@ -565,9 +565,9 @@ def test_the_standard_library_is_an_allowlist():
     from pcache._reflection import library_function_reflects, reflective_callable, reflective_module
 
     for name in ("contextvars", "_contextvars", "signal", "doctest", "rlcompleter", "inspect",
-                 "numpy.ctypeslib", "numpy.matrixlib.defmatrix", "logging.config"):  # fmt: skip
+                 "numpy.ctypeslib", "numpy.matrixlib.defmatrix", "logging", "warnings"):  # fmt: skip
         assert reflective_module(name), name
-    for name in ("math", "functools", "operator", "numpy", "jax.numpy", "logging", "enum"):
+    for name in ("math", "functools", "operator", "numpy", "jax.numpy", "enum", "dataclasses"):
         assert not reflective_module(name), name
     assert reflective_callable(functools.update_wrapper)
     assert not reflective_callable(functools.reduce)
