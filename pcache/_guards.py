@@ -391,6 +391,30 @@ class _Registries:
     nodes: tuple = ()
 
 
+_PURE = type_ids((type(None), bool, int, float, complex, str, bytes))
+
+
+def _pure(aux: Any) -> bool:
+    t = type(aux)
+    if id(t) in _PURE:  # (by identity: `_introspect.by_id`)
+        return True
+    if t is tuple or t is list or t is frozenset:
+        return all(_pure(x) for x in aux)
+    return False
+
+
+def pure_tree(td: Any, keyed: set) -> bool:
+    """Whether every node of an output tree carries only plain data beside its type
+    (builtin containers, their keys, data-only auxiliary values), and its type is a
+    library class or one the key holds (not a class made while tracing: review 31)."""
+    nd = td.node_data()
+    if nd is None:
+        return True
+    if id(nd[0]) not in keyed and not is_library_type(nd[0]):
+        return False
+    return _pure(nd[1]) and all(pure_tree(c, keyed) for c in td.children())
+
+
 def namespaces(funcs: list[tuple]) -> tuple:
     """(namespace, its keys, its values) of every user module a walk's functions
     live in (a trace is recorded only if they are the same after it: `same_space`)."""

@@ -44,7 +44,6 @@ from typing import Any, NamedTuple
 from pcache import _canon, _compat, _guards, _memos, _replay, _state
 from pcache._errors import CheckError, Uncacheable
 from pcache._evict import evict_walked
-from pcache._introspect import type_ids
 from pcache._walk import NoReuse, Walker
 
 logger = logging.getLogger("pcache")
@@ -486,27 +485,6 @@ class Made(NamedTuple):
     spaces: tuple  # (user module namespace, its keys, its values) before the trace
 
 
-_PURE = type_ids((type(None), bool, int, float, complex, str, bytes))
-
-
-def _pure(aux: Any) -> bool:
-    t = type(aux)
-    if id(t) in _PURE:  # (by identity: `_introspect.by_id`)
-        return True
-    if t is tuple or t is list or t is frozenset:
-        return all(_pure(x) for x in aux)
-    return False
-
-
-def _pure_tree(td: Any) -> bool:
-    """Whether every node of an output tree carries only plain data beside its type
-    (builtin containers, their keys, data-only auxiliary values)."""
-    nd = td.node_data()
-    if nd is None:
-        return True
-    return _pure(nd[1]) and all(_pure_tree(c) for c in td.children())
-
-
 def _unchanged(made: Made) -> bool:
     """Whether what the key and guards describe is still what they say after the
     trace: a trace that wrote to anything it was keyed by (a captured container, a
@@ -543,7 +521,7 @@ def _record(made: Made, p, owned) -> None:
         return
     if not _unchanged(made):
         return
-    if not _pure_tree(p.out_tree):
+    if not _guards.pure_tree(p.out_tree, {id(o) for o in made.pins}):
         # The output tree's auxiliary data (a function, an object) is handed to the
         # caller: a reuse would hand back the recorded call's objects.
         return
