@@ -49,6 +49,7 @@ from pcache._usercode import (
     NoReuse,
     code_verdict,
     is_library,
+    is_library_code,
     is_library_module,
     is_library_type,
     module_dict,
@@ -95,7 +96,7 @@ class _Guarding:
 
     def more(self, before: int) -> None:
         for fg, fc, f, *_ in self.w.funcs[before:]:
-            if not is_library(fg):
+            if not is_library_code(fg, fc):
                 if f.__builtins__ is not _builtins_of(fg):
                     raise NoReuse(f"builtins-not-its-globals:{f.__qualname__}")
                 self.work.append((fg, fc))
@@ -271,11 +272,11 @@ def guards_for(
     whose objects' identity with the globals' is guarded too (`aliases`)."""
     run = _Guarding(callable_walk)
     for g, _c, f, *_ in funcs:
-        if not is_library(g) and f.__builtins__ is not _builtins_of(g):
+        if not is_library_code(g, f.__code__) and f.__builtins__ is not _builtins_of(g):
             # (exec'd with other builtins than its namespace now names: the guards
             # read the namespace's)
             raise NoReuse(f"builtins-not-its-globals:{f.__qualname__}")
-    run.work = [(g, c) for g, c, *_ in funcs if not is_library(g)]
+    run.work = [(g, c) for g, c, *_ in funcs if not is_library_code(g, c)]
     while run.work:
         g, code = run.work.pop()
         why, reads, writes = code_verdict(code)
@@ -321,7 +322,7 @@ def read_state(f: types.FunctionType, w: Walker) -> tuple:
     """The values of the globals ``f``'s own code reads (chains through user
     modules), keyed by ``w`` (an identity where a value has no key)."""
     g = f.__globals__
-    if is_library(g):
+    if is_library_code(g, f.__code__):
         return ()
     out = []
     for chain, _ in code_verdict(f.__code__)[1]:
@@ -536,7 +537,7 @@ def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
     seen.add(id(obj))
     t = type(obj)
     if t is _FUNCTION:
-        if not is_library(obj.__globals__):
+        if not is_library_code(obj.__globals__, obj.__code__):
             return True
         inner = [c.cell_contents for c in obj.__closure__ or () if _bound(c)]
         inner += list(obj.__defaults__ or ())

@@ -44,7 +44,7 @@ from pcache._reflection import (
 )
 from pcache._usercode import (
     NoReuse,
-    is_library,
+    is_library_code,
     is_library_module,
     is_library_type,
     module_dict,
@@ -91,7 +91,7 @@ def spelled(funcs: list[tuple]) -> frozenset:
     """The names the user functions of a walk (``(globals, code, ...)`` rows) spell."""
     out: set[str] = set()
     for g, code, *_ in funcs:
-        if not is_library(g):
+        if not is_library_code(g, code):
             out |= code_names(code)
     return frozenset(out)
 
@@ -149,7 +149,7 @@ def _user(v: Any) -> str | None:
     a hook a library keeps): what it reads from there on is not guarded."""
     if is_a(v, types.ModuleType) and not (type(v) is types.ModuleType and is_library_module(v)):
         return "user-module"
-    if type(v) is types.FunctionType and not is_library(v.__globals__):
+    if type(v) is types.FunctionType and not is_library_code(v.__globals__, v.__code__):
         return "user-function"
     return None
 

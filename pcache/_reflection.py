@@ -158,6 +158,8 @@ REFLECTIVE_FUNCTIONS = frozenset(
         ("functools", "wraps"),
         # classes made while tracing, from the caller's frame or module namespace by
         # name, with methods exec'd in it (review 28)
+        ("functools", "singledispatch"),  # register() evaluates string annotations
+        ("functools", "singledispatchmethod"),
         ("collections", "namedtuple"),
         ("dataclasses", "dataclass"),
         ("dataclasses", "make_dataclass"),

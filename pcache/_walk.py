@@ -82,7 +82,7 @@ from pcache._usercode import (
     NoReuse,
     code_verdict,
     import_hooked,
-    is_library,
+    is_library_code,
     is_library_module,
     is_library_type,
     qualname,
@@ -474,8 +474,8 @@ class Walker:
                 slots = (slots,)
             if set(slots) - set(fields) - {"__weakref__", "__dict__"}:
                 raise NoReuse(f"mutable:{qualname(t)}")  # slots outside its fields
-        node = ("D", self.ident(t), *items)
-        return (*node, self.class_code(t)) if user else node
+        # (a user class whole: its names, metaclass and ABC registrations too: review 30)
+        return ("D", self.klass(t) if user else self.ident(t), *items)
 
     def klass(self, cls: type) -> tuple:
         """A class: by identity; a user class also by what it holds now (its methods
@@ -499,8 +499,8 @@ class Walker:
             self.class_code(cls),
             _abc(self, cls),
         )
-        if meta is not type and not is_library_type(meta):  # attributes it provides
-            return (*node, self.class_code(meta))
+        if meta is not type and not is_library_type(meta):  # the metaclass whole
+            return (*node, self.klass(meta))
         return node
 
     def class_code(self, t: type) -> tuple:
@@ -563,7 +563,7 @@ class Walker:
         g = f.__globals__
         if type(g) is not dict:
             raise NoReuse(f"globals-not-a-dict:{f.__qualname__}")
-        if is_library(g):
+        if is_library_code(g, code):
             if library_function_reflects(str(g.get("__name__")), f.__name__):
                 raise NoReuse(f"reflective-function:{g.get('__name__')}.{f.__name__}")
         else:

@@ -44,6 +44,7 @@ NOT_MEMOS = {
     ("_usercode.py", "_LIBRARY"): "what is library code: a fact about loaded modules",
     ("_usercode.py", "_LIBRARY_TYPES"): "weak: what is a library class",
     ("_usercode.py", "_CODE"): "a code object's verdict: a pure function of the code",
+    ("_usercode.py", "_CODE_FILES"): "whether a code object was compiled from a library file",
     ("_jit_handoff.py", "_PENDING"): "weak: lowerings in flight",
     ("_memos.py", "_FORKED"): "weak: the objects reset in a forked child",
 }
