@@ -504,9 +504,14 @@ def host_state() -> tuple:
     error)."""
     c = decimal.getcontext()
     err = np.geterr()
-    call = np.geterrcall()  # the function np.seterr(..., "call") calls (by identity)
-    if "call" in err.values() and user_code(call):
-        raise NoReuse("numpy-error-callback")  # user code run while tracing
+    call = np.geterrcall()  # what np.seterr(..., "call"/"log") calls or writes to
+    if call is not None and ("call" in err.values() or "log" in err.values()):
+        # code run while tracing, over state no key sees (a user object's ``write``,
+        # ``L.index`` of a list that changes: review 32)
+        raise NoReuse("numpy-error-callback")
+    opts = np.get_printoptions()
+    if opts.get("formatter") is not None or opts.get("override_repr") is not None:
+        raise NoReuse("numpy-print-hooks")  # functions ``repr`` runs while tracing
     return (
         sys.getrecursionlimit(),
         _int_digits(),
@@ -519,7 +524,7 @@ def host_state() -> tuple:
         tuple(warnings.filters),
         # numpy's print options (``repr`` of a numpy scalar read while tracing: review
         # 28); a formatter function by identity
-        tuple(np.get_printoptions().items()),
+        tuple(opts.items()),
     )
 
 
