@@ -464,7 +464,9 @@ def _scan_registries(regs: tuple, tree: dict) -> None:
     nodes = [
         t
         for t, entry in list(tree.items())
-        if not is_library_type(t) or any(user_code(f) for f in entry)
+        # a user's node, or one over user code or state (``FLAT.get`` of a user dict
+        # registered for ``range``: review 34)
+        if not is_library_type(t) or any(user_code(f) or holds_state(f) for f in entry)
     ]
     _REG.prims, _REG.nodes = tuple(prims), tuple(nodes)
 
@@ -614,7 +616,12 @@ def holds_state(obj: Any, depth: int = 0) -> bool:
         return any(holds_state(x, depth + 1) for x in (obj.func, *obj.args, *obj.keywords.values()))
     if t is tuple or t is frozenset:
         return any(holds_state(x, depth + 1) for x in obj)
-    if is_a(obj, (type, types.ModuleType, types.BuiltinFunctionType, _compat.Primitive)):
+    if t is types.BuiltinFunctionType:  # a builtin, or a method bound to its object
+        bound = getattr(obj, "__self__", None)  # (``FLAT.get``: review 34)
+        return not (bound is None or is_a(bound, types.ModuleType)) and holds_state(
+            bound, depth + 1
+        )
+    if is_a(obj, (type, types.ModuleType, _compat.Primitive)):
         return False
     if t is types.MethodType:
         return holds_state(obj.__self__, depth + 1) or holds_state(obj.__func__, depth + 1)
