@@ -31,6 +31,7 @@ import builtins
 import decimal
 import functools
 import operator
+import re
 import sys
 import types
 import warnings
@@ -39,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from pcache import _canon, _compat, _reach
-from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names, type_ids
+from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names, type_ids, typed
 from pcache._reflection import (
     IDENTITY_BUILTINS,
     UNGUARDABLE,
@@ -83,13 +84,13 @@ def _user_module(v: Any) -> bool:
 class _Guarding:
     """One `guards_for` run: the guards, and the walker their values were keyed by."""
 
-    def __init__(self, callable_walk: Walker | None = None) -> None:
+    def __init__(self, callable_walk: Walker | None = None, walker: type = Walker) -> None:
         self.guards: list[tuple] = []
-        self.w = Walker()
+        self.w = walker()
         self.callable_walk = callable_walk
         # One walker for every value guard, in order, as `failed_guard` walks them
         # again: objects shared between globals are back-references (CFG is DEFAULT).
-        self.vw = Walker()
+        self.vw = walker()
         self.done: set[tuple[int, str]] = set()
         self.work: list[tuple[dict, types.CodeType]] = []
         self.imports: list = []  # what functions' ``import`` statements take
@@ -139,7 +140,8 @@ class _Guarding:
                 raise NoReuse(f"reflection-module:{mod}.{qualname(v)}")  # its methods
         if (
             (is_a(v, types.ModuleType) and is_library_module(v))
-            or t is _compat.PjitFunction  # JAX caches its trace on its function
+            # JAX caches its trace on its function (across processes: a value)
+            or (t is _compat.PjitFunction and not self.vw.content)
             or t is _compat.ArrayImpl  # immutable; its liveness is checked
             or t is object
         ):
@@ -262,15 +264,19 @@ def aliases(callable_walk: Walker | None, w: Walker) -> tuple:
 
 
 def guards_for(
-    funcs: list[tuple], callable_walk: Walker | None = None, more_roots: list = ()
+    funcs: list[tuple],
+    callable_walk: Walker | None = None,
+    more_roots: list = (),
+    walker: type = Walker,
 ) -> tuple:
     """The global guards of a walk's functions, and the walker that keyed their
     values (its pins, arrays and functions belong to the guards). Raises `NoReuse`
     for a read that cannot be guarded, or for a reflective object user code can
     reach from a library object it holds (`pcache._reach`; ``more_roots``: what
     other walks of the call pinned). ``callable_walk``: the walk of the callable,
-    whose objects' identity with the globals' is guarded too (`aliases`)."""
-    run = _Guarding(callable_walk)
+    whose objects' identity with the globals' is guarded too (`aliases`). ``walker``:
+    the kind of walk (`pcache._persist_key.ContentWalker` for a key without ids)."""
+    run = _Guarding(callable_walk, walker)
     for g, _c, f, *_ in funcs:
         if not is_library_code(g, f.__code__) and f.__builtins__ is not _builtins_of(g):
             # (exec'd with other builtins than its namespace now names: the guards
@@ -499,11 +505,15 @@ def registry_key(w: Walker) -> tuple:
     return tuple(out)
 
 
-def host_state() -> tuple:
+def host_state(klass: Any = None) -> tuple:
     """Process state outside JAX that tracing reads and that changes what a trace
     does: numpy's floating-point error mode (``np.seterr``: raise or not) and print
     options, the decimal context, and the warning filters (a warning turned into an
-    error)."""
+    error). Every value by its exact type (`typed`: ``linewidth=75.0`` is not ``75``:
+    review 36); a print option or a filter part of any other type, or a filter whose
+    category is a user class (the interpreter runs its metaclass on every warning:
+    review 35), means no reuse. ``klass``: how a filter's category is written (the
+    class itself; `pcache._persist_key.named` across processes)."""
     c = decimal.getcontext()
     err = np.geterr()
     call = np.geterrcall()  # what np.seterr(..., "call"/"log") calls or writes to
@@ -514,20 +524,44 @@ def host_state() -> tuple:
     opts = np.get_printoptions()
     if opts.get("formatter") is not None or opts.get("override_repr") is not None:
         raise NoReuse("numpy-print-hooks")  # functions ``repr`` runs while tracing
+    try:
+        return (
+            typed((sys.getrecursionlimit(), _int_digits()), strict=True),
+            # (a decimal context's signals are a fixed set, in a fixed order)
+            tuple(map(bool, c.flags.values())),
+            tuple(map(bool, c.traps.values())),
+            typed(tuple(err.items()), strict=True),
+            typed((c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp), strict=True),
+            tuple(_filter(f, klass) for f in warnings.filters),
+            # numpy's print options (``repr`` of a numpy scalar read while tracing:
+            # review 28)
+            typed(tuple(opts.items()), strict=True),
+        )
+    except TypeError:
+        raise NoReuse("host-state-value") from None
+
+
+def _filter(f: Any, klass: Any) -> tuple:
+    if type(f) is not tuple or len(f) != 5:
+        raise NoReuse("warning-filter")
+    action, msg, cat, mod, lineno = f
+    if not (is_a(cat, type) and is_library_type(cat) and is_library_type(type(cat))):
+        raise NoReuse("warning-filter-class")
     return (
-        sys.getrecursionlimit(),
-        _int_digits(),
-        # (a decimal context's signals are a fixed set, in a fixed order)
-        tuple(map(bool, c.flags.values())),
-        tuple(map(bool, c.traps.values())),
-        tuple(err.items()),
-        call,
-        (c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp),
-        tuple(warnings.filters),
-        # numpy's print options (``repr`` of a numpy scalar read while tracing: review
-        # 28); a formatter function by identity
-        tuple(opts.items()),
+        typed(action, strict=True),
+        _pattern(msg),
+        cat if klass is None else klass(cat),
+        _pattern(mod),
+        typed(lineno, strict=True),
     )
+
+
+def _pattern(p: Any) -> Any:
+    if p is None or type(p) is str:
+        return typed(p)
+    if type(p) is re.Pattern and type(p.pattern) is str:
+        return ("re", p.pattern, p.flags)
+    raise NoReuse("warning-filter-pattern")
 
 
 _int_digits = getattr(sys, "get_int_max_str_digits", lambda: None)

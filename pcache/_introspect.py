@@ -14,6 +14,7 @@ JAX-free.
 
 from __future__ import annotations
 
+import struct
 import types
 from typing import Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "names",
     "subclass",
     "type_ids",
+    "typed",
 ]
 
 cdict = type.__dict__["__dict__"].__get__  # a class's own namespace (a mappingproxy)
@@ -108,3 +110,25 @@ def type_ids(types_: Any) -> frozenset[int]:
 def names(t: type) -> tuple[str, str, Any]:
     """A class's real ``__name__``, ``__qualname__`` and ``__module__``."""
     return _name(t), _qualname(t), _module(t)
+
+
+_D = struct.Struct("<d")
+_EXACT = frozenset({type(None), bool, int, str, bytes})
+
+
+def typed(v: Any, strict: bool = False) -> Any:
+    """A settings value for a key compared with ``==``: each scalar with its exact
+    type (``True``, ``1`` and ``1.0`` differ), a float by its bits (``-0.0``, NaNs),
+    tuples item by item. Any other object: with its type, compared by its own
+    ``==`` (JAX's enums and values); with ``strict``, a `TypeError` (the caller
+    refuses it)."""
+    t = type(v)
+    if t is float:
+        return ("f", _D.pack(v))
+    if t is tuple:
+        return ("t", *[typed(x, strict) for x in v])
+    if t in _EXACT:
+        return (t.__name__, v)
+    if strict:
+        raise TypeError(t.__qualname__)
+    return (t, v)

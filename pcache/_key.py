@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from pcache import _canon, _compat, _config, _memos
 from pcache._errors import Uncacheable
+from pcache._introspect import typed
 
 __all__ = [
     "CacheKey",
@@ -117,7 +118,8 @@ _EXTRA_CONFIGS = (
 
 def extra_config_values() -> tuple:
     """The current values of ``_EXTRA_CONFIGS``: part of any memo of environment_parts."""
-    return tuple(_compat.config_value(n) for n in _EXTRA_CONFIGS)
+    # (each with its exact type: a memo keyed by ``0`` must not answer ``False``)
+    return typed(tuple(_compat.config_value(n) for n in _EXTRA_CONFIGS))
 
 
 # Deliberately left out: jax_include_full_tracebacks_in_locations and

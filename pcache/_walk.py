@@ -60,7 +60,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import hashlib
 import inspect
 import operator
 import types
@@ -88,6 +87,7 @@ from pcache._usercode import (
     qualname,
 )
 from pcache._walk_kinds import (
+    NUMPY_MAX_BYTES,
     _abc,
     _annotation,
     _complex,
@@ -95,8 +95,10 @@ from pcache._walk_kinds import (
     _Eq,
     _field,
     _float,
+    _free_write,
     _held_state,
     _library_floats,
+    _numpy,
     _object,
     _operator,
     _own_method,
@@ -111,8 +113,6 @@ from pcache._walk_kinds import (
     library_value_types,
 )
 
-#: Captured numpy arrays larger than this are not hashed on every call: no reuse.
-NUMPY_MAX_BYTES = 256 * 1024
 #: A callable whose key walk meets more objects than this is not reused.
 MAX_NODES = 4096
 
@@ -188,6 +188,8 @@ class Walker:
     """
 
     __slots__ = ("pins", "arrays", "funcs", "bodies", "seen", "nodes", "keep", "registry")
+    #: Identity-free (a key comparable across processes: `pcache._persist_key`).
+    content = False
 
     def __init__(self) -> None:
         self.registry = False  # walking JAX's registries' rules (`_guards.registry_key`)
@@ -214,8 +216,29 @@ class Walker:
         return None
 
     def ident(self, v: Any) -> tuple:
+        """An object compared by identity (modules, library classes and functions,
+        sentinels), kept alive so its id is never another object's."""
         self.pins.append(v)
         return ("id", id(v))
+
+    def held(self, v: Any) -> Any:
+        """An object a class holds whose identity only matters in this process (a
+        dataclass's params: each class makes its own)."""
+        return self.ident(v)
+
+    def same(self, v: Any) -> Any:
+        """A `LIBRARY_VALUES` value, compared by its own ``__eq__``."""
+        self.pins.append(v)
+        return _Eq(v)
+
+    def code(self, code: types.CodeType) -> Any:
+        self.pins.append(code)
+        return id(code)
+
+    def namespace(self, g: dict) -> Any:
+        """A function's globals or builtins dict (held by the key's pins)."""
+        self.pins.append(g)
+        return id(g)
 
     def _own(self, v: Any) -> dict:
         """``v``'s attributes as the interpreter holds them (never a ``__dict__``
@@ -349,29 +372,6 @@ class Walker:
         self.arrays.append(v)
         return ("A", id(v))
 
-    def _numpy(self, a: np.ndarray) -> tuple:
-        back = self._enter(a)
-        if back is not None:
-            return back
-        if a.dtype.hasobject:
-            raise NoReuse("numpy-object")
-        if a.nbytes > NUMPY_MAX_BYTES:
-            raise NoReuse("numpy-too-large")
-        data = a.tobytes()  # C order (a memoryview refuses ml_dtypes' formats)
-        digest = hashlib.blake2b(data, digest_size=16).digest()
-        f = a.flags
-        layout = (a.strides, f.writeable, f.c_contiguous, f.f_contiguous, f.aligned, f.owndata)
-        node = ("n", self.dtype(a.dtype), a.shape, digest, layout)
-        base = a.base
-        if base is None:
-            return node
-        # a view: what it shares memory with, and where in it (``a.base[7]``,
-        # ``np.shares_memory(a, BUF)``)
-        offset = None
-        if isinstance(base, np.ndarray):
-            offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
-        return (*node, "base", self.value(base), offset)
-
     def _numpy_scalar(self, v: np.generic) -> tuple:
         if v.dtype.hasobject:
             raise NoReuse("numpy-object")
@@ -406,15 +406,17 @@ class Walker:
         back = self._enter(v)  # its identity (``s is DEFAULT_SHARDING``)
         if back is not None:
             return back
-        self.pins.append(v)  # compared by its __eq__ (LIBRARY_VALUES), and by what
-        # it holds that __eq__ ignores or that can change (`_walk_kinds._held_state`)
-        return ("v", self.ident(t), _Eq(v), _held_state(self, v, t))
+        # compared by its __eq__ (LIBRARY_VALUES), and by what it holds that __eq__
+        # ignores or that can change (`_walk_kinds._held_state`)
+        return ("v", self.ident(t), self.same(v), _held_state(self, v, t))
 
     def treedef(self, td: Any) -> Any:
         """A tree definition node by node: its node types and their auxiliary data
         by these rules (its own ``==`` says ``2 == 2.0`` and compares functions in
         aux data by identity). A tree of only tuples, lists, Nones and empty dicts
         has no auxiliary data, so JAX's ``==`` is exact for it: its key is memoized."""
+        if self.content:  # (the memo holds identity keys)
+            return self._treedef(td)[0]
         key = _PLAIN_TREES.get(td)
         if key is not None:
             return key
@@ -517,7 +519,7 @@ class Walker:
                     enc = ("t", *[_annotation(self, x) for x in attr])  # Base[Cfg], T
                 elif name == "__dataclass_params__" and type(attr) is _DC_PARAMS:
                     # code may read it (``.frozen``)
-                    enc = ("dcp", self.ident(attr), _slots_of(attr))
+                    enc = ("dcp", self.held(attr), _slots_of(self, attr))
                 else:
                     enc = self.value(attr)  # (an enum's maps and members too)
                 out.append((name, enc))
@@ -574,19 +576,16 @@ class Walker:
                 raise NoReuse(f"import-hook:{f.__qualname__}")
             for root, target in writes:
                 if root[0] == "f":
-                    self._free_write(f, target, store=root == "f=")
-        self.pins.append(code)
-        self.pins.append(g)
-        self.pins.append(f.__builtins__)
+                    _free_write(self, f, target, store=root == "f=")
         cells = f.__closure__
         d = f.__dict__
         node = (
             "F",
-            id(code),
-            id(g),
+            self.code(code),
+            self.namespace(g),
             f.__name__,
             f.__qualname__,
-            id(f.__builtins__),  # a function made in a namespace whose builtins changed
+            self.namespace(f.__builtins__),  # made in a namespace whose builtins changed
             f.__module__ if type(f.__module__) is str else self.value(f.__module__),
             f.__doc__ if type(f.__doc__) is str else self.value(f.__doc__),
             self.value(f.__defaults__),
@@ -598,23 +597,6 @@ class Walker:
         )
         self.funcs.append((g, code, f, node))
         return node
-
-    def _free_write(self, f: types.FunctionType, target: tuple, store: bool = False) -> None:
-        """A write through a free variable (``box.n = 1``, ``log.append(v)``):
-        only to a library module or class (taken as fixed), else never reused."""
-        try:
-            v = f.__closure__[f.__code__.co_freevars.index(target[0])].cell_contents
-        except (ValueError, TypeError, IndexError):
-            return  # not one of f's own free variables, or unbound
-        for attr in target[1:]:
-            if not (type(v) is types.ModuleType and is_library_module(v)):
-                break
-            v = getattr(v, attr, None)
-        if type(v) is types.ModuleType and is_library_module(v) and not store:
-            return  # a library function named like a mutator (``np.append``)
-        if is_a(v, type) and is_library_type(v) and not store:
-            return
-        raise NoReuse(f"writes-attribute:{'.'.join(target)}")
 
     def _cell(self, c: types.CellType) -> Any:
         try:
@@ -650,7 +632,7 @@ _DISPATCH: dict[type, Any] = {
     _FUNCTION: Walker.callable,
     _PARTIAL: Walker.callable,
     _METHOD: Walker.callable,
-    np.ndarray: Walker._numpy,
+    np.ndarray: _numpy,
     slice: _slice,
     weakref.ref: _weakref,
     object: _object,

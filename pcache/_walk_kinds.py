@@ -9,6 +9,7 @@ import abc
 import collections
 import dataclasses
 import functools
+import hashlib
 import inspect
 import operator
 import struct
@@ -115,7 +116,15 @@ def _annotation(w: Walker, a: Any, depth: int = 0) -> Any:
             elif got is not None:
                 got = _annotation(w, got, depth + 1)
             parts.append(got)
-        return ("ann", qualname(t), repr(a), *parts)
+        # and everything else it holds (a NewType's ``__supertype__``, a TypeVar's
+        # variance: review 35), as the interpreter holds it
+        try:
+            own = list((inst_dict(a) or {}).items())
+        except Override:
+            raise NoReuse(f"dict-override:{qualname(t)}") from None
+        own += [(n, x) for n, x in _slot_items(a) if n not in _TYPING_PARTS]
+        held = tuple((n, _annotation(w, x, depth + 1)) for n, x in own)
+        return ("ann", qualname(t), repr(a), *parts, held)
 
 
 def _signature(w: Walker, v: inspect.Signature) -> tuple:
@@ -148,11 +157,12 @@ def _field(w: Walker, f: dataclasses.Field) -> tuple:
         raise NoReuse("field-kind")
     return (
         "field",
-        f.name,
+        w.value(f.name),
         opt(f.default),
         opt(f.default_factory),
         w.value(dict(f.metadata)),
-        (f.init, f.repr, f.hash, f.compare, f.kw_only),
+        # (by type too: ``repr = 1`` is not ``repr = True``: reviews 35, 36)
+        w.value((f.init, f.repr, f.hash, f.compare, f.kw_only)),
         _annotation(w, f.type),
         None if kind is None else _FIELD_KINDS[id(kind)],
     )
@@ -176,13 +186,39 @@ def _own_method(v: Any, bound: Any) -> bool:
 _SLOT_SCALARS = type_ids((bool, int, str, type(None)))  # by identity: `_introspect.by_id`
 
 
-def _slots_of(v: Any) -> tuple:
-    """The values of an object's slots that are scalars (a dataclass's params)."""
-    slots = getattr(type(v), "__slots__", ())
-    out = tuple((n, getattr(v, n, None)) for n in slots)
-    if not all(id(type(x)) in _SLOT_SCALARS for _, x in out):
-        raise NoReuse(f"value:{qualname(type(v))}")
+_UNSET: Any = object()
+
+
+def _slot_items(v: Any) -> list[tuple[str, Any]]:
+    """(name, value) of every slot of ``v``'s classes, as the interpreter holds them;
+    `_UNSET` for a slot never set or deleted."""
+    out = []
+    for k in mro(type(v)):
+        own = cdict(k)
+        names = own.get("__slots__", ())
+        for n in (names,) if type(names) is str else names:
+            desc = own.get(n)
+            if type(desc) is types.MemberDescriptorType:
+                try:
+                    out.append((n, desc.__get__(v, type(v))))
+                except AttributeError:
+                    out.append((n, _UNSET))
     return out
+
+
+def _slots_of(w: Walker, v: Any) -> tuple:
+    """The values of an object's slots that are scalars (a dataclass's params), by
+    the walk's rules (``order = 0`` is not ``order = False``, a deleted slot is not
+    ``None``: review 35)."""
+    out = []
+    for n, x in _slot_items(v):
+        if x is _UNSET:
+            out.append((n, ("unset",)))
+        elif id(type(x)) in _SLOT_SCALARS:
+            out.append((n, w.value(x)))
+        else:
+            raise NoReuse(f"value:{qualname(type(v))}")
+    return tuple(out)
 
 
 def _held_state(w: Walker, v: Any, t: type) -> tuple:
@@ -255,7 +291,7 @@ def _abc(w: Walker, cls: type) -> tuple:
         except Exception:
             raise NoReuse(f"abc:{qualname(cls)}") from None
         found += [c for r in registry if (c := r()) is not None]
-    subs = sorted((qualname(c), id(c)) for c in found)
+    subs = sorted((qualname(c), w.ident(c)) for c in found)
     return ("abc", *subs, *map(w.klass, found))
 
 
@@ -357,3 +393,49 @@ class _Eq:
 
     def __hash__(self) -> int:
         return self.h
+
+
+#: Captured numpy arrays larger than this are not hashed on every call: no reuse.
+NUMPY_MAX_BYTES = 256 * 1024
+
+
+def _numpy(w: Walker, a: np.ndarray) -> tuple:
+    back = w._enter(a)
+    if back is not None:
+        return back
+    if a.dtype.hasobject:
+        raise NoReuse("numpy-object")
+    if a.nbytes > NUMPY_MAX_BYTES:
+        raise NoReuse("numpy-too-large")
+    data = a.tobytes()  # C order (a memoryview refuses ml_dtypes' formats)
+    digest = hashlib.blake2b(data, digest_size=16).digest()
+    f = a.flags
+    layout = (a.strides, f.writeable, f.c_contiguous, f.f_contiguous, f.aligned, f.owndata)
+    node = ("n", w.dtype(a.dtype), a.shape, digest, layout)
+    base = a.base
+    if base is None:
+        return node
+    # a view: what it shares memory with, and where in it (``a.base[7]``,
+    # ``np.shares_memory(a, BUF)``)
+    offset = None
+    if isinstance(base, np.ndarray):
+        offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    return (*node, "base", w.value(base), offset)
+
+
+def _free_write(w: Walker, f: types.FunctionType, target: tuple, store: bool = False) -> None:
+    """A write through a free variable (``box.n = 1``, ``log.append(v)``):
+    only to a library module or class (taken as fixed), else never reused."""
+    try:
+        v = f.__closure__[f.__code__.co_freevars.index(target[0])].cell_contents
+    except (ValueError, TypeError, IndexError):
+        return  # not one of f's own free variables, or unbound
+    for attr in target[1:]:
+        if not (type(v) is types.ModuleType and is_library_module(v)):
+            break
+        v = getattr(v, attr, None)
+    if type(v) is types.ModuleType and is_library_module(v) and not store:
+        return  # a library function named like a mutator (``np.append``)
+    if is_a(v, type) and is_library_type(v) and not store:
+        return
+    raise NoReuse(f"writes-attribute:{'.'.join(target)}")

@@ -30,6 +30,8 @@ import jax
 import jaxlib
 import numpy as np
 
+from pcache._introspect import typed as _typed
+
 __all__ = [  # the types the canonical form names (re-exported from JAX's private modules)
     "AbstractMesh", "AbstractRef", "AbstractToken", "ArrayImpl", "AutoLayoutSingleton",
     "AxisEnv", "ClosedJaxpr", "Device", "DropVar", "Effect", "FlatCallback", "Format",
@@ -165,13 +167,15 @@ PATCH_POINTS = {
     "compile": ("pxla", "_cached_compilation"),
     "stablehlo": ("MeshComputation", "stablehlo"),
     "compile_or_get_cached": ("compiler", "compile_or_get_cached"),
+    "trace_to_jaxpr": ("pe", "trace_to_jaxpr"),  # (persisted traces: `pcache._persist`)
 }
 
 
 def _owner(point: str) -> tuple[Any, str]:
     name, attr = PATCH_POINTS[point]
     mc = getattr(_pxla, "MeshComputation", None)
-    return {"pjit": _pjit, "pxla": _pxla, "compiler": _compiler, "MeshComputation": mc}[name], attr
+    owners = {"pjit": _pjit, "pxla": _pxla, "compiler": _compiler, "MeshComputation": mc}
+    return {**owners, "pe": getattr(_pjit, "pe", None)}[name], attr
 
 
 def patch(point: str, replacement: Any) -> Any:
@@ -332,8 +336,9 @@ def compile_options(
 
 
 def trace_context() -> Any:
-    """What JAX keys its own trace caches on (hashable)."""
-    return _config.trace_context()
+    """What JAX keys its own trace caches on (hashable; each value with its exact
+    type, `pcache._introspect.typed`)."""
+    return _typed(_config.trace_context())
 
 
 def log_compiles() -> bool:
@@ -621,6 +626,9 @@ if JIT_SEAM:
     from pcache._compat import traces as _traces
 
     cached_functions = _traces.cached_functions
+    config_items, default_backend = _traces.config_items, _traces.default_backend
+    trace_state_clean, traced = _traces.trace_state_clean, _traces.traced
+    out_tree_bytes, out_tree_from = _traces.out_tree_bytes, _traces.out_tree_from
     config_snapshot = _traces.config_snapshot
     evict_traces = _traces.evict_traces
     jit_info_key = _traces.jit_info_key
@@ -636,7 +644,8 @@ else:  # pragma: no cover - trace reuse runs behind the jit seam only
     def _no_jit_seam(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("trace reuse needs the jit seam (a supported JAX line)")
 
-    cached_functions = _no_jit_seam
+    cached_functions = config_items = default_backend = _no_jit_seam
+    trace_state_clean = traced = out_tree_bytes = out_tree_from = _no_jit_seam
     config_snapshot = _no_jit_seam
     evict_traces = _no_jit_seam
     jit_info_key = _no_jit_seam

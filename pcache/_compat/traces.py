@@ -17,6 +17,9 @@ from jax._src import util as _util
 from jax._src.interpreters import mlir as _mlir
 from jax._src.state.types import AbstractRef
 from jaxlib._jax import PjitFunction
+from jaxlib._jax.pytree import PyTreeDef
+
+from pcache._introspect import typed
 
 # ------------------------------------------------------------------ trace reuse
 
@@ -113,7 +116,42 @@ def config_snapshot() -> tuple:
     vh = _config.config._value_holders
     if _HOLDERS[0] != len(vh):
         _HOLDERS[:] = [len(vh), tuple(vh.values())]
-    return tuple([h.value for h in _HOLDERS[1]])
+    # (by exact type: an int option set to False is not 0: review 36)
+    return tuple([typed(h.value) for h in _HOLDERS[1]])
+
+
+def config_items() -> list[tuple[str, Any]]:
+    """(name, value) of every JAX option and flag now, sorted by name."""
+    return sorted((n, h.value) for n, h in _config.config._value_holders.items())
+
+
+def default_backend() -> Any:
+    from jax._src import xla_bridge
+
+    return xla_bridge.get_backend()
+
+
+def trace_state_clean() -> bool:
+    """No enclosing trace: a top-level call."""
+    return bool(_core.trace_state_clean())
+
+
+def out_tree_bytes(tree: Any) -> bytes:
+    """A tree definition of builtin nodes as bytes (ValueError for any other node)."""
+    return tree.serialize_using_proto()
+
+
+def out_tree_from(data: bytes) -> Any:
+    from jax._src import tree_util
+
+    return PyTreeDef.deserialize_using_proto(tree_util.tracing_registry, data)
+
+
+def traced(closed: Any, out_avals: list, out_tree: Any) -> tuple:
+    """What `pe.trace_to_jaxpr` returns for a trace of these outputs."""
+    from jax._src.tree_util import FlatTree
+
+    return closed, FlatTree(tuple(out_avals), out_tree, False)
 
 
 def rule_registries() -> tuple[dict, ...]:
