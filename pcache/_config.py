@@ -287,6 +287,15 @@ OPTIONS: tuple[Option, ...] = (
         f"equal callable traced before ({BOOL_FORMS}); default on",
     ),
     Option(
+        "trace_persist",
+        "JAX_PCACHE_TRACE_PERSIST",
+        parse_flag,
+        False,
+        "store top-level traces and serve them to a new process whose callable is equal "
+        f"by content: it does not trace ({BOOL_FORMS}); default off (opt-in: trace-time "
+        "I/O and randomness are not seen, docs/design-trace-persist.md)",
+    ),
+    Option(
         "remote",
         "JAX_PCACHE_REMOTE",
         _remote_arg,

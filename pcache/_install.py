@@ -12,7 +12,16 @@ import logging
 import os
 import threading
 
-from pcache import _compat, _hlo_seam, _jit_compile, _jit_seam, _memos, _replay, _state, _trace
+from pcache import (
+    _compat,
+    _hlo_seam,
+    _jit_compile,
+    _jit_seam,
+    _memos,
+    _replay,
+    _state,
+    _trace,
+)
 from pcache._errors import Uncacheable
 from pcache._key import CacheKey
 

@@ -27,6 +27,8 @@ _COUNTERS = (
     "nonpersistent",
     "trace_hits",
     "trace_misses",
+    "trace_persist_hits",
+    "trace_persist_writes",
     "local_misses",
     "remote_hits",
     "remote_misses",
@@ -80,12 +82,14 @@ class Stats:
         self._local: collections.Counter[str] = collections.Counter()
         self._errors: collections.Counter[str] = collections.Counter()
         self._trace: collections.Counter[str] = collections.Counter()
+        self._persist: collections.Counter[str] = collections.Counter()
         self._remote_miss: collections.Counter[str] = collections.Counter()
         self._reasons = {
             "bypasses": self._bypass,
             "nonpersistent": self._local,
             "errors": self._errors,
             "remote_misses": self._remote_miss,
+            "trace_persist_misses": self._persist,
         }
 
     def count(self, name: str, n: float = 1, why: str = "") -> None:
@@ -117,6 +121,7 @@ class Stats:
             out["nonpersistent_reasons"] = dict(self._local)
             out["error_causes"] = dict(self._errors)
             out["trace_miss_reasons"] = dict(self._trace)
+            out["trace_persist_misses"] = dict(self._persist)
             out["remote_miss_reasons"] = dict(self._remote_miss)
         c = out
         out["tiers"] = {

@@ -41,7 +41,7 @@ import types
 import weakref
 from typing import Any, NamedTuple
 
-from pcache import _canon, _compat, _guards, _memos, _replay, _state
+from pcache import _canon, _compat, _guards, _memos, _persist, _replay, _state
 from pcache._errors import CheckError, Uncacheable
 from pcache._evict import evict_walked
 from pcache._walk import NoReuse, Walker
@@ -457,10 +457,29 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     made = Made(key, skeleton, guards, pins, ck, rest, codes, jax_arrays, fun, warned,
                 signature, jit_info, spaces)  # fmt: skip
     owned = fun if w.arrays else None  # the callable holds JAX arrays: see `_hold`
+    return _recorder(rt, entry, made, owned, (fun, jit_info, signature, in_avals, ctx_mesh))
+
+
+def _recorder(rt, entry, made: Made, owned, call: tuple) -> _Recorder:
+    """Trace and record for equal callables (and other processes: `pcache._persist`)."""
+    pkey, served = (None, None)
+    if rt.settings.trace_persist:
+        pkey, served = _persist.lookup(rt, *call)
+        if served is not None and not rt.check_mode:
+            _persist.serve(call[0], call[3], served)
+    t0 = _persist.timer()
 
     def record(p) -> None:
         try:
-            _record(made, p, owned)
+            if served is not None and rt.check_mode:
+                _persist.check(rt, served, p)
+            if _record(made, p, owned) and pkey is not None:
+                if served is not None:
+                    rt.stats.count("trace_persist_hits")
+                else:
+                    _persist.record(rt, pkey, p, _persist.timer() - t0)
+        except CheckError:
+            raise
         except Exception as exc:
             rt.error("trace reuse", exc)
 
@@ -516,28 +535,29 @@ def _unchanged(made: Made) -> bool:
         return False
 
 
-def _record(made: Made, p, owned) -> None:
+def _record(made: Made, p, owned) -> bool:
+    """Record trace ``p`` for equal callables; whether it was."""
     if _compat.unreusable_params(p) is not None:
-        return
+        return False
     if not _unchanged(made):
-        return
+        return False
     if not _guards.pure_tree(p.out_tree, {id(o) for o in made.pins}):
         # The output tree's auxiliary data (a function, an object) is handed to the
         # caller: a reuse would hand back the recorded call's objects.
-        return
+        return False
     jaxpr = p.params["jaxpr"]
     callbacks, late = _canon.late_code(jaxpr)
     if callbacks or any(_guards.user_code(c) for c in late):
         # Python this callable's objects run after the trace (host callbacks at
         # run time, a custom_vjp's bwd when differentiated): its side effects and
         # reads are this callable's own, so another callable must trace its own.
-        return
+        return False
     try:
         arrays = _canon.jaxpr_arrays(jaxpr)
     except Uncacheable:
-        return  # its buffers cannot be snapshotted: not reused
+        return False  # its buffers cannot be snapshotted: not reused
     if arrays is None:
-        return
+        return False
     nbytes = ENTRY_COST + _const_bytes(jaxpr)
     rec = Recorded(
         p,
@@ -552,9 +572,11 @@ def _record(made: Made, p, owned) -> None:
         [] if owned is not None else None,
     )
     if owned is not None and not _hold(rec, made.key, owned):
-        return
-    if MEMO.put(made.key, made.skeleton, rec):
-        RECORDED.add(jaxpr)
+        return False
+    if not MEMO.put(made.key, made.skeleton, rec):
+        return False
+    RECORDED.add(jaxpr)
+    return True
 
 
 def _hold(rec: Recorded, key, fun) -> bool:

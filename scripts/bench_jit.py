@@ -12,6 +12,8 @@ Modes:
   pcache-cold  pcache with an empty directory (first call = miss, then steady state)
   pcache-warm  pcache with a directory filled by a previous process
   pcache-warm-notrace  the same with trace reuse off (JAX_PCACHE_TRACE_REUSE=0)
+  pcache-warm-persist  case 5: pcache-warm with persisted traces, from a directory a
+               pcache-cold-persist process filled (JAX_PCACHE_TRACE_PERSIST=1)
 
 Cases 1-4, 7 and 8 report per-call ms (median of N calls, block_until_ready each call) of a
 step that *re-creates* the jitted function every call, plus a "built-once" baseline
@@ -74,6 +76,7 @@ def _configure(mode: str, cache_dir: str | None) -> None:
             cache_dir,
             preload=0 if mode.endswith("-nopreload") else None,
             trace_reuse=not mode.endswith("-notrace"),
+            trace_persist=mode.endswith("-persist"),
         )
 
 
@@ -401,11 +404,14 @@ def main(argv=None) -> int:
                 got["pcache-cold"] = {k: cold[k] for k in ("compile_ms", "total_ms")}
                 got["pcache-warm"] = med("pcache-warm", pdir)
                 nopre = med("pcache-warm-nopreload", pdir)
-                raw[5] = {**got, "pcache-warm-nopreload": nopre}
+                run_worker("pcache-cold-persist", 5, reps, pdir + "-persist")
+                persist = med("pcache-warm-persist", pdir + "-persist")
+                raw[5] = {**got, "pcache-warm-nopreload": nopre, "pcache-warm-persist": persist}
                 for case_row, k in ((5, "compile_ms"), (6, "total_ms")):
                     rows[case_row] = {m: v[k] for m, v in got.items()}
                     rows[case_row]["once"] = None
                     rows[case_row]["nopreload"] = nopre[k]
+                    rows[case_row]["persist"] = persist[k]
                 print(
                     f"[case {case} done in {time.perf_counter() - t_case:.1f}s]",
                     file=sys.stderr,
@@ -563,6 +569,13 @@ def main(argv=None) -> int:
             0.5,
             f"; without preloading {r['nopreload'] / r['jaxcache']:.2f}; whole process "
             f"(row 6, no target) {rows[6]['pcache-warm'] / rows[6]['jaxcache']:.2f}",
+        )
+        check(
+            "5b. new-process trace+lower+compile with persisted traces ≤ 0.2× JAX cache",
+            r["persist"],
+            r["jaxcache"],
+            0.2,
+            f"; whole process (row 6, no target) {rows[6]['persist'] / rows[6]['jaxcache']:.2f}",
         )
 
     # ---- plot

@@ -1,0 +1,246 @@
+"""Persisted traces: a warm new process that does not trace (issue 27, opt-in).
+
+With ``JAX_PCACHE_TRACE_PERSIST=1`` (``enable(trace_persist=True)``), a top-level
+jit call that trace reuse keys (`pcache._trace`) and records is also written to the
+store under its cross-process key (`pcache._persist_key`): the closed jaxpr as data
+(`pcache._compat.jaxpr_codec`), its output tree and result paths. A later process
+whose call has the same key is served that jaxpr where JAX would trace: JAX's
+`_trace_for_jit` runs as for any call (donation, shardings, layouts, the input tree
+and debug info from the live call) and only `pe.trace_to_jaxpr` returns the stored
+jaxpr instead of running the function (`trace_to_jaxpr_wrapper`, for exactly that
+function object and those avals). JAX then builds its own trace-cache entry and the
+jit object's fast path; the executable is found under the key it already has.
+
+Fails closed: a call whose key cannot be written (`NoReuse` with a ``persist-``
+reason) or whose jaxpr has no data encoding traces, counted in
+``stats()["trace_persist_misses"]`` by reason. An entry is signed like an executable
+(both HMACs checked before its JSON is parsed), bounded, decoded only against tables
+(no import, no call, no pickle), and must rebuild to the digest recorded with it;
+it is decoded and compared when written too, so a codec gap shows where it is
+written. Check mode (``JAX_PCACHE_CHECK=1``) traces anyway and raises `CheckError`
+if the stored jaxpr differs.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import time
+from typing import Any, NamedTuple
+
+from pcache import _canon, _compat, _persist_key
+from pcache._errors import CheckError
+from pcache._usercode import NoReuse
+
+TRACE_FORMAT = 1
+HEAD = b"pcache-trace 1\n"
+#: Bounds of an entry: its bytes, and its JSON's nesting.
+MAX_RAW = 16 * 1024 * 1024
+MAX_DEPTH = 64
+_LOAD = {"kind": "trace", "trace_format": TRACE_FORMAT}
+_FIELDS = frozenset(
+    {"trace_format", "key", "function_name", "trace_seconds", "jaxpr_digest", "out_tree",
+     "result_paths", "jaxpr"}
+)  # fmt: skip
+
+# The serve JAX's next trace of one function object takes instead of tracing.
+_SERVE: contextvars.ContextVar = contextvars.ContextVar("pcache_trace_serve", default=None)
+
+
+class Served(NamedTuple):
+    closed: Any  # the decoded ClosedJaxpr
+    out_tree: Any
+    result_paths: tuple
+    digest: str
+
+
+class Bad(Exception):
+    """An entry that is not a trace pcache wrote, or does not rebuild to its digest."""
+
+
+def _miss(rt, reason: str) -> None:
+    rt.stats.count("trace_persist_misses", 0, reason)
+
+
+def lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str | None, Served | None]:
+    """(the call's persisted key, the stored trace); a None key: not persistable."""
+    if not _compat.trace_state_clean():
+        return None, None  # (inside another trace: not a candidate)
+    try:
+        key, _ = _persist_key.trace_key(fun, jit_info, signature, in_avals, ctx_mesh)
+    except NoReuse as e:
+        _miss(rt, e.reason)
+        return None, None
+    except RecursionError:
+        _miss(rt, "persist-too-deep")
+        return None, None
+    got = rt.local.read(key, lambda raw, _replay: decode(raw, key))
+    if got is None:
+        _miss(rt, "absent")
+        return key, None
+    return key, got[0]
+
+
+def serve(fun, in_avals, served: Served) -> None:
+    """Prepare JAX's next trace of ``fun`` at ``in_avals`` in this context to take
+    ``served``. `pe.trace_to_jaxpr` is replaced only until its next call (a wrapper in
+    place for good would add its frames to the stack of every trace: a program that
+    reads its stack while traced, ``logging``'s ``stack_info``, would see them)."""
+    _SERVE.set((fun, tuple(in_avals), served))
+    current = _compat.current("trace_to_jaxpr")
+    if current is not _PROXY:
+        _PROXY.orig = current
+        _compat.patch("trace_to_jaxpr", _PROXY)
+
+
+def trace_to_jaxpr_wrapper(orig, fun, in_avals, debug_info, *rest, **kw):
+    """JAX's `pe.trace_to_jaxpr`: the stored trace for the call `serve` prepared
+    (this function object, these avals, a plain trace), else JAX's own."""
+    pending = _SERVE.get()
+    if pending is not None and pending[0] is fun:
+        _SERVE.set(None)
+        if not kw and tuple(in_avals.vals) == pending[1]:
+            s: Served = pending[2]
+            closed = s.closed
+            closed.jaxpr._debug_info = debug_info._replace(result_paths=s.result_paths)
+            out_avals = [v.aval for v in closed.jaxpr.outvars]
+            return _compat.traced(closed, out_avals, s.out_tree)
+    return orig(fun, in_avals, debug_info, *rest, **kw)
+
+
+class _Proxy:
+    """Stands at `pe.trace_to_jaxpr` for one call (then puts JAX's back); JAX's cache
+    methods (``evict_weakref``, ``cache_clear``) reach the original."""
+
+    def __init__(self) -> None:
+        self.orig: Any = None
+
+    def __call__(self, *args, **kwargs):
+        orig = self.orig
+        _compat.patch("trace_to_jaxpr", orig)
+        return trace_to_jaxpr_wrapper(orig, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.orig, name)
+
+
+_PROXY = _Proxy()
+
+
+# ------------------------------------------------------------ the entry
+
+
+def _reject(name: str) -> Any:
+    raise Bad(f"json-constant:{name}")
+
+
+def _depth(v: Any, d: int = 0) -> None:
+    if d > MAX_DEPTH:
+        raise Bad("too-deep")
+    if type(v) is list:
+        for x in v:
+            _depth(x, d + 1)
+    elif type(v) is dict:
+        for x in v.values():
+            _depth(x, d + 1)
+
+
+def decode(raw: bytes, key: str) -> Served:
+    """The trace an entry holds, checked (format, key, bounds, digest, tree)."""
+    from pcache._canon_values import jax_primitives_by_name
+    from pcache._compat import jaxpr_codec
+
+    if len(raw) > MAX_RAW or not raw.startswith(HEAD):
+        raise Bad("not-a-trace")
+    try:
+        data = json.loads(raw[len(HEAD) :].decode("utf-8"), parse_constant=_reject)
+        _depth(data)
+    except (ValueError, RecursionError) as e:
+        raise Bad(f"json:{type(e).__name__}") from None
+    if type(data) is not dict or set(data) != _FIELDS or data["trace_format"] != TRACE_FORMAT:
+        raise Bad("fields")
+    if data["key"] != key:
+        raise Bad("key")
+    paths, digest, tree = data["result_paths"], data["jaxpr_digest"], data["out_tree"]
+    if type(paths) is not list or not all(type(p) is str for p in paths):
+        raise Bad("result-paths")
+    if type(digest) is not str or type(tree) is not str:
+        raise Bad("fields")
+    try:
+        closed = jaxpr_codec.decode(data["jaxpr"], jax_primitives_by_name())
+        out_tree = _compat.out_tree_from(bytes.fromhex(tree))
+    except (jaxpr_codec.Undecodable, ValueError) as e:
+        raise Bad(f"decode:{e}") from None
+    if _canon.jaxpr_digest(closed).hex() != digest:
+        raise Bad("digest")  # a decoder that rebuilt another program
+    if out_tree.num_leaves != len(closed.jaxpr.outvars) or len(paths) != out_tree.num_leaves:
+        raise Bad("out-tree")
+    return Served(closed, out_tree, tuple(paths), digest)
+
+
+def _refused(rt, reason: str) -> None:
+    rt.stats.count("trace_persist_misses", 0, f"unstored:{reason}")
+
+
+def record(rt, key: str, p: Any, seconds: float) -> None:
+    """Store the trace ``p`` (JAX's PjitParams) of a top-level call under ``key``."""
+    from pcache._compat import jaxpr_codec
+    from pcache._hlo_seam import entry_meta
+
+    closed = p.params["jaxpr"]
+    if p.consts or closed.effects:
+        return _refused(rt, "consts" if p.consts else "effects")
+    try:
+        jaxpr = jaxpr_codec.encode(closed)
+        tree = _compat.out_tree_bytes(p.out_tree).hex()
+    except jaxpr_codec.Unencodable as e:
+        return _refused(rt, e.reason)
+    except ValueError:
+        return _refused(rt, "out-tree-node")
+    paths = closed.jaxpr.debug_info.result_paths
+    if type(paths) is not tuple or not all(type(x) is str for x in paths):
+        return _refused(rt, "result-paths")
+    entry = {
+        "trace_format": TRACE_FORMAT,
+        "key": key,
+        "function_name": str(p.params.get("name")),
+        "trace_seconds": round(seconds, 6),
+        "jaxpr_digest": _canon.jaxpr_digest(closed).hex(),
+        "out_tree": tree,
+        "result_paths": list(paths),
+        "jaxpr": jaxpr,
+    }
+    raw = HEAD + json.dumps(entry, allow_nan=False, separators=(",", ":")).encode()
+    try:  # decoded and compared now: a lossy rule shows where it is written
+        back = decode(raw, key)
+    except Bad as e:
+        return _refused(rt, f"roundtrip:{e}")
+    if back.out_tree != p.out_tree or [v.aval for v in back.closed.jaxpr.outvars] != [
+        v.aval for v in closed.jaxpr.outvars
+    ]:
+        return _refused(rt, "roundtrip:outputs")
+    backend = _compat.default_backend()
+    meta = entry_meta(backend, backend.local_devices()[:1], entry["function_name"])
+    meta["compile_seconds"] = seconds
+    meta["extra"]["load"] = dict(_LOAD)
+    if rt.local.write(key, raw, meta):
+        rt.stats.count("trace_persist_writes")
+    return None
+
+
+def check(rt, served: Served, p: Any) -> None:
+    """Check mode: the stored trace must equal the fresh one."""
+    if _canon.jaxpr_digest(p.params["jaxpr"]).hex() != served.digest or (
+        served.out_tree != p.out_tree
+    ):
+        raise CheckError(
+            f"pcache: a persisted trace of {p.params.get('name')!r} differs from a fresh "
+            "trace (a false hit): the cross-process key misses what changed"
+        )
+
+
+def timer() -> float:
+    return time.perf_counter()
+
+
+__all__ = ["Bad", "Served", "check", "decode", "lookup", "record", "serve"]

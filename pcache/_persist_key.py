@@ -1,0 +1,425 @@
+"""The cross-process key of a traced call (issue 27: persisted traces).
+
+In one process, trace reuse (`pcache._trace`) keys a callable by what it is built
+from, naming some objects by identity: code objects, globals dicts, modules, library
+classes and functions, sentinels, JAX arrays. An identity means nothing in another
+process. This module keys the same things with every identity replaced by content
+or by a name that resolves back, in this process, to that very object:
+
+* code by its content (bytecode, constants recursively, names, flags, argument
+  layout; not its file or line: moving code is not a change);
+* a function's globals by the name of the module whose namespace they are; builtins
+  only as Python's own;
+* modules, classes (library and user), builtin functions, descriptors, ufuncs and
+  JAX's primitives by ``module:qualname`` (checked to resolve back to the object);
+  a library float constant (``np.inf``, compared by ``is``) by the least name a
+  library module holds it under; a NaN made by user code as such (its identity
+  inside the walk is a back-reference, as in process);
+* JAX's immutable values (shardings, meshes, devices, avals, the context mesh) by
+  their canonical encoding (`pcache._canon.canonicalize`, the executable key's);
+* every JAX option by name, the host state, the registries' user rules and nodes,
+  the globals' guards (values by content, modules by name), the avals and the
+  argument signature, exactly as the in-process key walks them (one walker, two
+  modes: `ContentWalker` overrides only how an identity is written, so the
+  allowlist cannot drift between the two keys);
+* the environment: JAX, jaxlib, Python, platform, devices, pcache's version, XLA
+  flags, every installed distribution's name and version, ``PYTHONHASHSEED``, and
+  every ``JAX_*``/``XLA_*`` variable.
+
+What cannot be named is refused (`NoReuse` with a ``persist-`` reason): a captured
+JAX array, a user primitive, a local class, a function whose globals are not an
+imported module's, an object a library holds under no name, a library module no
+installed distribution or the standard library provides. The key is the sha256 of
+an injective serialization (`_pack`) of ``str``, ``bytes``, ``int``, ``bool``,
+``None`` and tuples only: any other object in it is a refusal, never a ``repr``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import hashlib
+import importlib.metadata
+import os
+import sys
+import types
+from typing import Any
+
+import numpy as np
+
+from pcache import _canon, _compat, _guards, _memos
+from pcache._errors import Uncacheable
+from pcache._introspect import cdict, is_a, names
+from pcache._usercode import NoReuse, is_library_module, module_dict, qualname
+from pcache._walk import Walker
+from pcache._walk_kinds import _library_floats
+
+#: The key's own domain: never an executable key.
+DOMAIN = b"pcache-trace-1\n"
+_BUILTINS = vars(builtins)
+_CODE: dict = _memos.memo("persist.code", {})  # id(code) -> (code, its digest)
+_LIB_NAMES: dict = _memos.memo("persist.library_names", {})  # id -> (obj, name)
+
+
+class ContentWalker(Walker):
+    """`Walker` with every identity written as content or a resolving name."""
+
+    __slots__ = ()
+    content = True
+
+    def ident(self, v: Any) -> tuple:
+        self.pins.append(v)
+        return named(v)
+
+    def held(self, v: Any) -> Any:
+        self.pins.append(v)
+        return ("own",)
+
+    def same(self, v: Any) -> Any:
+        try:
+            return ("canon", _canon.canonicalize(v))
+        except Uncacheable:
+            raise NoReuse(f"persist-value:{qualname(type(v))}") from None
+
+    def code(self, code: types.CodeType) -> Any:
+        return code_digest(code)
+
+    def namespace(self, g: dict) -> Any:
+        return namespace_name(g)
+
+    def _jax_array(self, v: Any) -> tuple:
+        raise NoReuse("persist-jax-array")
+
+
+# ------------------------------------------------------------ names
+
+
+def _resolve(module: str, qual: str) -> Any:
+    """The object at ``module:qual``, read from namespaces as the interpreter holds
+    them (no ``getattr``: nothing runs), or None."""
+    v: Any = sys.modules.get(module)
+    for part in qual.split("."):
+        d = module_dict(v) if is_a(v, types.ModuleType) else (cdict(v) if is_a(v, type) else None)
+        if d is None or part not in d:
+            return None
+        v = d[part]
+    return v
+
+
+def _module_name(m: types.ModuleType) -> str:
+    name = (module_dict(m) or {}).get("__name__")
+    if type(name) is not str or sys.modules.get(name) is not m:
+        raise NoReuse("persist-unnamed-module")
+    if is_library_module(m):
+        attributed(name)
+    return name
+
+
+def named(v: Any) -> tuple:
+    """A name for ``v`` that resolves back to ``v`` in this process."""
+    t = type(v)
+    if is_a(v, types.ModuleType):
+        return ("mod", _module_name(v))
+    if t is _compat.ArrayImpl:
+        raise NoReuse("persist-jax-array")
+    if is_a(v, type):
+        _, qual, mod = names(v)
+        if type(mod) is str and type(qual) is str and _resolve(mod, qual) is v:
+            if is_library_module(sys.modules[mod]):
+                attributed(mod)
+            return ("cls", mod, qual)
+        lib = _library_name(v)  # (a class whose names say otherwise: ``jax.Array``)
+        if lib is not None:
+            return ("lib", *lib)
+        raise NoReuse(f"persist-local-class:{qual}")
+    prim = _canon.jax_primitive_name(v) if is_a(v, _compat.Primitive) else None
+    if prim is not None:
+        return ("prim", prim)
+    if t is types.BuiltinFunctionType:
+        owner = v.__self__
+        mod = owner if is_a(owner, types.ModuleType) else sys.modules.get(v.__module__ or "")
+        if owner is None or owner is mod:
+            if mod is not None and (module_dict(mod) or {}).get(v.__name__) is v:
+                return ("fn", _module_name(mod), v.__name__)
+    if t in (
+        types.WrapperDescriptorType,
+        types.MethodDescriptorType,
+        types.ClassMethodDescriptorType,
+    ):
+        owner = v.__objclass__
+        if cdict(owner).get(v.__name__) is v:
+            return ("desc", named(owner), v.__name__)
+    if t is np.ufunc and getattr(np, v.__name__, None) is v:
+        return ("ufunc", v.__name__)
+    if t is float or is_a(v, np.generic):
+        lib = _library_name(v) if id(v) in _library_floats() else None
+        return ("lib", *lib) if lib else ("own",)  # (a NaN of the walk's own)
+    # (a bare ``object()`` sentinel plays its role by the name a module holds it under)
+    lib = _library_name(v, any_module=t is object)
+    if lib is not None:
+        return ("lib", *lib)
+    raise NoReuse(f"persist-identity:{qualname(t)}")
+
+
+def _library_name(v: Any, any_module: bool = False) -> tuple | None:
+    """The least (module, attribute) under which a loaded library module (or any
+    module) holds ``v``."""
+    e = _LIB_NAMES.get(id(v))
+    if e is not None and e[0] is v and _resolve(*e[1]) is v:
+        return e[1]
+    found = [
+        (name, k)
+        for name, m in list(sys.modules.items())
+        if is_a(m, types.ModuleType) and (any_module or is_library_module(m))
+        for k, x in list((module_dict(m) or {}).items())
+        if x is v
+    ]
+    if not found:
+        return None
+    best = min(found)
+    if is_library_module(sys.modules[best[0]]):
+        attributed(best[0])
+    _LIB_NAMES[id(v)] = (v, best)
+    return best
+
+
+def namespace_name(g: dict) -> tuple:
+    if g is _BUILTINS:
+        return ("builtins",)
+    name = g.get("__name__")
+    m = sys.modules.get(name) if type(name) is str else None
+    if m is None or module_dict(m) is not g:
+        raise NoReuse(f"persist-globals-not-a-module:{name}")
+    return ("ns", _module_name(m))
+
+
+@functools.lru_cache(maxsize=1)
+def _distributions() -> tuple[frozenset, tuple]:
+    """The top-level import names installed distributions provide, and every
+    distribution's (name, version), sorted."""
+    top = importlib.metadata.packages_distributions()
+    dists = sorted(
+        {(d.metadata["Name"] or "?", d.version) for d in importlib.metadata.distributions()}
+    )
+    return frozenset(top), tuple(dists)
+
+
+@functools.lru_cache(maxsize=1)
+def _own_source() -> str:
+    """pcache's own code (what decides keys and entries), by content."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256(b"pcache-source\n")
+    for d, subdirs, files in sorted(os.walk(root)):
+        subdirs.sort()
+        for f in sorted(files):
+            if f.endswith(".py"):
+                with open(os.path.join(d, f), "rb") as fh:
+                    _pack((os.path.relpath(os.path.join(d, f), root), fh.read()), h)
+    return h.hexdigest()
+
+
+def attributed(module: str) -> None:
+    """A library module must come from the standard library, pcache, or an
+    installed distribution (whose version is in the key): a loose file in
+    site-packages could change under the same name."""
+    top = module.partition(".")[0]
+    if top in sys.stdlib_module_names or top == "pcache" or top in _distributions()[0]:
+        return
+    raise NoReuse(f"persist-unattributed-module:{top}")
+
+
+# ------------------------------------------------------------ code
+
+
+def code_digest(code: types.CodeType) -> str:
+    """A code object by content (not its file or lines), memoized per object."""
+    e = _CODE.get(id(code))
+    if e is not None and e[0] is code:
+        return e[1]
+    h = hashlib.sha256(b"pcache-code\n")
+    _pack(_code_parts(code), h)
+    d = h.hexdigest()
+    if len(_CODE) > 65536:
+        _CODE.clear()
+    _CODE[id(code)] = (code, d)
+    return d
+
+
+def _code_parts(c: types.CodeType) -> tuple:
+    return (
+        "code",
+        c.co_code,
+        tuple(_const(x) for x in c.co_consts),
+        c.co_names,
+        c.co_varnames,
+        c.co_freevars,
+        c.co_cellvars,
+        c.co_argcount,
+        c.co_posonlyargcount,
+        c.co_kwonlyargcount,
+        c.co_flags,
+        c.co_stacksize,
+        getattr(c, "co_exceptiontable", b""),
+        c.co_name,
+        getattr(c, "co_qualname", c.co_name),
+    )
+
+
+def _const(x: Any) -> Any:
+    t = type(x)
+    if t is types.CodeType:
+        return ("c", code_digest(x))
+    if t is tuple:
+        return ("t", *map(_const, x))
+    if t is frozenset:  # (iteration order is the hash seed's: sorted by encoding)
+        return ("fs", *sorted((_const(e) for e in x), key=repr))
+    if t is float:
+        return ("f", float.hex(x) if x == x else np.float64(x).tobytes())
+    if t is complex:
+        return ("z", _const(x.real), _const(x.imag))
+    if t in (str, bytes, int, bool) or x is None or x is ...:
+        return (t.__name__, x if x is not ... else "...")
+    raise NoReuse(f"persist-code-constant:{t.__name__}")
+
+
+# ------------------------------------------------------------ the key
+
+
+def _pack(obj: Any, h: Any) -> None:
+    """Feed ``h`` an injective encoding of ``obj`` (tagged, length-prefixed)."""
+    t = type(obj)
+    if t is tuple:
+        h.update(b"(%d:" % len(obj))
+        for x in obj:
+            _pack(x, h)
+        h.update(b")")
+    elif t is str:
+        b = obj.encode("utf-8", "surrogatepass")
+        h.update(b"s%d:" % len(b))
+        h.update(b)
+    elif t is bytes:
+        h.update(b"y%d:" % len(obj))
+        h.update(obj)
+    elif t is bool:
+        h.update(b"T" if obj else b"F")
+    elif t is int:
+        h.update(b"i%d;" % obj)
+    elif obj is None:
+        h.update(b"N")
+    else:
+        raise NoReuse(f"persist-unencodable:{qualname(t)}")
+
+
+def _canonical(v: Any, what: str) -> str:
+    try:
+        return _canon.canonicalize(v)
+    except Uncacheable:
+        raise NoReuse(f"persist-{what}") from None
+
+
+def _guard_parts(guards: list, w: ContentWalker) -> tuple:
+    out = []
+    for guard in guards:
+        kind, ns, name, expected = guard[:4]
+        if kind == _guards.ALIASES:
+            out.append((kind, expected))
+        elif kind == _guards.TYPE:
+            out.append((kind, named(ns), named(expected)))
+        elif kind == _guards.ABSENT:
+            out.append((kind, namespace_name(ns), name))
+        elif kind == _guards.VAL:
+            out.append((kind, namespace_name(ns), name, expected))
+        elif kind == _guards.IS:
+            out.append((kind, namespace_name(ns), name, w.ident(expected)))
+        else:  # (an identity guard a content walk does not make)
+            raise NoReuse(f"persist-guard:{kind}")
+    return tuple(out)
+
+
+def _settings() -> tuple:
+    config = []
+    for name, v in _compat.config_items():
+        try:
+            config.append((name, _canon.encode_env_value(name, v)))
+        except Uncacheable:
+            raise NoReuse(f"persist-config:{name}") from None
+    context = tuple((n, _canonical(v, f"context:{n}")) for n, v in _compat.trace_context_items())
+    return tuple(config), context
+
+
+def _environment() -> tuple:
+    import jax
+
+    from pcache import _key
+
+    backend = _compat.default_backend()
+    _, env = _key.environment(backend)
+    devices = tuple((d.id, d.process_index, d.platform, d.device_kind) for d in jax.devices())
+    seed = os.environ.get("PYTHONHASHSEED", "random")
+    environ = tuple(
+        sorted(
+            (k, v)
+            for k, v in os.environ.items()
+            if k.startswith(("JAX_", "XLA_")) and not k.startswith("JAX_PCACHE_")
+        )
+    )
+    return (
+        env,
+        devices,
+        _own_source(),
+        sys.version,
+        sys.implementation.cache_tag,
+        sys.byteorder,
+        seed,
+        environ,
+        _distributions()[1],
+    )
+
+
+def key_parts(fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[tuple, ContentWalker]:
+    """The content key's named parts of a call trace reuse keys (`_trace._key_of`),
+    or `NoReuse` with why it cannot be persisted."""
+    w = ContentWalker()
+    rw = ContentWalker()
+    ck = w.value(fun)
+    parts = (
+        ("callable", ck),
+        ("jit_options", w.value(_compat.jit_info_key(jit_info))),
+        ("signature", w.signature(signature)),
+        ("avals", tuple(_canonical(a, "aval") for a in in_avals)),
+        ("mesh", _canonical(ctx_mesh, "mesh")),
+        ("registries", _registries(rw)),
+        ("aliases", _guards.aliases(w, rw)),
+    )
+    guards, gw = _guards.guards_for(w.funcs + rw.funcs, w, rw.pins, walker=ContentWalker)
+    config, context = _settings()
+    parts += (
+        ("globals", _guard_parts(guards, gw)),
+        ("config", config),
+        ("context", context),
+        ("host", _guards.host_state(klass=named)),
+        ("environment", _environment()),
+    )
+    return parts, w
+
+
+def _registries(rw: ContentWalker) -> tuple:
+    """`_guards.registry_key` by content (its epoch, a process-local count of
+    registrations, dropped: the user rules themselves are walked by content)."""
+    return _guards.registry_key(rw)[1:]
+
+
+def digest(parts: tuple) -> str:
+    h = hashlib.sha256(DOMAIN)
+    _pack(parts, h)
+    return h.hexdigest()
+
+
+def trace_key(fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str, tuple]:
+    """(the persisted key, its parts' digests by name)."""
+    parts, _ = key_parts(fun, jit_info, signature, in_avals, ctx_mesh)
+    named_digests = tuple((n, digest((n, p))) for n, p in parts)
+    return digest(parts), named_digests
+
+
+__all__ = ["ContentWalker", "DOMAIN", "code_digest", "digest", "key_parts", "named", "trace_key"]

@@ -1,0 +1,63 @@
+"""Programs the persisted-trace tests run in fresh processes (`test_trace_persist`).
+
+python -m tests.persist_prog patterns
+    every seed pattern (`tests.progs.PATTERNS`) once
+python -m tests.persist_prog module DIR
+    ``jax.jit(pmod.step)(x)`` of the user module ``DIR/pmod.py``
+
+Each prints one JSON line: the results' digests, the seconds JAX spent tracing
+(``jax.monitoring``), and ``pcache.stats()`` when pcache is on (it is switched on
+by ``JAX_PCACHE_DIR`` alone, with ``JAX_PCACHE_TRACE_PERSIST=1``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import jax
+
+from tests import progs
+
+SECONDS = {"trace": 0.0}
+
+
+def _listener(name, secs, **kw):
+    if name == "/jax/core/compile/jaxpr_trace_duration":
+        SECONDS["trace"] += secs
+
+
+jax.monitoring.register_event_duration_secs_listener(_listener)
+
+
+def _report(digests: dict) -> None:
+    stats = {}
+    if os.environ.get("JAX_PCACHE_DIR"):
+        import pcache
+
+        stats = pcache.stats()
+    print(json.dumps({"digests": digests, "trace_seconds": SECONDS["trace"], "stats": stats}))
+
+
+def patterns() -> None:
+    x, w = progs.inputs()
+    digests = {}
+    for name, step in progs.PATTERNS.items():
+        digests[name] = progs.digest(step(x, w))
+    _report(digests)
+
+
+def module(where: str) -> None:
+    sys.path.insert(0, where)
+    import pmod
+
+    x, _ = progs.inputs()
+    digests = {}
+    for i in range(2):
+        digests[f"step{i}"] = progs.digest(jax.jit(pmod.step)(x))
+    _report(digests)
+
+
+if __name__ == "__main__":
+    {"patterns": patterns, "module": module}[sys.argv[1]](*sys.argv[2:])

@@ -1,0 +1,233 @@
+"""Persisted traces (issue 27): a warm new process that does not trace.
+
+Every claim is about separate processes, so every test runs fresh ones
+(`tests.persist_prog`), switched on by the environment alone (``JAX_PCACHE_DIR``,
+``JAX_PCACHE_TRACE_PERSIST=1``), and compares their results bitwise with JAX alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pcache import _compat
+
+pytestmark = pytest.mark.skipif(not _compat.JIT_SEAM or _compat.LINE_09, reason="JAX 0.10 line")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str, cache: Path | None, **env: str) -> dict:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
+    e.update({"JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)})
+    if cache is not None:
+        e.update(JAX_PCACHE_DIR=str(cache), JAX_PCACHE_TRACE_PERSIST="1")
+        e["JAX_PCACHE_RAISE_ERRORS"] = "1"
+    e.update(env)
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.persist_prog", *args],
+        env=e, cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-4000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def patterns(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("persist")
+    stock = run("patterns", cache=None)
+    cold = run("patterns", cache=cache)
+    warm = run("patterns", cache=cache)
+    return stock, cold, warm, cache
+
+
+def test_seed_patterns_are_served_to_a_new_process(patterns):
+    stock, cold, warm, _ = patterns
+    n = len(stock["digests"])
+    assert cold["digests"] == stock["digests"] == warm["digests"]
+    assert cold["stats"]["trace_persist_writes"] == n, cold["stats"]
+    st = warm["stats"]
+    # every top-level program served, nothing traced, lowered or compiled
+    assert st["trace_persist_hits"] == n, st
+    assert st["trace_persist_misses"] == {}, st
+    assert st["compiles"] == 0 and st["misses"] == 0, st
+    assert warm["trace_seconds"] < 0.1 * cold["trace_seconds"], (warm, cold)
+
+
+def test_check_mode_traces_and_agrees(patterns):
+    stock, _, _, cache = patterns
+    checked = run("patterns", cache=cache, JAX_PCACHE_CHECK="1")
+    assert checked["digests"] == stock["digests"]
+    assert checked["stats"]["trace_persist_hits"] == len(stock["digests"])
+
+
+def test_off_by_default(tmp_path):
+    e = {"JAX_PCACHE_TRACE_PERSIST": "0"}
+    for _ in range(2):
+        got = run("patterns", cache=tmp_path, **e)
+        assert got["stats"]["trace_persist_hits"] == 0
+        assert got["stats"]["trace_persist_writes"] == 0
+
+
+def test_damaged_entry_is_refused_and_the_program_traces(patterns, tmp_path):
+    import shutil
+    import sqlite3
+
+    stock, _, _, cache = patterns
+    copy = tmp_path / "c"
+    shutil.copytree(cache, copy)
+    db = copy / "store" / "store.db"
+    con = sqlite3.connect(db)
+    try:
+        # flip one byte of every trace entry's signed metadata's load record
+        rows = con.execute("SELECT key, extra FROM entries").fetchall()
+        n = 0
+        for key, extra in rows:
+            d = json.loads(extra)
+            if (d.get("load") or {}).get("kind") == "trace":
+                d["load"]["trace_format"] = 1.0 if n % 2 else 2
+                con.execute("UPDATE entries SET extra = ? WHERE key = ?", (json.dumps(d), key))
+                n += 1
+        con.commit()
+    finally:
+        con.close()
+    assert n == len(stock["digests"])
+    got = run("patterns", cache=copy, JAX_PCACHE_RAISE_ERRORS="0")
+    assert got["digests"] == stock["digests"]
+    assert got["stats"]["trace_persist_hits"] == 0
+
+
+MODULE = """
+import dataclasses
+import jax.numpy as jnp
+
+SCALE = {scale}
+
+
+@dataclasses.dataclass(frozen=True)
+class Cfg:
+    k: float = {field}
+
+
+CFG = Cfg()
+
+
+def helper(a, b={default}):
+    return jnp.sin(a) * b
+
+
+def step(x):
+    {pad}return helper(x) * SCALE + CFG.k * {body}
+"""
+BASE = dict(scale="2.0", field="0.5", default="3.0", body="x", pad="")
+
+
+def _module_runs(tmp_path, **change):
+    """A user module run twice: as written, then with ``change``; the second process
+    against JAX alone."""
+    cache, src = tmp_path / "cache", tmp_path / "src"
+    src.mkdir()
+    mod = src / "pmod.py"
+    mod.write_text(MODULE.format(**BASE))
+    first = run("module", str(src), cache=cache)
+    mod.write_text(MODULE.format(**{**BASE, **change}))
+    for pyc in src.rglob("*.pyc"):
+        pyc.unlink()
+    second = run("module", str(src), cache=cache)
+    stock = run("module", str(src), cache=None)
+    assert second["digests"] == stock["digests"]
+    return first, second
+
+
+def test_unchanged_module_is_served(tmp_path):
+    first, second = _module_runs(tmp_path)
+    assert first["stats"]["trace_persist_writes"] == 1
+    assert second["stats"]["trace_persist_hits"] == 1
+    assert second["digests"] == first["digests"]
+
+
+def test_code_moved_to_other_lines_is_served(tmp_path):
+    first, second = _module_runs(tmp_path, pad="\n    ")
+    assert second["stats"]["trace_persist_hits"] == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"scale": "3.0"},  # a module constant
+        {"scale": "2.0000000000000004"},  # by its bits (the same float32 result)
+        {"body": "(x + 1)"},  # a function body
+        {"default": "4.0"},  # a default
+        {"field": "0.25"},  # a frozen dataclass field
+    ],
+    ids=["constant", "constant-bits", "body", "default", "dataclass-field"],
+)
+def test_stale_across_processes_traces_again(tmp_path, change):
+    first, second = _module_runs(tmp_path, **change)  # (second: bitwise stock)
+    assert second["stats"]["trace_persist_hits"] == 0
+    assert second["stats"]["trace_persist_misses"].get("absent") == 1
+    if change != {"scale": "2.0000000000000004"}:
+        assert second["digests"] != first["digests"]
+
+
+@pytest.mark.parametrize(
+    "env", [{"JAX_ENABLE_X64": "1"}, {"JAX_DEFAULT_MATMUL_PRECISION": "highest"}]
+)
+def test_a_jax_setting_changed_traces_again(tmp_path, env):
+    cache = tmp_path / "cache"
+    run("patterns", cache=cache)
+    second = run("patterns", cache=cache, **env)
+    stock = run("patterns", cache=None, **env)
+    assert second["digests"] == stock["digests"]
+    assert second["stats"]["trace_persist_hits"] == 0
+
+
+def test_a_library_version_changed_traces_again(tmp_path):
+    """A fake distribution on the path: its version is in the key."""
+    # (under a directory named site-packages: installed library code by path)
+    cache, site = tmp_path / "cache", tmp_path / "lib" / "site-packages"
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "pmod.py").write_text(
+        textwrap.dedent(
+            """
+            import jax.numpy as jnp
+            import fakelib
+
+            def step(x):
+                return jnp.cos(x) * fakelib.K
+            """
+        )
+    )
+
+    def install(version: str) -> None:
+        pkg, info = site / "fakelib", site / f"fakelib-{version}.dist-info"
+        if site.exists():
+            import shutil
+
+            shutil.rmtree(site)
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("K = 2.0\n")
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: fakelib\nVersion: {version}\n"
+        )
+        (info / "RECORD").write_text("fakelib/__init__.py,,\n")
+        (info / "top_level.txt").write_text("fakelib\n")
+
+    paths = f"{ROOT}{os.pathsep}{site}"
+    install("1.0")
+    first = run("module", str(src), cache=cache, PYTHONPATH=paths)
+    again = run("module", str(src), cache=cache, PYTHONPATH=paths)
+    install("1.1")
+    second = run("module", str(src), cache=cache, PYTHONPATH=paths)
+    assert first["stats"]["trace_persist_writes"] == 1, first["stats"]
+    assert again["stats"]["trace_persist_hits"] == 1, again["stats"]
+    assert second["stats"]["trace_persist_hits"] == 0, second["stats"]
+    assert second["digests"] == first["digests"]
