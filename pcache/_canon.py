@@ -415,6 +415,12 @@ def jaxpr_arrays(closed_jaxpr: Any) -> tuple | None:
 _LATE_MEMO = _memos.memo("canon.late", IdMemo())
 
 
+def _key_impl(v: Any, found: list) -> None:
+    dt = getattr(getattr(v, "aval", None), "dtype", None)
+    if isinstance(dt, _compat.KeyTy):
+        found.extend(f for f in getattr(dt, "_impl", ()) if callable(f))
+
+
 def late_code(closed_jaxpr: Any) -> tuple[bool, tuple]:
     """What in ``closed_jaxpr`` (any sub-jaxpr included) runs Python after tracing:
     (whether it calls Python at run time: `pure_callback`, `io_callback`,
@@ -427,9 +433,14 @@ def late_code(closed_jaxpr: Any) -> tuple[bool, tuple]:
     jaxpr = closed_jaxpr.jaxpr if isinstance(closed_jaxpr, _ClosedJaxpr) else closed_jaxpr
     callbacks = False
     found: list = []
+    # (a PRNG key's impl: its functions run when the program is lowered: review 37)
+    for v in (*jaxpr.invars, *jaxpr.constvars):
+        _key_impl(v, found)
     for eqn in jaxpr.eqns:
         if eqn.primitive.name in CALLBACK_LOWERING_PRIMS:
             callbacks = True
+        for v in eqn.outvars:
+            _key_impl(v, found)
         for v in eqn.params.values():
             for j in v if isinstance(v, (tuple, list)) else (v,):
                 if isinstance(j, (_ClosedJaxpr, _Jaxpr)):

@@ -11,12 +11,14 @@ the jaxpr walk (`pcache._canon`), encodes it. `Ctx` is the state of one walk.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import json
 import logging
 import struct
 import sys
 import threading
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -160,17 +162,37 @@ def _enc_dtype_uncached(dt: Any) -> str:
     raise Unknown(qual(type(dt)))
 
 
+def library_prng_impl(impl: Any) -> bool:
+    """Whether every function of a `PRNGImpl` is installed library code, by what it
+    is (a ``__module__`` says nothing: a ``jax.tree_util.Partial`` of user code
+    names JAX's: review 37); a partial only without arguments."""
+    from pcache._usercode import is_library_code
+
+    for f in impl:
+        if not callable(f):
+            continue
+        if isinstance(f, functools.partial):
+            if f.args or f.keywords:
+                return False
+            f = f.func
+        if type(f) is types.FunctionType:
+            if not is_library_code(f.__globals__, f.__code__):
+                return False
+        elif type(f) is not types.BuiltinFunctionType:
+            return False
+    return True
+
+
 def _enc_prng_impl(impl: Any) -> str:
     # A PRNGImpl is a NamedTuple of functions; it is identified by its registered name.
     # Only accept the impl that is registered under that name, so a user impl that
     # reuses a name can't alias a built-in one.
     if _compat.registered_prng_impls.get(impl.name) is not impl:
         raise Unknown("unregistered-prng-impl:" + qual(type(impl)))
-    for f in impl:
+    if not library_prng_impl(impl):
         # JAX lowers random bits through the impl's Python (``lower_fun``): only
         # JAX's own impls are named by their name; another's code is not keyed.
-        if callable(f) and not str(getattr(f, "__module__", "")).startswith("jax."):
-            raise Unknown("user-prng-impl:" + enc_str(str(impl.name)))
+        raise Unknown("user-prng-impl:" + enc_str(str(impl.name)))
     return f"prng:{enc_str(impl.name)}:{enc_str(impl.tag)}:{impl.key_shape!r}"
 
 

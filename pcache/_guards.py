@@ -226,7 +226,7 @@ class _Guarding:
                 v = self.guard(d, attr, builtin=False)
                 continue
             if not _user_module(v):
-                _library_chain(v, chain[i:])
+                _library_chain(v, chain[i:], self.vw)
                 return
             v = self.guard(module_dict(v), attr, builtin=False)
         if escaped and _user_module(v):
@@ -240,14 +240,18 @@ def _prefixes(name: str) -> list[str]:
     return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def _library_chain(v: Any, attrs: tuple) -> None:
+def _library_chain(v: Any, attrs: tuple, w: Walker) -> None:
     """A chain read on through library modules (``logging.config.X``): refused where
-    it reaches a module that reads state by names held in data."""
+    it reaches a module that reads state by names held in data. Across processes
+    (``w.content``), every module it reaches is named (a submodule must be attributed
+    to its distribution as its package is: review 38)."""
     for attr in attrs:
         d = module_dict(v)
         if d is None:
             return
         v = d.get(attr)
+        if w.content and is_a(v, types.ModuleType):
+            w.ident(v)
         name = (module_dict(v) or {}).get("__name__")
         if type(name) is str and reflective_module(name):
             raise NoReuse(f"reflection-module:{name}")

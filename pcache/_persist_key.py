@@ -42,6 +42,7 @@ import hashlib
 import importlib.metadata
 import os
 import sys
+import sysconfig
 import types
 from typing import Any
 
@@ -59,6 +60,8 @@ DOMAIN = b"pcache-trace-1\n"
 _BUILTINS = vars(builtins)
 _CODE: dict = _memos.memo("persist.code", {})  # id(code) -> (code, its digest)
 _LIB_NAMES: dict = _memos.memo("persist.library_names", {})  # id -> (obj, name)
+_ATTRIBUTED: dict = _memos.memo("persist.attributed", {})  # module -> (file, ok)
+_NODES: dict = _memos.memo("persist.pytree_nodes", {})  # "nodes" -> (registry, key)
 
 
 class ContentWalker(Walker):
@@ -194,14 +197,14 @@ def namespace_name(g: dict) -> tuple:
 
 
 @functools.lru_cache(maxsize=1)
-def _distributions() -> tuple[frozenset, tuple]:
+def _distributions() -> tuple[dict, tuple]:
     """The top-level import names installed distributions provide, and every
     distribution's (name, version), sorted."""
     top = importlib.metadata.packages_distributions()
     dists = sorted(
         {(d.metadata["Name"] or "?", d.version) for d in importlib.metadata.distributions()}
     )
-    return frozenset(top), tuple(dists)
+    return top, tuple(dists)
 
 
 @functools.lru_cache(maxsize=1)
@@ -219,13 +222,50 @@ def _own_source() -> str:
 
 
 def attributed(module: str) -> None:
-    """A library module must come from the standard library, pcache, or an
-    installed distribution (whose version is in the key): a loose file in
-    site-packages could change under the same name."""
+    """A library module must be a file of the standard library, of pcache, or one an
+    installed distribution's RECORD lists (its version is in the key): a loose file
+    in site-packages, even one named like a distribution's module, could change
+    under the same name (review 38)."""
+    m = sys.modules.get(module)
+    file = (module_dict(m) or {}).get("__file__") if m is not None else None
+    if file is None:
+        if module in sys.builtin_module_names:
+            return
+        raise NoReuse(f"persist-unattributed-module:{module}")
+    e = _ATTRIBUTED.get(module)
+    if e is not None and e[0] == file:
+        if e[1]:
+            return
+        raise NoReuse(f"persist-unattributed-module:{module}")
+    ok = _owned(module, os.path.realpath(str(file)))
+    _ATTRIBUTED[module] = (file, ok)
+    if not ok:
+        raise NoReuse(f"persist-unattributed-module:{module}")
+
+
+def _owned(module: str, real: str) -> bool:
     top = module.partition(".")[0]
-    if top in sys.stdlib_module_names or top == "pcache" or top in _distributions()[0]:
-        return
-    raise NoReuse(f"persist-unattributed-module:{top}")
+    if top == "pcache":
+        return real.startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    if top in sys.stdlib_module_names:
+        return any(real.startswith(d + os.sep) for d in _stdlib_dirs())
+    return any(real in _files_of(d) for d in _distributions()[0].get(top, ()))
+
+
+@functools.lru_cache(maxsize=1)
+def _stdlib_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    return tuple({os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib")})
+
+
+@functools.cache
+def _files_of(dist: str) -> frozenset:
+    """The real paths of the files a distribution's RECORD lists."""
+    try:
+        d = importlib.metadata.distribution(dist)
+        return frozenset(os.path.realpath(str(d.locate_file(f))) for f in d.files or ())
+    except Exception:
+        return frozenset()
 
 
 # ------------------------------------------------------------ code
@@ -271,8 +311,8 @@ def _const(x: Any) -> Any:
         return ("c", code_digest(x))
     if t is tuple:
         return ("t", *map(_const, x))
-    if t is frozenset:  # (iteration order is the hash seed's: sorted by encoding)
-        return ("fs", *sorted((_const(e) for e in x), key=repr))
+    if t is frozenset:  # in iteration order (``for i in {0, 8, 16}``: review 38)
+        return ("fs", *map(_const, x))
     if t is float:
         return ("f", float.hex(x) if x == x else np.float64(x).tobytes())
     if t is complex:
@@ -405,8 +445,34 @@ def key_parts(fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[tuple, Cont
 
 def _registries(rw: ContentWalker) -> tuple:
     """`_guards.registry_key` by content (its epoch, a process-local count of
-    registrations, dropped: the user rules themselves are walked by content)."""
-    return _guards.registry_key(rw)[1:]
+    registrations, dropped), and every registered pytree node type with its rules
+    by content (review 38: ``register_static(complex)`` in one process only)."""
+    user = _guards.registry_key(rw)[1:]
+    return (*user, ("nodes", _pytree_nodes()))
+
+
+def _pytree_nodes() -> tuple:
+    """Every entry of JAX's pytree registry by content, memoized per registry state."""
+    tree = _compat.pytree_registry()
+    snapshot = tuple(tree.items())
+    e = _NODES.get("nodes")
+    if (
+        e is not None
+        and len(e[0]) == len(snapshot)
+        and all(a[0] is b[0] and a[1] is b[1] for a, b in zip(e[0], snapshot, strict=True))
+    ):
+        return e[1]
+    out = []
+    for t, entry in snapshot:
+        w = ContentWalker()
+        w.registry = True  # (rules JAX made: `register_pytree_node_class`'s methodcaller)
+        try:
+            out.append((named(t), tuple(w.value(f) for f in entry)))
+        except NoReuse as exc:
+            raise NoReuse(f"persist-pytree-node:{qualname(t)}:{exc.reason}") from None
+    enc = tuple(sorted(out, key=repr))
+    _NODES["nodes"] = (snapshot, enc)
+    return enc
 
 
 def digest(parts: tuple) -> str:

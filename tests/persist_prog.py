@@ -4,6 +4,10 @@ python -m tests.persist_prog patterns
     every seed pattern (`tests.progs.PATTERNS`) once
 python -m tests.persist_prog module DIR
     ``jax.jit(pmod.step)(x)`` of the user module ``DIR/pmod.py``
+python -m tests.persist_prog scenario FILE
+    a review's scenario (`tests/persist_scenarios`), run as ``__main__`` with ``show``
+    (each step's dtype and bytes, or its exception) and ``x``; ``PHASE`` (A, B)
+    tells the first process from the second
 
 Each prints one JSON line: the results' digests, the seconds JAX spent tracing
 (``jax.monitoring``), and ``pcache.stats()`` when pcache is on (it is switched on
@@ -59,5 +63,27 @@ def module(where: str) -> None:
     _report(digests)
 
 
+def scenario(path: str) -> None:
+    import runpy
+
+    import jax.numpy as jnp
+    import numpy as np
+
+    shown = []
+
+    def show(tag, f):
+        try:
+            o = np.asarray(f())
+            shown.append(f"{tag} {o.dtype} {o.tobytes().hex()}")
+        except Exception as e:
+            shown.append(f"{tag} EXC {type(e).__name__}")
+
+    x = jnp.arange(3, dtype=jnp.float32)
+    runpy.run_path(
+        path, init_globals=dict(show=show, x=x, jax=jax, np=np, jnp=jnp), run_name="__main__"
+    )
+    _report({"shown": shown})
+
+
 if __name__ == "__main__":
-    {"patterns": patterns, "module": module}[sys.argv[1]](*sys.argv[2:])
+    {"patterns": patterns, "module": module, "scenario": scenario}[sys.argv[1]](*sys.argv[2:])

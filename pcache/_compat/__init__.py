@@ -337,8 +337,39 @@ def compile_options(
 
 def trace_context() -> Any:
     """What JAX keys its own trace caches on (hashable; each value with its exact
-    type, `pcache._introspect.typed`)."""
-    return _typed(_config.trace_context())
+    type, `pcache._introspect.typed`). A user context's value (``jax.make_user_context``:
+    any object) only by an exact encoding; else a value equal to nothing, not even
+    itself in a later call (review 37)."""
+    values = _config.trace_context()
+    user = _user_contexts(len(values))
+    if not user:
+        return _typed(values)
+    items = [_typed(v) for v in values]
+    for i in user:
+        try:
+            items[i] = _typed(values[i], strict=True)
+        except TypeError:
+            items[i] = _Unequal()
+    return ("t", *items)
+
+
+_USER_CONTEXTS: list = [-1, ()]  # (how many contexts, the user ones' positions)
+
+
+def _user_contexts(n: int) -> tuple:
+    if _USER_CONTEXTS[0] != n:
+        names = [name for name, _ in trace_context_items()]
+        _USER_CONTEXTS[:] = [n, tuple(i for i, m in enumerate(names) if m == "user_context")]
+    return _USER_CONTEXTS[1]
+
+
+class _Unequal:
+    """Equal to nothing (a fresh one per call: a tuple compares an object with itself
+    by identity first)."""
+
+    __slots__ = ()
+    __eq__ = lambda self, other: False  # noqa: E731
+    __hash__ = lambda self: 0  # noqa: E731
 
 
 def log_compiles() -> bool:
