@@ -37,9 +37,9 @@ an injective serialization (`_pack`) of ``str``, ``bytes``, ``int``, ``bool``,
 from __future__ import annotations
 
 import builtins
+import csv
 import functools
 import hashlib
-import importlib.metadata
 import os
 import sys
 import sysconfig
@@ -61,7 +61,10 @@ _BUILTINS = vars(builtins)
 _CODE: dict = _memos.memo("persist.code", {})  # id(code) -> (code, its digest)
 _LIB_NAMES: dict = _memos.memo("persist.library_names", {})  # id -> (obj, name)
 _ATTRIBUTED: dict = _memos.memo("persist.attributed", {})  # module -> (file, ok)
-_NODES: dict = _memos.memo("persist.pytree_nodes", {})  # "nodes" -> (registry, key)
+_RECORDS: dict = _memos.memo("persist.records", {})  # site dir -> (infos, files)
+_NODES: dict = _memos.memo("persist.pytree_nodes", {})  # "nodes" -> (registry, digest)
+_SETTINGS: dict = _memos.memo("persist.settings", {})  # typed settings -> digests
+_ENV: dict = _memos.memo("persist.environment", {})  # what can change -> digest
 
 
 class ContentWalker(Walker):
@@ -170,13 +173,14 @@ def _library_name(v: Any, any_module: bool = False) -> tuple | None:
     e = _LIB_NAMES.get(id(v))
     if e is not None and e[0] is v and _resolve(*e[1]) is v:
         return e[1]
-    found = [
-        (name, k)
-        for name, m in list(sys.modules.items())
-        if is_a(m, types.ModuleType) and (any_module or is_library_module(m))
-        for k, x in list((module_dict(m) or {}).items())
-        if x is v
-    ]
+    found = []
+    for name, m in list(sys.modules.items()):
+        d = module_dict(m)
+        if d is None:
+            continue
+        for k, x in list(d.items()):
+            if x is v and (any_module or is_library_module(m)):
+                found.append((name, k))
     if not found:
         return None
     best = min(found)
@@ -196,15 +200,19 @@ def namespace_name(g: dict) -> tuple:
     return ("ns", _module_name(m))
 
 
-@functools.lru_cache(maxsize=1)
-def _distributions() -> tuple[dict, tuple]:
-    """The top-level import names installed distributions provide, and every
-    distribution's (name, version), sorted."""
-    top = importlib.metadata.packages_distributions()
-    dists = sorted(
-        {(d.metadata["Name"] or "?", d.version) for d in importlib.metadata.distributions()}
-    )
-    return top, tuple(dists)
+def _distributions() -> tuple:
+    """Every installed distribution, as the names of the ``.dist-info`` and
+    ``.egg-info`` directories on ``sys.path`` (name and version), sorted: read from
+    the directories each time (cheap: one listing per path entry), so an install
+    while the process runs is seen."""
+    out = set()
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as it:
+                out.update(e.name for e in it if e.name.endswith((".dist-info", ".egg-info")))
+        except OSError:
+            continue
+    return tuple(sorted(out))
 
 
 @functools.lru_cache(maxsize=1)
@@ -249,7 +257,13 @@ def _owned(module: str, real: str) -> bool:
         return real.startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)
     if top in sys.stdlib_module_names:
         return any(real.startswith(d + os.sep) for d in _stdlib_dirs())
-    return any(real in _files_of(d) for d in _distributions()[0].get(top, ()))
+    for entry in sys.path:
+        root = os.path.realpath(entry or ".")
+        if real.startswith(root + os.sep):
+            rel = os.path.relpath(real, root).replace(os.sep, "/")
+            if rel in _recorded(root):
+                return True
+    return False
 
 
 @functools.lru_cache(maxsize=1)
@@ -258,14 +272,28 @@ def _stdlib_dirs() -> tuple[str, ...]:
     return tuple({os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib")})
 
 
-@functools.cache
-def _files_of(dist: str) -> frozenset:
-    """The real paths of the files a distribution's RECORD lists."""
+def _recorded(root: str) -> frozenset:
+    """The paths (relative to ``root``) that the RECORD files of the distributions
+    installed in ``root`` list: what an installer put there. Memoized per directory
+    and its listing of ``.dist-info`` directories."""
     try:
-        d = importlib.metadata.distribution(dist)
-        return frozenset(os.path.realpath(str(d.locate_file(f))) for f in d.files or ())
-    except Exception:
+        with os.scandir(root) as it:
+            infos = tuple(sorted(e.name for e in it if e.name.endswith(".dist-info")))
+    except OSError:
         return frozenset()
+    e = _RECORDS.get(root)
+    if e is not None and e[0] == infos:
+        return e[1]
+    files = set()
+    for info in infos:
+        try:
+            with open(os.path.join(root, info, "RECORD"), newline="", encoding="utf-8") as fh:
+                files.update(row[0] for row in csv.reader(fh) if row)
+        except OSError:
+            continue
+    got = frozenset(files)
+    _RECORDS[root] = (infos, got)
+    return got
 
 
 # ------------------------------------------------------------ code
@@ -376,7 +404,13 @@ def _guard_parts(guards: list, w: ContentWalker) -> tuple:
     return tuple(out)
 
 
-def _settings() -> tuple:
+def _settings() -> tuple[str, str]:
+    """The digests of every JAX option and of the trace context, by name and
+    canonical encoding; memoized by their values with exact types (`typed`)."""
+    memo_key = (_compat.config_snapshot(), _compat.trace_context())
+    got = _SETTINGS.get(memo_key)
+    if got is not None:
+        return got
     config = []
     for name, v in _compat.config_items():
         try:
@@ -384,18 +418,21 @@ def _settings() -> tuple:
         except Uncacheable:
             raise NoReuse(f"persist-config:{name}") from None
     context = tuple((n, _canonical(v, f"context:{n}")) for n, v in _compat.trace_context_items())
-    return tuple(config), context
+    got = (digest(("config", tuple(config))), digest(("context", context)))
+    if len(_SETTINGS) > 64:
+        _SETTINGS.clear()
+    _SETTINGS[memo_key] = got
+    return got
 
 
-def _environment() -> tuple:
+def _environment() -> str:
+    """The digest of what the process runs on, memoized by what can change in it."""
     import jax
 
     from pcache import _key
 
     backend = _compat.default_backend()
     _, env = _key.environment(backend)
-    devices = tuple((d.id, d.process_index, d.platform, d.device_kind) for d in jax.devices())
-    seed = os.environ.get("PYTHONHASHSEED", "random")
     environ = tuple(
         sorted(
             (k, v)
@@ -403,17 +440,25 @@ def _environment() -> tuple:
             if k.startswith(("JAX_", "XLA_")) and not k.startswith("JAX_PCACHE_")
         )
     )
-    return (
-        env,
-        devices,
-        _own_source(),
-        sys.version,
-        sys.implementation.cache_tag,
-        sys.byteorder,
-        seed,
-        environ,
-        _distributions()[1],
-    )
+    memo_key = (env, environ, os.environ.get("PYTHONHASHSEED", "random"))
+    got = _ENV.get(memo_key)
+    if got is None:
+        devices = tuple((d.id, d.process_index, d.platform, d.device_kind) for d in jax.devices())
+        got = digest(
+            (
+                "environment",
+                *memo_key,
+                devices,
+                _own_source(),
+                sys.version,
+                sys.implementation.cache_tag,
+                sys.byteorder,
+                _distributions(),
+            )
+        )
+        _ENV.clear()
+        _ENV[memo_key] = got
+    return got
 
 
 def key_parts(fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[tuple, ContentWalker]:
@@ -432,7 +477,7 @@ def key_parts(fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[tuple, Cont
         ("aliases", _guards.aliases(w, rw)),
     )
     guards, gw = _guards.guards_for(w.funcs + rw.funcs, w, rw.pins, walker=ContentWalker)
-    config, context = _settings()
+    config, context = _settings()  # (digests: memoized)
     parts += (
         ("globals", _guard_parts(guards, gw)),
         ("config", config),
@@ -451,8 +496,9 @@ def _registries(rw: ContentWalker) -> tuple:
     return (*user, ("nodes", _pytree_nodes()))
 
 
-def _pytree_nodes() -> tuple:
-    """Every entry of JAX's pytree registry by content, memoized per registry state."""
+def _pytree_nodes() -> str:
+    """The digest of every entry of JAX's pytree registry by content, memoized per
+    registry state."""
     tree = _compat.pytree_registry()
     snapshot = tuple(tree.items())
     e = _NODES.get("nodes")
@@ -470,7 +516,7 @@ def _pytree_nodes() -> tuple:
             out.append((named(t), tuple(w.value(f) for f in entry)))
         except NoReuse as exc:
             raise NoReuse(f"persist-pytree-node:{qualname(t)}:{exc.reason}") from None
-    enc = tuple(sorted(out, key=repr))
+    enc = digest(("nodes", tuple(sorted(out, key=repr))))
     _NODES["nodes"] = (snapshot, enc)
     return enc
 
@@ -482,10 +528,11 @@ def digest(parts: tuple) -> str:
 
 
 def trace_key(fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str, tuple]:
-    """(the persisted key, its parts' digests by name)."""
+    """(the persisted key, its parts' digests by name): the key is the digest of
+    the named parts' digests (each part serialized once)."""
     parts, _ = key_parts(fun, jit_info, signature, in_avals, ctx_mesh)
-    named_digests = tuple((n, digest((n, p))) for n, p in parts)
-    return digest(parts), named_digests
+    named_digests = tuple((n, p if type(p) is str else digest((n, p))) for n, p in parts)
+    return digest(("key", named_digests)), named_digests
 
 
 __all__ = ["ContentWalker", "DOMAIN", "code_digest", "digest", "key_parts", "named", "trace_key"]
