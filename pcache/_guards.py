@@ -257,12 +257,16 @@ def _library_chain(v: Any, attrs: tuple, w: Walker) -> None:
             raise NoReuse(f"reflection-module:{name}")
 
 
-def aliases(callable_walk: Walker | None, w: Walker) -> tuple:
+def aliases(callable_walk: Walker | tuple | None, w: Walker) -> tuple:
     """Which objects a global's walk met that the callable's walk met too (by their
     numbers in each): ``opts is DEFAULT``, a dict keyed by the very function the
-    callable holds. Equal content is not the same object."""
+    callable holds. Equal content is not the same object. ``callable_walk``: a walk,
+    or a tuple of walks (the callable's and its registry rules': a rule's default
+    that is a global dict's key, review 40), each compared with ``w``."""
     if callable_walk is None:
         return ()
+    if type(callable_walk) is tuple:
+        return tuple(aliases(cw, w) for cw in callable_walk)
     seen = callable_walk.seen
     return tuple(sorted((seen[k], n) for k, n in w.seen.items() if k in seen))
 
@@ -302,7 +306,9 @@ def guards_for(
                 _global_write(g, target, store=root == "g=")
     # what user code may reach from the library objects all of it holds (review 25)
     roots = [v for kind, _, _, v in run.guards if kind == IS] + run.imports
-    roots += run.w.pins + (callable_walk.pins if callable_walk else []) + list(more_roots)
+    walks = callable_walk if type(callable_walk) is tuple else (callable_walk,)
+    roots += run.w.pins + [p for cw in walks if cw is not None for p in cw.pins]
+    roots += list(more_roots)
     _reach.check(roots, _reach.spelled(funcs + run.w.funcs))
     # which objects the globals share with the callable: one guard, checked last
     run.guards.append((ALIASES, None, None, aliases(callable_walk, run.vw)))

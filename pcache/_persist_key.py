@@ -476,7 +476,7 @@ def key_parts(fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[tuple, Cont
         ("registries", _registries(rw)),
         ("aliases", _guards.aliases(w, rw)),
     )
-    guards, gw = _guards.guards_for(w.funcs + rw.funcs, w, rw.pins, walker=ContentWalker)
+    guards, gw = _guards.guards_for(w.funcs + rw.funcs, (w, rw), rw.pins, walker=ContentWalker)
     config, context = _settings()  # (digests: memoized)
     parts += (
         ("globals", _guard_parts(guards, gw)),

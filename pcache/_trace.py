@@ -413,11 +413,11 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         return _missed(rt, entry, fun, "uncomparable-key")
     why = None
     if rec is not None:
-        why = rec.stale(w)
+        why = rec.stale((w, rw))
         if why is None:
             if rt.check_mode:  # trace anyway (afresh, as a recording), and compare
                 try:
-                    _, gw = _guards.guards_for(w.funcs + rw.funcs, w, rw.pins)
+                    _, gw = _guards.guards_for(w.funcs + rw.funcs, (w, rw), rw.pins)
                 except NoReuse:
                     gw = Walker()
                 evict_walked(fun, w, rw, gw)
@@ -437,7 +437,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     if why.startswith("global-changed:"):
         MEMO.never_record(skeleton)
     try:
-        guards, gw = _guards.guards_for(w.funcs + rw.funcs, w, rw.pins)
+        guards, gw = _guards.guards_for(w.funcs + rw.funcs, (w, rw), rw.pins)
     except NoReuse as e:
         note_states(w.funcs, w.bodies)
         return _missed(rt, entry, fun, e.reason)  # why it can never be reused
@@ -519,8 +519,6 @@ def _unchanged(made: Made) -> bool:
             return False  # written through a static argument
     except (NoReuse, RecursionError):
         return False
-    if _guards.failed_guard(made.guards, w) is not None:
-        return False
     if _replay.WARNINGS[0] != made.warnings:
         return False  # the trace warned: a reuse would not
     if not all(_guards.same_space(*sp) for sp in made.spaces):
@@ -530,9 +528,11 @@ def _unchanged(made: Made) -> bool:
         if settings != made.rest[4]:
             return False  # the trace changed a setting
         rw = Walker()
-        return (_guards.registry_key(rw), _guards.aliases(w, rw)) == made.rest[-2:]
+        if (_guards.registry_key(rw), _guards.aliases(w, rw)) != made.rest[-2:]:
+            return False
     except (NoReuse, RecursionError):
         return False
+    return _guards.failed_guard(made.guards, (w, rw)) is None
 
 
 def _record(made: Made, p, owned) -> bool:
