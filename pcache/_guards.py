@@ -28,19 +28,14 @@ module makes both part of what a reuse checks, and fails closed where it cannot:
 from __future__ import annotations
 
 import builtins
-import decimal
 import functools
 import operator
-import re
 import sys
 import types
-import warnings
 from typing import Any
 
-import numpy as np
-
 from pcache import _canon, _compat, _reach
-from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names, type_ids, typed
+from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names, type_ids
 from pcache._reflection import (
     IDENTITY_BUILTINS,
     UNGUARDABLE,
@@ -226,7 +221,7 @@ class _Guarding:
                 v = self.guard(d, attr, builtin=False)
                 continue
             if not _user_module(v):
-                _library_chain(v, chain[i:], self.vw)
+                _library_chain(v, chain[i:], self)
                 return
             v = self.guard(module_dict(v), attr, builtin=False)
         if escaped and _user_module(v):
@@ -240,18 +235,23 @@ def _prefixes(name: str) -> list[str]:
     return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def _library_chain(v: Any, attrs: tuple, w: Walker) -> None:
+def _library_chain(v: Any, attrs: tuple, run: _Guarding) -> None:
     """A chain read on through library modules (``logging.config.X``): refused where
-    it reaches a module that reads state by names held in data. Across processes
-    (``w.content``), every module it reaches is named (a submodule must be attributed
-    to its distribution as its package is: review 38)."""
+    it reaches a module that reads state by names held in data. Each module it
+    reaches is guarded by identity (its namespace is then checked after a trace:
+    `library_spaces`); across processes (``content``) it is named (a submodule must
+    be attributed to its distribution as its package is: review 38)."""
     for attr in attrs:
         d = module_dict(v)
         if d is None:
             return
         v = d.get(attr)
-        if w.content and is_a(v, types.ModuleType):
-            w.ident(v)
+        if is_a(v, types.ModuleType):
+            if (id(d), attr) not in run.done:
+                run.done.add((id(d), attr))
+                run.guards.append((IS, d, attr, v))
+            if run.vw.content:
+                run.vw.ident(v)
         name = (module_dict(v) or {}).get("__name__")
         if type(name) is str and reflective_module(name):
             raise NoReuse(f"reflection-module:{name}")
@@ -439,6 +439,19 @@ def namespaces(funcs: list[tuple]) -> tuple:
     return tuple((g, tuple(g), tuple(g.values())) for g in spaces.values())
 
 
+def library_spaces(guards: list[tuple]) -> tuple:
+    """`namespaces` of every library module a trace's code reads from (its identity
+    guards): a trace that binds or rebinds one's globals, through an alias the code
+    scan cannot follow (``m = M; m.CNT = ...``: review 39), is not recorded."""
+    spaces = {}
+    for guard in guards:
+        if guard[0] == IS and is_a(guard[3], types.ModuleType):
+            d = module_dict(guard[3])
+            if d is not None:
+                spaces[id(d)] = d
+    return tuple((g, tuple(g), tuple(g.values())) for g in spaces.values())
+
+
 def same_space(g: dict, keys: tuple, values: tuple) -> bool:
     """Whether module namespace ``g`` still holds exactly ``keys`` and ``values`` (by
     identity, in order): nothing was bound, rebound or deleted."""
@@ -513,68 +526,6 @@ def registry_key(w: Walker) -> tuple:
     except NoReuse as e:
         raise NoReuse(f"registry-{e.reason}") from None
     return tuple(out)
-
-
-def host_state(klass: Any = None) -> tuple:
-    """Process state outside JAX that tracing reads and that changes what a trace
-    does: numpy's floating-point error mode (``np.seterr``: raise or not) and print
-    options, the decimal context, and the warning filters (a warning turned into an
-    error). Every value by its exact type (`typed`: ``linewidth=75.0`` is not ``75``:
-    review 36); a print option or a filter part of any other type, or a filter whose
-    category is a user class (the interpreter runs its metaclass on every warning:
-    review 35), means no reuse. ``klass``: how a filter's category is written (the
-    class itself; `pcache._persist_key.named` across processes)."""
-    c = decimal.getcontext()
-    err = np.geterr()
-    call = np.geterrcall()  # what np.seterr(..., "call"/"log") calls or writes to
-    if call is not None and ("call" in err.values() or "log" in err.values()):
-        # code run while tracing, over state no key sees (a user object's ``write``,
-        # ``L.index`` of a list that changes: review 32)
-        raise NoReuse("numpy-error-callback")
-    opts = np.get_printoptions()
-    if opts.get("formatter") is not None or opts.get("override_repr") is not None:
-        raise NoReuse("numpy-print-hooks")  # functions ``repr`` runs while tracing
-    try:
-        return (
-            typed((sys.getrecursionlimit(), _int_digits()), strict=True),
-            # (a decimal context's signals are a fixed set, in a fixed order)
-            tuple(map(bool, c.flags.values())),
-            tuple(map(bool, c.traps.values())),
-            typed(tuple(err.items()), strict=True),
-            typed((c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp), strict=True),
-            tuple(_filter(f, klass) for f in warnings.filters),
-            # numpy's print options (``repr`` of a numpy scalar read while tracing:
-            # review 28)
-            typed(tuple(opts.items()), strict=True),
-        )
-    except TypeError:
-        raise NoReuse("host-state-value") from None
-
-
-def _filter(f: Any, klass: Any) -> tuple:
-    if type(f) is not tuple or len(f) != 5:
-        raise NoReuse("warning-filter")
-    action, msg, cat, mod, lineno = f
-    if not (is_a(cat, type) and is_library_type(cat) and is_library_type(type(cat))):
-        raise NoReuse("warning-filter-class")
-    return (
-        typed(action, strict=True),
-        _pattern(msg),
-        cat if klass is None else klass(cat),
-        _pattern(mod),
-        typed(lineno, strict=True),
-    )
-
-
-def _pattern(p: Any) -> Any:
-    if p is None or type(p) is str:
-        return typed(p)
-    if type(p) is re.Pattern and type(p.pattern) is str:
-        return ("re", p.pattern, p.flags)
-    raise NoReuse("warning-filter-pattern")
-
-
-_int_digits = getattr(sys, "get_int_max_str_digits", lambda: None)
 
 
 def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from pcache import _canon, _compat, _guards, _memos
+from pcache import _canon, _compat, _guards, _hoststate, _memos
 from pcache._errors import Uncacheable
 from pcache._introspect import cdict, is_a, names
 from pcache._usercode import NoReuse, is_library_module, module_dict, qualname
@@ -159,7 +159,11 @@ def named(v: Any) -> tuple:
         return ("ufunc", v.__name__)
     if t is float or is_a(v, np.generic):
         lib = _library_name(v) if id(v) in _library_floats() else None
-        return ("lib", *lib) if lib else ("own",)  # (a NaN of the walk's own)
+        if lib:
+            return ("lib", *lib)
+        # a NaN of the program's own: whether it is the very NaN another object holds
+        # (a code constant: ``G in (n,)``) has no name across processes (review 41)
+        raise NoReuse("persist-nan-identity")
     # (a bare ``object()`` sentinel plays its role by the name a module holds it under)
     lib = _library_name(v, any_module=t is object)
     if lib is not None:
@@ -482,7 +486,7 @@ def key_parts(fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[tuple, Cont
         ("globals", _guard_parts(guards, gw)),
         ("config", config),
         ("context", context),
-        ("host", _guards.host_state(klass=named)),
+        ("host", _hoststate.host_state(klass=named)),
         ("environment", _environment()),
     )
     return parts, w

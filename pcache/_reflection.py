@@ -129,8 +129,10 @@ PLAIN_STDLIB = frozenset(
         "dataclasses", "types", "copy", "re", "_sre", "struct", "_struct", "array",
         "decimal", "_decimal", "_pydecimal", "fractions", "statistics", "random", "_random",
         "heapq", "_heapq", "bisect", "_bisect", "datetime", "_datetime", "_strptime", "time",
-        "calendar", "contextlib", "weakref", "_weakref", "_weakrefset",
-        "string", "_string", "textwrap", "keyword", "reprlib",
+        # (not calendar, reprlib: module state public functions set, ``setfirstweekday``,
+        # ``aRepr.maxstring``: review 39)
+        "contextlib", "weakref", "_weakref", "_weakrefset",
+        "string", "_string", "textwrap", "keyword",
         "json", "_json", "base64", "binascii", "hashlib", "_hashlib", "zlib", "unicodedata",
         "io", "_io", "os", "posixpath", "ntpath", "genericpath", "stat", "_stat", "errno",
         "threading", "_thread", "queue", "_queue", "codecs", "_codecs", "encodings", "uuid",

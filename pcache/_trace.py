@@ -41,7 +41,7 @@ import types
 import weakref
 from typing import Any, NamedTuple
 
-from pcache import _canon, _compat, _guards, _memos, _persist, _replay, _state
+from pcache import _canon, _compat, _guards, _hoststate, _memos, _persist, _replay, _state
 from pcache._errors import CheckError, Uncacheable
 from pcache._evict import evict_walked
 from pcache._walk import NoReuse, Walker
@@ -378,7 +378,7 @@ def _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple:
         in_avals,
         ctx_mesh,
         # JAX's trace context, every option tracing may read, and the host's
-        (_compat.trace_context(), _compat.config_snapshot(), _guards.host_state()),
+        (_compat.trace_context(), _compat.config_snapshot(), _hoststate.host_state()),
         _guards.registry_key(rw),
         # objects the rules share with the callable and its arguments (a rule that
         # compares an argument tree's function with one it holds: identity)
@@ -453,7 +453,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         return entry
     pins = w.pins + rw.pins + gw.pins
     warned = _replay.WARNINGS[0]
-    spaces = _guards.namespaces(w.funcs + rw.funcs + gw.funcs)
+    spaces = _guards.namespaces(w.funcs + rw.funcs + gw.funcs) + _guards.library_spaces(guards)
     made = Made(key, skeleton, guards, pins, ck, rest, codes, jax_arrays, fun, warned,
                 signature, jit_info, spaces)  # fmt: skip
     owned = fun if w.arrays else None  # the callable holds JAX arrays: see `_hold`
@@ -524,7 +524,7 @@ def _unchanged(made: Made) -> bool:
     if not all(_guards.same_space(*sp) for sp in made.spaces):
         return False  # library code wrote a global (review 28)
     try:
-        settings = (_compat.trace_context(), _compat.config_snapshot(), _guards.host_state())
+        settings = (_compat.trace_context(), _compat.config_snapshot(), _hoststate.host_state())
         if settings != made.rest[4]:
             return False  # the trace changed a setting
         rw = Walker()

@@ -1,0 +1,83 @@
+"""The host state a trace reads outside JAX and the callable (`host_state`): part of
+every trace-reuse key (`pcache._trace`) and of the persisted one (`pcache._persist_key`).
+JAX-free."""
+
+from __future__ import annotations
+
+import abc
+import decimal
+import re
+import sys
+import warnings
+from typing import Any
+
+import numpy as np
+
+from pcache._introspect import is_a, typed
+from pcache._usercode import NoReuse, is_library_type
+
+
+def host_state(klass: Any = None) -> tuple:
+    """Process state outside JAX that tracing reads and that changes what a trace
+    does: numpy's floating-point error mode (``np.seterr``: raise or not) and print
+    options, the decimal context, and the warning filters (a warning turned into an
+    error). Every value by its exact type (`typed`: ``linewidth=75.0`` is not ``75``:
+    review 36); a print option or a filter part of any other type, or a filter whose
+    category is a user class (the interpreter runs its metaclass on every warning:
+    review 35), means no reuse; and ABCMeta's registration counter (any ABC's
+    ``register``). ``klass``: how a filter's category is written (the
+    class itself; `pcache._persist_key.named` across processes)."""
+    c = decimal.getcontext()
+    err = np.geterr()
+    call = np.geterrcall()  # what np.seterr(..., "call"/"log") calls or writes to
+    if call is not None and ("call" in err.values() or "log" in err.values()):
+        # code run while tracing, over state no key sees (a user object's ``write``,
+        # ``L.index`` of a list that changes: review 32)
+        raise NoReuse("numpy-error-callback")
+    opts = np.get_printoptions()
+    if opts.get("formatter") is not None or opts.get("override_repr") is not None:
+        raise NoReuse("numpy-print-hooks")  # functions ``repr`` runs while tracing
+    try:
+        return (
+            typed((sys.getrecursionlimit(), _int_digits()), strict=True),
+            # every ABC registration made so far (``collections.abc.Set.register(range)``
+            # changes what ``isinstance`` answers: review 41): ABCMeta's counter
+            typed(abc.get_cache_token(), strict=True),
+            # (a decimal context's signals are a fixed set, in a fixed order)
+            tuple(map(bool, c.flags.values())),
+            tuple(map(bool, c.traps.values())),
+            typed(tuple(err.items()), strict=True),
+            typed((c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp), strict=True),
+            tuple(_filter(f, klass) for f in warnings.filters),
+            # numpy's print options (``repr`` of a numpy scalar read while tracing:
+            # review 28)
+            typed(tuple(opts.items()), strict=True),
+        )
+    except TypeError:
+        raise NoReuse("host-state-value") from None
+
+
+def _filter(f: Any, klass: Any) -> tuple:
+    if type(f) is not tuple or len(f) != 5:
+        raise NoReuse("warning-filter")
+    action, msg, cat, mod, lineno = f
+    if not (is_a(cat, type) and is_library_type(cat) and is_library_type(type(cat))):
+        raise NoReuse("warning-filter-class")
+    return (
+        typed(action, strict=True),
+        _pattern(msg),
+        cat if klass is None else klass(cat),
+        _pattern(mod),
+        typed(lineno, strict=True),
+    )
+
+
+def _pattern(p: Any) -> Any:
+    if p is None or type(p) is str:
+        return typed(p)
+    if type(p) is re.Pattern and type(p.pattern) is str:
+        return ("re", p.pattern, p.flags)
+    raise NoReuse("warning-filter-pattern")
+
+
+_int_digits = getattr(sys, "get_int_max_str_digits", lambda: None)
