@@ -53,7 +53,7 @@ from pcache._errors import Uncacheable
 from pcache._introspect import cdict, is_a, names
 from pcache._usercode import NoReuse, is_library_module, module_dict, qualname
 from pcache._walk import Walker
-from pcache._walk_kinds import _library_floats
+from pcache._walk_kinds import is_library_float
 
 #: The key's own domain: never an executable key.
 DOMAIN = b"pcache-trace-1\n"
@@ -158,7 +158,7 @@ def named(v: Any) -> tuple:
     if t is np.ufunc and getattr(np, v.__name__, None) is v:
         return ("ufunc", v.__name__)
     if t is float or is_a(v, np.generic):
-        lib = _library_name(v) if id(v) in _library_floats() else None
+        lib = _library_name(v) if t is float and is_library_float(v) else None
         if lib:
             return ("lib", *lib)
         # a NaN of the program's own: whether it is the very NaN another object holds

@@ -97,7 +97,6 @@ from pcache._walk_kinds import (
     _float,
     _free_write,
     _held_state,
-    _library_floats,
     _numpy,
     _object,
     _operator,
@@ -110,6 +109,7 @@ from pcache._walk_kinds import (
     _slots_of,
     _ufunc,
     _weakref,
+    is_library_float,
     library_value_types,
 )
 
@@ -259,7 +259,7 @@ class Walker:
                 return back
             if (t is str or t is bytes) and _reflective_format(v):
                 raise NoReuse("reflective-format-string")  # "{0.gi_frame.f_globals[S]}"
-            if v != v or (t is float and id(v) in _library_floats()):
+            if v != v or (t is float and is_library_float(v)):
                 # a NaN, or a library's constant: also by its identity beyond this
                 # walk (``nan in xs``, ``lim is np.inf``)
                 return (*enc(v), self.ident(v))

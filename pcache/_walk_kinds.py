@@ -324,25 +324,34 @@ _FORMAT_NAMES = ("__", *FORMAT_REFLECTIVE)
 _FORMAT_BYTES = tuple(n.encode() for n in _FORMAT_NAMES)
 
 
-_LIB_FLOATS: set = _memos.memo("walk.library_floats", set())  # ids of their floats
+# id -> (the float, the names of the modules holding it as an attribute)
+_FLOAT_HOLDERS: dict = _memos.memo("walk.float_holders", {})
 _LIB_SCANNED: set = _memos.memo("walk.library_floats_scanned", set())  # module names
 
 
-def _library_floats() -> set:
-    """The ids of the floats that loaded library modules hold as attributes
-    (``np.inf``, ``math.pi``): code may compare a value with them by identity.
-    Modules are scanned once, when first seen loaded."""
+def is_library_float(v: float) -> bool:
+    """Whether a loaded library module holds the float ``v`` itself as an attribute
+    (``np.inf``, ``math.pi``): code may compare a value with it by identity. Modules
+    are scanned once, when first seen loaded, for floats only; whether a holder is
+    library code is asked only for the holders of a float met (a new process meets
+    few: asking it of every module cost 0.3 s)."""
     if len(_LIB_SCANNED) != len(sys.modules):
         for name, m in list(sys.modules.items()):
             if name in _LIB_SCANNED:
                 continue
             _LIB_SCANNED.add(name)
-            if isinstance(m, types.ModuleType) and is_library_module(m):
-                try:
-                    _LIB_FLOATS.update(id(x) for x in vars(m).values() if type(x) is float)
-                except Exception:  # noqa: S112 - a module whose dict cannot be read
-                    continue
-    return _LIB_FLOATS
+            try:
+                values = list(vars(m).values()) if isinstance(m, types.ModuleType) else ()
+            except Exception:  # noqa: S112 - a module whose dict cannot be read
+                continue
+            for x in values:
+                if type(x) is float:
+                    _FLOAT_HOLDERS.setdefault(id(x), (x, []))[1].append(name)
+    e = _FLOAT_HOLDERS.get(id(v))
+    if e is None or e[0] is not v:
+        return False
+    mods = [sys.modules.get(n) for n in e[1]]
+    return any(type(m) is types.ModuleType and is_library_module(m) for m in mods)
 
 
 def _reflective_format(v: str | bytes) -> bool:
