@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import abc
 import decimal
+import operator
 import re
 import sys
 import warnings
@@ -48,13 +49,29 @@ def host_state(klass: Any = None) -> tuple:
             tuple(map(bool, c.traps.values())),
             typed(tuple(err.items()), strict=True),
             typed((c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp), strict=True),
-            tuple(_filter(f, klass) for f in warnings.filters),
+            _filters(klass),
             # numpy's print options (``repr`` of a numpy scalar read while tracing:
             # review 28)
             typed(tuple(opts.items()), strict=True),
         )
     except TypeError:
         raise NoReuse("host-state-value") from None
+
+
+# (the filters list's items, klass) -> their encoding: each filter is an immutable
+# tuple of immutable parts (checked by `_filter`), so the same items by identity
+# have the same encoding (the hit path reads this on every call)
+_FILTERS: list = [(), None, ()]
+
+
+def _filters(klass: Any) -> tuple:
+    items = tuple(warnings.filters)
+    prev, prev_klass, enc = _FILTERS
+    if klass is prev_klass and len(items) == len(prev) and all(map(operator.is_, items, prev)):
+        return enc
+    enc = tuple(_filter(f, klass) for f in items)
+    _FILTERS[:] = [items, klass, enc]
+    return enc
 
 
 def _filter(f: Any, klass: Any) -> tuple:

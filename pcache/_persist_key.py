@@ -36,6 +36,7 @@ an injective serialization (`_pack`) of ``str``, ``bytes``, ``int``, ``bool``,
 
 from __future__ import annotations
 
+import abc
 import builtins
 import csv
 import functools
@@ -51,7 +52,7 @@ import numpy as np
 from pcache import _canon, _compat, _guards, _hoststate, _memos
 from pcache._errors import Uncacheable
 from pcache._introspect import cdict, is_a, names
-from pcache._usercode import NoReuse, is_library_module, module_dict, qualname
+from pcache._usercode import NoReuse, is_library_module, is_library_type, module_dict, qualname
 from pcache._walk import Walker
 from pcache._walk_kinds import is_library_float
 
@@ -492,12 +493,50 @@ def key_parts(fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[tuple, Cont
     return parts, w
 
 
+def _abc_registrations() -> str:
+    """The digest of every class registered on an ABC (``Set.register(range)``), by
+    name: across processes ABCMeta's counter (in the host state) only tells how many
+    registrations were made, not which (review 42). Memoized per counter value."""
+    token = abc.get_cache_token()
+    e = _NODES.get("abcs")
+    if e is not None and e[0] == token:
+        return e[1]
+    out = []
+    seen: set[int] = set()
+    todo: list = [object]
+    while todo:
+        k = todo.pop()
+        if id(k) in seen:
+            continue
+        seen.add(id(k))
+        try:
+            todo.extend(type.__subclasses__(k))
+        except TypeError:
+            continue
+        if is_a(k, abc.ABCMeta):
+            registered = [c for r in abc._get_dump(k)[0] if (c := r()) is not None]
+            if registered:
+                out.append((_abc_name(k), tuple(sorted(_abc_name(c) for c in registered))))
+    enc = digest(("abcs", tuple(sorted(out))))
+    _NODES["abcs"] = (token, enc)
+    return enc
+
+
+def _abc_name(c: type) -> tuple:
+    try:
+        return named(c)
+    except NoReuse:
+        if is_library_type(c):  # (a library's own registration at import: its version)
+            return ("library-class", *map(str, names(c)))
+        raise
+
+
 def _registries(rw: ContentWalker) -> tuple:
     """`_guards.registry_key` by content (its epoch, a process-local count of
     registrations, dropped), and every registered pytree node type with its rules
     by content (review 38: ``register_static(complex)`` in one process only)."""
     user = _guards.registry_key(rw)[1:]
-    return (*user, ("nodes", _pytree_nodes()))
+    return (*user, ("nodes", _pytree_nodes()), ("abcs", _abc_registrations()))
 
 
 def _pytree_nodes() -> str:

@@ -24,6 +24,7 @@ import dataclasses
 import hashlib
 import logging
 import sys
+from operator import is_ as _is
 from typing import Any
 
 import jax
@@ -343,7 +344,12 @@ def trace_context() -> Any:
     values = _config.trace_context()
     user = _user_contexts(len(values))
     if not user:
-        return _typed(values)
+        prev, enc = _CONTEXT  # (the same values by identity: the same encoding)
+        if len(values) == len(prev) and all(map(_is, values, prev)):
+            return enc
+        enc = _typed(values)
+        _CONTEXT[:] = [values, enc]
+        return enc
     items = [_typed(v) for v in values]
     for i in user:
         try:
@@ -353,6 +359,7 @@ def trace_context() -> Any:
     return ("t", *items)
 
 
+_CONTEXT: list = [(), ()]
 _USER_CONTEXTS: list = [-1, ()]  # (how many contexts, the user ones' positions)
 
 

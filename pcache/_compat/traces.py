@@ -7,6 +7,7 @@ Imported by the package on a JAX line it supports (`JIT_SEAM`) only.
 
 from __future__ import annotations
 
+import operator
 import weakref
 from typing import Any
 
@@ -116,8 +117,18 @@ def config_snapshot() -> tuple:
     vh = _config.config._value_holders
     if _HOLDERS[0] != len(vh):
         _HOLDERS[:] = [len(vh), tuple(vh.values())]
-    # (by exact type: an int option set to False is not 0: review 36)
-    return tuple([typed(h.value) for h in _HOLDERS[1]])
+    # (by exact type: an int option set to False is not 0: review 36); the same
+    # values by identity as last time have the same encoding
+    raw = tuple([h.value for h in _HOLDERS[1]])
+    prev, enc = _SNAPSHOT
+    if len(raw) == len(prev) and all(map(operator.is_, raw, prev)):
+        return enc
+    enc = tuple([typed(v) for v in raw])
+    _SNAPSHOT[:] = [raw, enc]
+    return enc
+
+
+_SNAPSHOT: list = [(), ()]
 
 
 def config_items() -> list[tuple[str, Any]]:
