@@ -239,16 +239,7 @@ def _held_state(w: Walker, v: Any, t: type) -> tuple:
     except Override:
         raise NoReuse(f"dict-override:{qualname(t)}") from None
     out += [(k, _held(w, x)) for k, x in d.items()]
-    for k in mro(t):
-        own = cdict(k)
-        names = own.get("__slots__", ())
-        for n in (names,) if type(names) is str else names:
-            desc = own.get(n)
-            if type(desc) is types.MemberDescriptorType:
-                try:
-                    out.append((n, _held(w, desc.__get__(v, t))))
-                except AttributeError:
-                    out.append((n, ("unset",)))
+    out += [(n, ("unset",) if x is _UNSET else _held(w, x)) for n, x in _slot_items(v)]
     return tuple(out)
 
 
