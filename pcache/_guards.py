@@ -35,7 +35,17 @@ import types
 from typing import Any
 
 from pcache import _canon, _compat, _reach
-from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names, type_ids
+from pcache._introspect import (
+    Override,
+    cdict,
+    class_attr,
+    inst_dict,
+    is_a,
+    mro,
+    names,
+    type_ids,
+)
+from pcache._memos import memo
 from pcache._reflection import (
     IDENTITY_BUILTINS,
     UNGUARDABLE,
@@ -51,7 +61,7 @@ from pcache._usercode import (
     module_dict,
     qualname,
 )
-from pcache._walk import Walker
+from pcache._walk import Walker, plain_array
 
 _MISSING: Any = object()
 _PARTIAL_FIELDS = tuple(functools.partial.__dict__[n].__get__ for n in ("func", "args", "keywords"))
@@ -62,7 +72,8 @@ _FUNCTION = types.FunctionType
 
 # Guard kinds: (kind, namespace, name, expected[, code]); TYPE: (TYPE, object, None,
 # its type).
-IS, FN, VAL, ABSENT, TYPE, ALIASES, ISN = 0, 1, 2, 3, 4, 5, 6
+IS, FN, VAL, ABSENT, TYPE, ALIASES, ISN, PLAIN = 0, 1, 2, 3, 4, 5, 6, 7
+# PLAIN: (PLAIN, a JAX array, None, None): it holds no attribute of the program's.
 # ISN: an identity guard whose object is also numbered by the value guards' walker,
 # so its identity with the callable's own objects is keyed (``fn is DEFAULT_JIT``).
 
@@ -141,7 +152,10 @@ class _Guarding:
             or t is object
         ):
             if t is _compat.ArrayImpl:
+                if not plain_array(v):
+                    raise NoReuse(f"array-attributes:{name}")
                 self.w.arrays.append(v)
+                guards.append((PLAIN, v, None, None))
             if t is _compat.PjitFunction:
                 guards.append((ISN, ns, name, v))
                 self.vw._enter(v)
@@ -216,8 +230,10 @@ class _Guarding:
             # fixed.
             if type(v) is _compat.PjitFunction:
                 d = getattr(v, "__dict__", None)
-                if d is None or attr in type(v).__dict__:
-                    return  # a method of jit objects: library code
+                if d is None or _data_descriptor(type(v).__dict__.get(attr)):
+                    return  # what jit objects compute: library code
+                # (else its instance dict first: ``g.__doc__`` set on it, a method
+                # shadowed by an attribute; absent: guarded absent: review 43)
                 v = self.guard(d, attr, builtin=False)
                 continue
             if not _user_module(v):
@@ -228,6 +244,11 @@ class _Guarding:
             # handed on (to getattr, a call, a return): what is read from it later
             # cannot be guarded
             raise NoReuse(f"user-module-escapes:{chain[-1]}")
+
+
+def _data_descriptor(v: Any) -> bool:
+    t = type(v)
+    return v is not None and (class_attr(t, "__set__") or class_attr(t, "__delete__")) is not None
 
 
 def _prefixes(name: str) -> list[str]:
@@ -382,6 +403,9 @@ def failed_guard(guards: list[tuple], callable_walk: Walker | None = None) -> st
         elif kind == ABSENT:
             if name in g:
                 return name
+        elif kind == PLAIN:
+            if not plain_array(g):
+                return "<array attributes>"
         elif kind == ALIASES:
             # (the last guard: every value guard has been walked by ``vw``)
             if callable_walk is not None and aliases(callable_walk, vw) != expected:
@@ -473,6 +497,21 @@ def _unchanged(dicts: tuple) -> bool:
 
 
 _REG = _Registries()
+_VERDICTS: dict[int, tuple] = memo("guards.rule_verdicts", {})  # id(rule) -> (rule, verdicts)
+
+
+def _verdict(rule: Any) -> tuple[bool, bool]:
+    """(`user_code`, `holds_state`: only asked when not user code) of a registered
+    rule, memoized by the rule's identity (a registry's change is found by identity
+    too: `_unchanged`), so a rule registered while a program warms up costs a scan
+    of that rule, not of all."""
+    e = _VERDICTS.get(id(rule))
+    if e is None or e[0] is not rule:
+        if len(_VERDICTS) > 16384:
+            _VERDICTS.clear()
+        user = user_code(rule)
+        e = _VERDICTS[id(rule)] = (rule, user, user or holds_state(rule))  # (kept alive)
+    return e[1], e[2]
 
 
 def _scan_registries(regs: tuple, tree: dict) -> None:
@@ -481,14 +520,15 @@ def _scan_registries(regs: tuple, tree: dict) -> None:
         for p, rule in list(d.items()):
             if not isinstance(p, _compat.Primitive) or p in prims:
                 continue
-            if user_code(rule) or (holds_state(rule) and _canon.jax_primitive_name(p) is None):
+            user, state = _verdict(rule)
+            if user or (state and _canon.jax_primitive_name(p) is None):
                 # a user's rule, or library code over data someone can change
                 # (``lower_fun(partial(jnp.multiply, FACT))`` for a user primitive)
                 prims[p] = None
     for d in regs:
         for p in list(d):
             if isinstance(p, _compat.Primitive) and p not in prims:
-                if any(user_code(r) for r in _compat.primitive_rules(p)):
+                if any(_verdict(r)[0] for r in _compat.primitive_rules(p)):
                     prims[p] = None
     nodes = [
         t

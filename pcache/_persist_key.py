@@ -60,11 +60,13 @@ from pcache._walk_kinds import is_library_float
 DOMAIN = b"pcache-trace-1\n"
 _BUILTINS = vars(builtins)
 _CODE: dict = _memos.memo("persist.code", {})  # id(code) -> (code, its digest)
-_LIB_NAMES: dict = _memos.memo("persist.library_names", {})  # id -> (obj, name)
+_LIB_NAMES: dict = _memos.memo("persist.library_names", {})  # (id, any) -> (obj, name, n)
 _ATTRIBUTED: dict = _memos.memo("persist.attributed", {})  # module -> (file, ok)
 _RECORDS: dict = _memos.memo("persist.records", {})  # site dir -> (infos, files)
+_HOLDERS: dict = _memos.memo("persist.library_holders", {})  # len(sys.modules) -> index
 _NODES: dict = _memos.memo("persist.pytree_nodes", {})  # "nodes" -> (registry, digest)
 _SETTINGS: dict = _memos.memo("persist.settings", {})  # typed settings -> digests
+_MISSING = object()
 _ENV: dict = _memos.memo("persist.environment", {})  # what can change -> digest
 
 
@@ -113,31 +115,28 @@ def _resolve(module: str, qual: str) -> Any:
     return v
 
 
-def _module_name(m: types.ModuleType) -> str:
+def _module_name(m: types.ModuleType) -> tuple[str, str]:
+    """(the name of module ``m``, what provides it: `attributed`; "" for user code)."""
     name = (module_dict(m) or {}).get("__name__")
     if type(name) is not str or sys.modules.get(name) is not m:
         raise NoReuse("persist-unnamed-module")
-    if is_library_module(m):
-        attributed(name)
-    return name
+    return name, attributed(name) if is_library_module(m) else ""
 
 
 def named(v: Any) -> tuple:
     """A name for ``v`` that resolves back to ``v`` in this process."""
     t = type(v)
     if is_a(v, types.ModuleType):
-        return ("mod", _module_name(v))
+        return ("mod", *_module_name(v))
     if t is _compat.ArrayImpl:
         raise NoReuse("persist-jax-array")
     if is_a(v, type):
         _, qual, mod = names(v)
         if type(mod) is str and type(qual) is str and _resolve(mod, qual) is v:
-            if is_library_module(sys.modules[mod]):
-                attributed(mod)
-            return ("cls", mod, qual)
+            return ("cls", *_module_name(sys.modules[mod]), qual)
         lib = _library_name(v)  # (a class whose names say otherwise: ``jax.Array``)
         if lib is not None:
-            return ("lib", *lib)
+            return ("lib", *lib, _provider(lib[0]))
         raise NoReuse(f"persist-local-class:{qual}")
     prim = _canon.jax_primitive_name(v) if is_a(v, _compat.Primitive) else None
     if prim is not None:
@@ -147,7 +146,7 @@ def named(v: Any) -> tuple:
         mod = owner if is_a(owner, types.ModuleType) else sys.modules.get(v.__module__ or "")
         if owner is None or owner is mod:
             if mod is not None and (module_dict(mod) or {}).get(v.__name__) is v:
-                return ("fn", _module_name(mod), v.__name__)
+                return ("fn", *_module_name(mod), v.__name__)
     if t in (
         types.WrapperDescriptorType,
         types.MethodDescriptorType,
@@ -161,38 +160,70 @@ def named(v: Any) -> tuple:
     if t is float or is_a(v, np.generic):
         lib = _library_name(v) if t is float and is_library_float(v) else None
         if lib:
-            return ("lib", *lib)
+            return ("lib", *lib, _provider(lib[0]))
         # a NaN of the program's own: whether it is the very NaN another object holds
         # (a code constant: ``G in (n,)``) has no name across processes (review 41)
         raise NoReuse("persist-nan-identity")
     # (a bare ``object()`` sentinel plays its role by the name a module holds it under)
     lib = _library_name(v, any_module=t is object)
     if lib is not None:
-        return ("lib", *lib)
+        return ("lib", *lib, _provider(lib[0]))
     raise NoReuse(f"persist-identity:{qualname(t)}")
+
+
+def _provider(module: str) -> str:
+    m = sys.modules.get(module)
+    return attributed(module) if m is not None and is_library_module(m) else ""
 
 
 def _library_name(v: Any, any_module: bool = False) -> tuple | None:
     """The least (module, attribute) under which a loaded library module (or any
     module) holds ``v``."""
-    e = _LIB_NAMES.get(id(v))
-    if e is not None and e[0] is v and _resolve(*e[1]) is v:
-        return e[1]
-    found = []
-    for name, m in list(sys.modules.items()):
-        d = module_dict(m)
-        if d is None:
-            continue
-        for k, x in list(d.items()):
-            if x is v and (any_module or is_library_module(m)):
-                found.append((name, k))
+    e = _LIB_NAMES.get((id(v), any_module))
+    if e is not None and e[0] is v:
+        if e[1] is None:  # none found while no module was loaded since
+            if e[2] == len(sys.modules):
+                return None
+        elif _resolve(*e[1]) is v:
+            return e[1]
+    if any_module:
+        found = []
+        for name, m in list(sys.modules.items()):
+            d = module_dict(m)
+            if d is None:
+                continue
+            found += [(name, k) for k, x in list(d.items()) if x is v]
+    else:
+        found = _library_holders(v)
     if not found:
+        if not any_module:  # (library namespaces are taken as fixed; a program's are not)
+            _LIB_NAMES[(id(v), any_module)] = (v, None, len(sys.modules))
         return None
     best = min(found)
-    if is_library_module(sys.modules[best[0]]):
-        attributed(best[0])
-    _LIB_NAMES[id(v)] = (v, best)
+    _LIB_NAMES[(id(v), any_module)] = (v, best, 0)
     return best
+
+
+def _library_holders(v: Any) -> list:
+    """Every (module, attribute) of a loaded library module holding ``v``: an index of
+    library namespaces built once per set of loaded modules (one walk of them all,
+    not one per value asked), each hit read back."""
+    n = len(sys.modules)
+    index = _HOLDERS.get(n)
+    if index is None:
+        _HOLDERS.clear()
+        index = _HOLDERS[n] = {}
+        for name, m in list(sys.modules.items()):
+            d = module_dict(m)
+            if d is not None and is_library_module(m):
+                for k, x in list(d.items()):
+                    index.setdefault(id(x), []).append((name, k))
+    found = []
+    for name, k in index.get(id(v), ()):
+        d = module_dict(sys.modules.get(name))
+        if d is not None and d.get(k, _MISSING) is v:
+            found.append((name, k))
+    return found
 
 
 def namespace_name(g: dict) -> tuple:
@@ -202,7 +233,7 @@ def namespace_name(g: dict) -> tuple:
     m = sys.modules.get(name) if type(name) is str else None
     if m is None or module_dict(m) is not g:
         raise NoReuse(f"persist-globals-not-a-module:{name}")
-    return ("ns", _module_name(m))
+    return ("ns", *_module_name(m))
 
 
 def _distributions() -> tuple:
@@ -234,41 +265,43 @@ def _own_source() -> str:
     return h.hexdigest()
 
 
-def attributed(module: str) -> None:
-    """A library module must be a file of the standard library, of pcache, or one an
-    installed distribution's RECORD lists (its version is in the key): a loose file
-    in site-packages, even one named like a distribution's module, could change
-    under the same name (review 38)."""
+def attributed(module: str) -> str:
+    """What provides library module ``module``, which must be a file of the standard
+    library, of pcache, or one an installed distribution's RECORD lists: that
+    distribution's ``.dist-info`` name (name and version), in the key with the
+    module's name. A loose file in site-packages, even one named like a
+    distribution's module, could change under the same name (review 38); two
+    distributions may both install a module of one name, and which one loads
+    depends on ``sys.path`` (review 44)."""
     m = sys.modules.get(module)
     file = (module_dict(m) or {}).get("__file__") if m is not None else None
     if file is None:
         if module in sys.builtin_module_names:
-            return
+            return "builtin"
         raise NoReuse(f"persist-unattributed-module:{module}")
     e = _ATTRIBUTED.get(module)
-    if e is not None and e[0] == file:
-        if e[1]:
-            return
+    if e is None or e[0] != file:
+        e = _ATTRIBUTED[module] = (file, _owner(module, os.path.realpath(str(file))))
+    if e[1] is None:
         raise NoReuse(f"persist-unattributed-module:{module}")
-    ok = _owned(module, os.path.realpath(str(file)))
-    _ATTRIBUTED[module] = (file, ok)
-    if not ok:
-        raise NoReuse(f"persist-unattributed-module:{module}")
+    return e[1]
 
 
-def _owned(module: str, real: str) -> bool:
+def _owner(module: str, real: str) -> str | None:
     top = module.partition(".")[0]
     if top == "pcache":
-        return real.startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+        ok = real.startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+        return "pcache" if ok else None
     if top in sys.stdlib_module_names:
-        return any(real.startswith(d + os.sep) for d in _stdlib_dirs())
+        return "stdlib" if any(real.startswith(d + os.sep) for d in _stdlib_dirs()) else None
     for entry in sys.path:
         root = os.path.realpath(entry or ".")
         if real.startswith(root + os.sep):
             rel = os.path.relpath(real, root).replace(os.sep, "/")
-            if rel in _recorded(root):
-                return True
-    return False
+            owner = _recorded(root).get(rel)
+            if owner is not None:
+                return owner
+    return None
 
 
 @functools.lru_cache(maxsize=1)
@@ -277,28 +310,30 @@ def _stdlib_dirs() -> tuple[str, ...]:
     return tuple({os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib")})
 
 
-def _recorded(root: str) -> frozenset:
+def _recorded(root: str) -> dict:
     """The paths (relative to ``root``) that the RECORD files of the distributions
-    installed in ``root`` list: what an installer put there. Memoized per directory
-    and its listing of ``.dist-info`` directories."""
+    installed in ``root`` list, each with its distribution's ``.dist-info`` name
+    (a path two list: both, sorted): what an installer put there. Memoized per
+    directory and its listing of ``.dist-info`` directories."""
     try:
         with os.scandir(root) as it:
             infos = tuple(sorted(e.name for e in it if e.name.endswith(".dist-info")))
     except OSError:
-        return frozenset()
+        return {}
     e = _RECORDS.get(root)
     if e is not None and e[0] == infos:
         return e[1]
-    files = set()
+    files: dict = {}
     for info in infos:
         try:
             with open(os.path.join(root, info, "RECORD"), newline="", encoding="utf-8") as fh:
-                files.update(row[0] for row in csv.reader(fh) if row)
+                for row in csv.reader(fh):
+                    if row:
+                        files[row[0]] = f"{files[row[0]]}+{info}" if row[0] in files else info
         except OSError:
             continue
-    got = frozenset(files)
-    _RECORDS[root] = (infos, got)
-    return got
+    _RECORDS[root] = (infos, files)
+    return files
 
 
 # ------------------------------------------------------------ code
@@ -513,8 +548,11 @@ def _abc_registrations() -> str:
             todo.extend(type.__subclasses__(k))
         except TypeError:
             continue
-        if is_a(k, abc.ABCMeta):
-            registered = [c for r in abc._get_dump(k)[0] if (c := r()) is not None]
+        if issubclass(type(k), abc.ABCMeta):  # (its real type)
+            try:
+                registered = [c for r in abc._get_dump(k)[0] if (c := r()) is not None]
+            except TypeError:
+                raise NoReuse("persist-abc-unreadable") from None
             if registered:
                 out.append((_abc_name(k), tuple(sorted(_abc_name(c) for c in registered))))
     enc = digest(("abcs", tuple(sorted(out))))

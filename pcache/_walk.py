@@ -140,8 +140,22 @@ _PARTIAL_FIELD = {n: _PARTIAL.__dict__[n].__get__ for n in ("func", "args", "key
 _BUILTIN = (types.BuiltinFunctionType, types.MethodWrapperType)
 _DESCRIPTORS = (types.WrapperDescriptorType, types.MethodDescriptorType)
 _OPERATOR_TYPES = (operator.attrgetter, operator.itemgetter, operator.methodcaller)
-# Attributes of JAX's wrapper objects that describe them but never reach the trace.
-_DOC_ATTRS = frozenset({"__doc__", "__annotations__"})
+# Attributes of JAX's wrapper objects left out of their key.
+_DOC_ATTRS = frozenset({"__annotations__"})  # (reading it is reflection: refused)
+# The attributes JAX's array types keep in an instance's ``__dict__``; anything more
+# was set by the program (``a.k = 2.0``: review 43), which identity does not cover.
+_ARRAY_OWN: dict[type, frozenset] = {}
+
+
+def plain_array(v: Any) -> bool:
+    """Whether a JAX array holds no attribute of the program's own."""
+    try:
+        d = inst_dict(v)
+    except Override:
+        return False
+    return not d or d.keys() <= _ARRAY_OWN.get(type(v), frozenset())
+
+
 # What every class dict holds besides its own code and values.
 CLASS_BOOKKEEPING = frozenset(
     {
@@ -369,6 +383,8 @@ class Walker:
         return ("s" if t is set else "fs", *[self.value(x) for x in v])
 
     def _jax_array(self, v: Any) -> tuple:
+        if not plain_array(v):
+            raise NoReuse(f"array-attributes:{qualname(type(v))}")
         self.arrays.append(v)
         return ("A", id(v))
 
@@ -649,6 +665,8 @@ _NUMBERED = frozenset(
     {weakref.ref, dataclasses.Field, staticmethod, classmethod, property, *_OPERATOR_TYPES}
 )
 if _compat.ArrayImpl is not _compat.Absent:
+    _ARRAY_OWN[_compat.ArrayImpl] = frozenset()
+    _ARRAY_OWN[_compat.PRNGKeyArray] = frozenset({"_impl", "_consumed", "_base_array"})
     _DISPATCH[_compat.ArrayImpl] = Walker._jax_array
     _DISPATCH[_compat.PRNGKeyArray] = Walker._jax_array  # typed keys: a JAX array too
     _DISPATCH[_compat.PjitFunction] = Walker.callable

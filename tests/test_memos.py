@@ -44,7 +44,12 @@ NOT_MEMOS = {
     ("_usercode.py", "_LIBRARY"): "what is library code: a fact about loaded modules",
     ("_usercode.py", "_LIBRARY_TYPES"): "weak: what is a library class",
     ("_usercode.py", "_CODE"): "a code object's verdict: a pure function of the code",
-    ("_usercode.py", "_CODE_FILES"): "whether a code object was compiled from a library file",
+    (
+        "_usercode.py",
+        "_CODE_FILES",
+    ): "whether a code object is one its library module's file defines",
+    ("_walk.py", "_ARRAY_OWN"): "the attributes JAX's array types keep: facts filled at import",
+    ("_usercode.py", "_FILES"): "whether a file name (by its real path) is a library file",
     ("_jit_handoff.py", "_PENDING"): "weak: lowerings in flight",
     ("_memos.py", "_FORKED"): "weak: the objects reset in a forked child",
 }

@@ -1,0 +1,119 @@
+"""Whether a code object is one a library file defines: proven, not claimed.
+
+A function's ``co_filename`` is a string its maker chose (``compile(src,
+"/usr/lib/python3.11/collections/__init__.py", "exec")``, or ``"<string>"``), and
+``types.FunctionType(code, vars(collections))`` gives user code a library module's
+globals (review 44). So library code is proven by content: a code object is library
+code when its file is its module's own file and the file's compiled form (the
+bytecode cache the import system reads, else the source compiled again) holds an
+equal code object at the same line under the same name; code objects compare
+every field that decides what they do (bytecode, constants, names, flags, argument
+layout, line and exception tables). Code a library generates at run time
+(``"<string>"``: dataclasses' methods) is library code when it is the code of a
+method of a class the library module itself holds.
+
+A file is read once per process (memoized by name, bounded); a file changed since
+its module was imported no longer proves its old code: that code is then user code,
+walked and guarded (fail closed).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import marshal
+import os
+import sys
+import types
+from typing import Any
+
+from pcache._introspect import cdict, is_a
+from pcache._memos import memo
+
+_CODE = types.CodeType
+# file name -> {(first line, name): [code objects]} of its compiled form
+_COMPILED: dict[str, dict] = memo("provenance.compiled", {})
+# id(module namespace) -> (namespace, its size, its classes' generated code by id)
+_GENERATED: dict[int, tuple] = memo("provenance.generated", {})
+
+
+def defined_by(g: dict, code: _CODE, library_file) -> bool:
+    """Whether ``code`` is code that library module namespace ``g``'s own file
+    defines (or that the library generated for a class ``g`` holds)."""
+    f = code.co_filename
+    if f == "<string>":
+        return _generated(g).get(id(code)) is code
+    mf = g.get("__file__")
+    if type(f) is not str or type(mf) is not str or not library_file(f):
+        return False
+    if f != mf and os.path.realpath(f) != os.path.realpath(mf):
+        return False
+    got = _compiled(f)
+    return any(c == code for c in got.get((code.co_firstlineno, code.co_name), ()))
+
+
+def _compiled(file: str) -> dict:
+    got = _COMPILED.get(file)
+    if got is None:
+        if len(_COMPILED) > 4096:
+            _COMPILED.clear()
+        got = _COMPILED[file] = _index(_load(file))
+    return got
+
+
+def _load(file: str) -> _CODE | None:
+    """The module code of ``file`` as the import system would load it: its
+    bytecode cache when there is one, else its source compiled."""
+    try:
+        with open(importlib.util.cache_from_source(file), "rb") as fh:
+            code = marshal.loads(memoryview(fh.read())[16:])  # (after the header)
+        if type(code) is _CODE:
+            return code
+    except (OSError, ValueError, EOFError, TypeError, NotImplementedError):
+        pass
+    try:
+        with open(file, "rb") as fh:
+            src = importlib.util.decode_source(fh.read())
+        return compile(src, file, "exec", dont_inherit=True, optimize=sys.flags.optimize)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _index(top: _CODE | None) -> dict:
+    out: dict = {}
+    todo = [top] if top is not None else []
+    while todo:
+        c = todo.pop()
+        out.setdefault((c.co_firstlineno, c.co_name), []).append(c)
+        todo.extend(k for k in c.co_consts if type(k) is _CODE)
+    return out
+
+
+def _generated(g: dict) -> dict:
+    """The generated code of the methods of the classes ``g`` holds, by id."""
+    e = _GENERATED.get(id(g))
+    if e is not None and e[0] is g and e[1] == len(g):
+        return e[2]
+    ids = {}
+    for v in list(g.values()):
+        if is_a(v, type):
+            for m in list(cdict(v).values()):
+                ids.update((id(c), c) for c in _codes_of(m))
+    if len(_GENERATED) > 1024:
+        _GENERATED.clear()
+    _GENERATED[id(g)] = (g, len(g), ids)  # (namespaces are kept alive by sys.modules)
+    return ids
+
+
+def _codes_of(m: Any) -> list:
+    out = []
+    for _ in range(4):  # through a wrapper's ``__wrapped__`` (``__repr__``'s recursion guard)
+        if type(m) is types.FunctionType:
+            if m.__code__.co_filename == "<string>":
+                out.append(m.__code__)
+            m = m.__dict__.get("__wrapped__")
+        else:
+            break
+    return out
+
+
+__all__ = ["defined_by"]
