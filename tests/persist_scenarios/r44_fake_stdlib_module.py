@@ -10,7 +10,9 @@ K = 2.0 if os.environ.get("PHASE") == "A" else 3.0
 m = types.ModuleType("statistics")
 m.__file__ = _real.__file__
 sys.modules["statistics"] = m
-exec(compile("def g(a):\n    return a * __import__('__main__').K\n", _real.__file__, "exec"), vars(m))
+exec(
+    compile("def g(a):\n    return a * __import__('__main__').K\n", _real.__file__, "exec"), vars(m)
+)
 
 
 def f(a):

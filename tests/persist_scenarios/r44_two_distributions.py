@@ -1,5 +1,6 @@
 # Review 44 (d1): two distributions install a module of one name; sys.path order picks one: the providing distribution is in the key.
 import os, sys, tempfile
+
 root = tempfile.mkdtemp()
 for tag, k in (("a", "2.0"), ("b", "3.0")):
     sp = os.path.join(root, tag, "site-packages")
@@ -11,6 +12,10 @@ for tag, k in (("a", "2.0"), ("b", "3.0")):
 order = ["a", "b"] if os.environ.get("PHASE") == "A" else ["b", "a"]
 sys.path[:0] = [os.path.join(root, t, "site-packages") for t in order]
 import helpers_r44
+
+
 def f(a):
     return helpers_r44.g(a)
+
+
 show("d", lambda: jax.jit(f)(x))
