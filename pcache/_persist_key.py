@@ -45,6 +45,7 @@ import os
 import sys
 import sysconfig
 import types
+from importlib.machinery import ModuleSpec
 from typing import Any
 
 import numpy as np
@@ -63,7 +64,7 @@ _CODE: dict = _memos.memo("persist.code", {})  # id(code) -> (code, its digest)
 _LIB_NAMES: dict = _memos.memo("persist.library_names", {})  # (id, any) -> (obj, name, n)
 _ATTRIBUTED: dict = _memos.memo("persist.attributed", {})  # module -> (file, ok)
 _RECORDS: dict = _memos.memo("persist.records", {})  # site dir -> (infos, files)
-_HOLDERS: dict = _memos.memo("persist.library_holders", {})  # len(sys.modules) -> index
+_HOLDERS: dict = _memos.memo("persist.library_holders", {})  # index, modules indexed
 _NODES: dict = _memos.memo("persist.pytree_nodes", {})  # "nodes" -> (registry, digest)
 _SETTINGS: dict = _memos.memo("persist.settings", {})  # typed settings -> digests
 _MISSING = object()
@@ -205,18 +206,21 @@ def _library_name(v: Any, any_module: bool = False) -> tuple | None:
 
 
 def _library_holders(v: Any) -> list:
-    """Every (module, attribute) of a loaded library module holding ``v``: an index of
-    library namespaces built once per set of loaded modules (one walk of them all,
-    not one per value asked), each hit read back."""
-    n = len(sys.modules)
-    index = _HOLDERS.get(n)
-    if index is None:
-        _HOLDERS.clear()
-        index = _HOLDERS[n] = {}
+    """Every (module, attribute) of a loaded library module holding ``v``: from an
+    index of library namespaces, each module indexed once when first seen loaded
+    (not a walk of them all per value asked), each hit read back."""
+    index = _HOLDERS.setdefault("index", {})
+    done = _HOLDERS.setdefault("done", {})
+    if len(done) != len(sys.modules):  # (modules loaded since: indexed now)
         for name, m in list(sys.modules.items()):
-            d = module_dict(m)
-            if d is not None and is_library_module(m):
-                for k, x in list(d.items()):
+            if done.get(name) is m:
+                continue
+            spec = (module_dict(m) or {}).get("__spec__")
+            if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
+                continue  # (still running its body: indexed when done)
+            done[name] = m
+            if is_library_module(m):
+                for k, x in list(module_dict(m).items()):
                     index.setdefault(id(x), []).append((name, k))
     found = []
     for name, k in index.get(id(v), ()):

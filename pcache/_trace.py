@@ -445,7 +445,10 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     mutated = note_states(w.funcs + gw.funcs, w.bodies + gw.bodies)
     if mutated is not None or MEMO.recording_refused(skeleton):
         return entry
-    evict_walked(fun, w, rw, gw)
+    call = (fun, jit_info, signature, in_avals, ctx_mesh)
+    persisted = _persist.lookup(rt, *call) if rt.settings.trace_persist else (None, None)
+    if persisted[1] is None or rt.check_mode:  # (a served trace is not made of JAX's caches)
+        evict_walked(fun, w, rw, gw)
     codes = {id(c): c for _, c, *_ in w.funcs}
     try:
         jax_arrays = tuple(weakref.ref(a) for a in (*w.arrays, *rw.arrays, *gw.arrays))
@@ -457,16 +460,15 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     made = Made(key, skeleton, guards, pins, ck, rest, codes, jax_arrays, fun, warned,
                 signature, jit_info, spaces)  # fmt: skip
     owned = fun if w.arrays else None  # the callable holds JAX arrays: see `_hold`
-    return _recorder(rt, entry, made, owned, (fun, jit_info, signature, in_avals, ctx_mesh))
+    return _recorder(rt, entry, made, owned, call, persisted)
 
 
-def _recorder(rt, entry, made: Made, owned, call: tuple) -> _Recorder:
-    """Trace and record for equal callables (and other processes: `pcache._persist`)."""
-    pkey, served = (None, None)
-    if rt.settings.trace_persist:
-        pkey, served = _persist.lookup(rt, *call)
-        if served is not None and not rt.check_mode:
-            _persist.serve(call[0], call[3], served)
+def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple) -> _Recorder:
+    """Trace and record for equal callables (and other processes: ``persisted``, this
+    call's `_persist.lookup`)."""
+    pkey, served = persisted
+    if served is not None and not rt.check_mode:
+        _persist.serve(call[0], call[3], served)
     t0 = _persist.timer()
 
     def record(p) -> None:
@@ -682,16 +684,8 @@ def lower_recorded(jaxpr, call):
     return out
 
 
-__all__ = [
-    "MEMO",
-    "Recorded",
-    "TraceMemo",
-    "clear",
-    "forget_states",
-    "infer_params_cached_wrapper",
-    "lower_recorded",
-    "note_states",
-]
+__all__ = ["MEMO", "Recorded", "TraceMemo", "clear", "forget_states",
+           "infer_params_cached_wrapper", "lower_recorded", "note_states"]  # fmt: skip
 
 
 def _const_bytes(closed_jaxpr) -> int:

@@ -81,7 +81,8 @@ def main(argv: list[str]) -> int:
                 os.environ["JAX_PCACHE_CHECK"] = "1"
                 # A worker per core (at most 4), each test file whole on one worker
                 # (its module fixtures run once).
-                rest = ["-n", "auto", "--maxprocesses", "4", "--dist", "loadfile"]
+                # The slowest tests named, for the 15-minute budget of CI.
+                rest = ["-n", "auto", "--maxprocesses", "4", "--dist", "loadfile", "--durations=25"]
             run(PY, "-m", "pytest", "-q", *rest)
     except subprocess.CalledProcessError as exc:
         return exc.returncode or 1

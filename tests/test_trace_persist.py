@@ -231,19 +231,3 @@ def test_a_library_version_changed_traces_again(tmp_path):
     assert again["stats"]["trace_persist_hits"] == 1, again["stats"]
     assert second["stats"]["trace_persist_hits"] == 0, second["stats"]
     assert second["digests"] == first["digests"]
-
-
-SCENARIOS = sorted((Path(__file__).parent / "persist_scenarios").glob("*.py"))
-
-
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
-def test_review_scenarios_match_stock_across_processes(tmp_path, path):
-    """Each outside review's reproducer of a persisted false hit: process A fills the
-    store, process B (``PHASE=B``: its program differs) must print what stock B does,
-    in check mode too."""
-    cache = tmp_path / "c"
-    run("scenario", str(path), cache=cache, PHASE="A")
-    stock = run("scenario", str(path), cache=None, PHASE="B")
-    for check in ("0", "1"):
-        got = run("scenario", str(path), cache=cache, PHASE="B", JAX_PCACHE_CHECK=check)
-        assert got["digests"]["shown"] == stock["digests"]["shown"], (check, got["stats"])
