@@ -352,6 +352,13 @@ SORT_FIELDS: dict[str, tuple[Callable[[Any], Any], bool]] = {
 }
 
 
+def entry_kind(e: Any) -> str:
+    """``trace`` for a persisted trace (its COMPILE: the seconds it took to trace),
+    else ``exe``: an executable."""
+    load = e.extra.get("load") if isinstance(e.extra, dict) else None
+    return "trace" if isinstance(load, dict) and load.get("kind") == "trace" else "exe"
+
+
 def _ls_row(e: Any) -> dict[str, Any]:
     """An entry as ``--json`` prints it: Entry.to_dict(), schemas/entry.schema.json."""
     return e.to_dict()
@@ -370,7 +377,10 @@ def _ls_row(e: Any) -> dict[str, Any]:
 @json_option
 @click.pass_context
 def ls_(ctx: click.Context, sort_field: str, limit: int | None, as_json: bool) -> None:
-    """List entries: key, function, backend/device, size, compile time, hits, last use.
+    """List entries: key, kind, function, backend/device, size, compile time, hits, last use.
+
+    KIND is ``exe`` (an executable) or ``trace`` (a persisted trace, whose COMPILE
+    is the seconds it took to trace).
 
     \b
     Examples:
@@ -392,6 +402,7 @@ def ls_(ctx: click.Context, sort_field: str, limit: int | None, as_json: bool) -
     rows = [
         [
             e.key[:12],
+            entry_kind(e),
             e.function_name or "?",
             _device(e),
             format_size(e.stored_size),
@@ -403,9 +414,9 @@ def ls_(ctx: click.Context, sort_field: str, limit: int | None, as_json: bool) -
     ]
     click.echo(
         _table(
-            ["KEY", "FUNCTION", "BACKEND/DEVICE", "SIZE", "COMPILE", "HITS", "LAST USED"],
+            ["KEY", "KIND", "FUNCTION", "BACKEND/DEVICE", "SIZE", "COMPILE", "HITS", "LAST USED"],
             rows,
-            {3, 4, 5},
+            {4, 5, 6},
         )
     )
 

@@ -5,8 +5,8 @@ A function's ``co_filename`` is a string its maker chose (``compile(src,
 ``types.FunctionType(code, vars(collections))`` gives user code a library module's
 globals (review 44). So library code is proven by content: a code object is library
 code when its file is its module's own file and the file's compiled form (the
-bytecode cache the import system reads, else the source compiled again) holds an
-equal code object at the same line under the same name; code objects compare
+bytecode cache the import system reads, else the source compiled again; a frozen
+module's: the interpreter's frozen code) holds an equal code object at the same line under the same name; code objects compare
 every field that decides what they do (bytecode, constants, names, flags, argument
 layout, line and exception tables). Code a library generates at run time
 (``"<string>"``: dataclasses' methods) is library code when it is the code of a
@@ -19,17 +19,20 @@ walked and guarded (fail closed).
 
 from __future__ import annotations
 
+import _imp
 import importlib.util
+import inspect
 import marshal
 import os
 import sys
 import types
 from typing import Any
 
-from pcache._introspect import cdict, is_a
+from pcache._introspect import cdict, is_a, names
 from pcache._memos import memo
 
 _CODE = types.CodeType
+_CLASSES = "classes"  # (an index's entry: the qualified names of its class statements)
 # file name -> {(first line, name): [code objects]} of its compiled form
 _COMPILED: dict[str, dict] = memo("provenance.compiled", {})
 # id(module namespace) -> (namespace, its size, its classes' generated code by id)
@@ -42,22 +45,38 @@ def defined_by(g: dict, code: _CODE, library_file) -> bool:
     f = code.co_filename
     if f == "<string>":
         return _generated(g).get(id(code)) is code
-    mf = g.get("__file__")
-    if type(f) is not str or type(mf) is not str or not library_file(f):
+    mf, name = g.get("__file__"), g.get("__name__")
+    if type(name) is str and f == f"<frozen {name}>" and _imp.is_frozen(name):
+        got = _compiled(f, name)  # a module the interpreter holds frozen (os, codecs)
+    elif type(f) is not str or type(mf) is not str or not library_file(f):
         return False
-    if f != mf and os.path.realpath(f) != os.path.realpath(mf):
+    elif f != mf and os.path.realpath(f) != os.path.realpath(mf):
         return False
-    got = _compiled(f)
+    else:
+        got = _compiled(f)
     return any(c == code for c in got.get((code.co_firstlineno, code.co_name), ()))
 
 
-def _compiled(file: str) -> dict:
+def class_body(file: str, qual: str) -> bool:
+    """Whether a class statement of ``file`` defines the qualified name ``qual``."""
+    return qual in _compiled(file).get(_CLASSES, ())
+
+
+def _compiled(file: str, frozen: str | None = None) -> dict:
     got = _COMPILED.get(file)
     if got is None:
         if len(_COMPILED) > 4096:
             _COMPILED.clear()
-        got = _COMPILED[file] = _index(_load(file))
+        got = _COMPILED[file] = _index(_frozen(frozen) if frozen else _load(file))
     return got
+
+
+def _frozen(name: str) -> _CODE | None:
+    try:
+        code = _imp.get_frozen_object(name)
+    except ImportError:
+        return None
+    return code if type(code) is _CODE else None
 
 
 def _load(file: str) -> _CODE | None:
@@ -79,23 +98,28 @@ def _load(file: str) -> _CODE | None:
 
 
 def _index(top: _CODE | None) -> dict:
-    out: dict = {}
+    out: dict = {_CLASSES: set()}
     todo = [top] if top is not None else []
     while todo:
         c = todo.pop()
         out.setdefault((c.co_firstlineno, c.co_name), []).append(c)
+        if c is not top and not c.co_flags & inspect.CO_NEWLOCALS:
+            out[_CLASSES].add(c.co_qualname)  # a class statement's body
         todo.extend(k for k in c.co_consts if type(k) is _CODE)
     return out
 
 
 def _generated(g: dict) -> dict:
-    """The generated code of the methods of the classes ``g`` holds, by id."""
+    """The generated code of the methods of the classes ``g`` holds that a class
+    statement of its file defines (not a class the program made there: review 45),
+    by id."""
     e = _GENERATED.get(id(g))
     if e is not None and e[0] is g and e[1] == len(g):
         return e[2]
     ids = {}
+    file = g.get("__file__")
     for v in list(g.values()):
-        if is_a(v, type):
+        if is_a(v, type) and type(file) is str and class_body(file, names(v)[1]):
             for m in list(cdict(v).values()):
                 ids.update((id(c), c) for c in _codes_of(m))
     if len(_GENERATED) > 1024:

@@ -23,6 +23,7 @@ import weakref
 from typing import Any
 
 from pcache._introspect import Override, cdict, flags, inst_dict, is_a, mro, names
+from pcache._memos import memo
 from pcache._provenance import defined_by
 from pcache._reflection import (
     _ATTR_BUILTINS,
@@ -116,26 +117,40 @@ def is_library(g: dict) -> bool:
 def _found_at(name: str, g: dict) -> bool:
     """Whether the import system finds module ``name`` at the file its namespace
     names (a module's ``__file__`` and ``__spec__`` are its own to rewrite; where
-    ``sys.path`` leads is not): pcache's own modules, or a search of ``sys.path``
-    (a submodule: of its package's path) that ignores ``sys.modules``."""
+    ``sys.path`` leads is not): pcache's own modules at the file their name says,
+    or a search of ``sys.path`` (a submodule: of its library package's path) that
+    ignores ``sys.modules``."""
     file = os.path.realpath(g["__file__"])
-    if file.startswith(_PCACHE_DIR + os.sep):
-        return True
+    if name == "pcache" or name.startswith("pcache."):  # (an editable install's finder)
+        rel = os.path.join(_PCACHE_DIR, *name.split(".")[1:])
+        return file in (rel + ".py", os.path.join(rel, "__init__.py"))
     if name == "__main__":
         return False
+    spec = _find(name)
+    origin = getattr(spec, "origin", None)
+    return isinstance(origin, str) and os.path.realpath(origin) == file
+
+
+def _find(name: str) -> Any:
+    """The spec the path finder gives module ``name``, a submodule searched in the
+    locations the path finder gives its package (not the package's ``__path__``: a
+    package the program made may point it at a library's directory: review 45)."""
     parent, _, _ = name.rpartition(".")
     path = None
     if parent:
-        pkg = module_dict(sys.modules.get(parent))
-        path = list(pkg.get("__path__", ())) if pkg is not None else None
+        path = _SEARCH.get(parent)
+        if path is None:
+            spec = _find(parent)
+            path = _SEARCH[parent] = list(getattr(spec, "submodule_search_locations", None) or ())
         if not path:
-            return False
+            return None
     try:
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        return importlib.machinery.PathFinder.find_spec(name, path)
     except Exception:  # (a path hook's own failure: not found where it says)
-        return False
-    origin = getattr(spec, "origin", None)
-    return isinstance(origin, str) and os.path.realpath(origin) == file
+        return None
+
+
+_SEARCH: dict[str, list] = memo("usercode.package_search", {})  # package -> locations
 
 
 _CODE_FILES: dict[tuple, tuple] = {}  # (id(code), id(globals)) -> (code, globals, verdict)
@@ -233,18 +248,25 @@ def _library_type(t: type) -> bool:
     return reachable and _library_methods(t)
 
 
-def _library_methods(t: type) -> bool:
-    """Whether every function ``t`` defines over a module's globals is library code:
-    a class a program stored in a library module, naming it, is not (review 44).
-    (Functions over other globals: code a library generated, ``namedtuple``'s.)"""
+def _functions(t: type) -> list:
+    out = []
     for v in list(cdict(t).values()):
         if is_a(v, (staticmethod, classmethod)):
             v = v.__func__
         if type(v) is types.FunctionType:
-            g = v.__globals__
-            if module_dict(sys.modules.get(_str(g.get("__name__")))) is g:
-                if not is_library_code(g, v.__code__):
-                    return False
+            out.append(v)
+    return out
+
+
+def _library_methods(t: type) -> bool:
+    """Whether every function ``t`` defines over a module's globals is library code:
+    a class a program stored in a library module, naming it, is not (review 44).
+    (Functions over other globals: code a library generated, ``namedtuple``'s.)"""
+    for v in _functions(t):
+        g = v.__globals__
+        if module_dict(sys.modules.get(_str(g.get("__name__")))) is g:
+            if not is_library_code(g, v.__code__):
+                return False
     return True
 
 

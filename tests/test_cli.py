@@ -206,9 +206,10 @@ def test_ls_table(cache: Path) -> None:
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert lines[0].split() == [
-        "KEY", "FUNCTION", "BACKEND/DEVICE", "SIZE", "COMPILE", "HITS", "LAST", "USED"
+        "KEY", "KIND", "FUNCTION", "BACKEND/DEVICE", "SIZE", "COMPILE", "HITS", "LAST", "USED"
     ]  # fmt: skip
     assert len(lines) == 6
+    assert all(line.split()[1] == "exe" for line in lines[1:])
     assert key_of("jit_update")[:12] in r.output
     assert "cpu/cpu" in r.output and "just now" in r.output
 

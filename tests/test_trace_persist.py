@@ -67,6 +67,19 @@ def test_check_mode_traces_and_agrees(patterns):
     assert checked["stats"]["trace_persist_hits"] == len(stock["digests"])
 
 
+def test_ls_shows_persisted_traces_by_kind(patterns):
+    """`pcache ls` tells a persisted trace from an executable (KIND column)."""
+    stock, _, _, cache = patterns
+    out = subprocess.run(
+        [sys.executable, "-m", "pcache.cli", "--dir", str(cache), "ls"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    kinds = [line.split()[1] for line in out.stdout.splitlines()[1:]]
+    assert kinds.count("trace") == len(stock["digests"]), out.stdout
+    assert "exe" in kinds and set(kinds) == {"exe", "trace"}
+
+
 def test_off_by_default(tmp_path):
     e = {"JAX_PCACHE_TRACE_PERSIST": "0"}
     for _ in range(2):
