@@ -70,6 +70,7 @@ __all__ = [
     "jaxpr_digest",
     "jaxpr_fingerprint",
     "late_code",
+    "primitives_of",
     "lowering_rule_key",
     "memos_on",
     "same_contents",
@@ -453,6 +454,19 @@ def late_code(closed_jaxpr: Any) -> tuple[bool, tuple]:
                     found.append(j)
     out = (callbacks, tuple(found))
     _LATE_MEMO.put(closed_jaxpr, out)
+    return out
+
+
+def primitives_of(closed_jaxpr: Any, out: dict | None = None) -> dict:
+    """Every primitive ``closed_jaxpr`` binds (any sub-jaxpr included), by id."""
+    out = {} if out is None else out
+    jaxpr = closed_jaxpr.jaxpr if isinstance(closed_jaxpr, _ClosedJaxpr) else closed_jaxpr
+    for eqn in jaxpr.eqns:
+        out[id(eqn.primitive)] = eqn.primitive
+        for v in eqn.params.values():
+            for j in v if isinstance(v, (tuple, list)) else (v,):
+                if isinstance(j, (_ClosedJaxpr, _Jaxpr)):
+                    primitives_of(j, out)
     return out
 
 

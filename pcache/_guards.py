@@ -540,6 +540,11 @@ def _scan_registries(regs: tuple, tree: dict) -> None:
     _REG.prims, _REG.nodes = tuple(prims), tuple(nodes)
 
 
+def user_primitives(prims: dict) -> bool:
+    """Whether any of ``prims`` (by id) is a user primitive (`_scan_registries`)."""
+    return any(id(p) in prims for p in _REG.prims)
+
+
 def registry_key(w: Walker) -> tuple:
     """The state of every user rule and user pytree node JAX may run while tracing,
     keyed by ``w`` (so their globals are guarded with the callable's)."""

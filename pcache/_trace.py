@@ -554,6 +554,10 @@ def _record(made: Made, p, owned) -> bool:
         # run time, a custom_vjp's bwd when differentiated): its side effects and
         # reads are this callable's own, so another callable must trace its own.
         return False
+    if _guards.user_primitives(_canon.primitives_of(jaxpr)):
+        # A user primitive's rules run later too (transpose, lowering, batching), on
+        # JAX's caches keyed by this jaxpr: a reuse shares them (review 47).
+        return False
     try:
         arrays = _canon.jaxpr_arrays(jaxpr)
     except Uncacheable:
