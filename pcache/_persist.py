@@ -81,6 +81,16 @@ def lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str | None
     return key, got[0]
 
 
+def unserve() -> None:
+    """Forget a serve the call it was prepared for never took (JAX raised between
+    the lookup and its trace: a later call of the same function, with other static
+    arguments, would be handed it: review 50)."""
+    if _SERVE.get() is not None:
+        _SERVE.set(None)
+        if _compat.current("trace_to_jaxpr") is _PROXY:
+            _compat.patch("trace_to_jaxpr", _PROXY.orig)
+
+
 def serve(fun, in_avals, served: Served) -> None:
     """Prepare JAX's next trace of ``fun`` at ``in_avals`` in this context to take
     ``served``. `pe.trace_to_jaxpr` is replaced only until its next call (a wrapper in

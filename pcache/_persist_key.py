@@ -187,15 +187,16 @@ def _library_name(v: Any, any_module: bool = False) -> tuple | None:
                 return None
         elif _resolve(*e[1]) is v:
             return e[1]
-    if any_module:
-        found = []
+    found = _library_holders(v)
+    if any_module and not found:
+        # (a library's sentinel is named by the library even where the program holds
+        # it too: a program's own ``object()`` under the same user name is another
+        # object to the library's identity tests: review 50)
         for name, m in list(sys.modules.items()):
             d = module_dict(m)
             if d is None:
                 continue
             found += [(name, k) for k, x in list(d.items()) if x is v]
-    else:
-        found = _library_holders(v)
     if not found:
         if not any_module:  # (library namespaces are taken as fixed; a program's are not)
             _LIB_NAMES[(id(v), any_module)] = (v, None, len(sys.modules))

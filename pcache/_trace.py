@@ -41,7 +41,7 @@ import types
 import weakref
 from typing import Any, NamedTuple
 
-from pcache import _canon, _compat, _guards, _hoststate, _memos, _persist, _replay, _state
+from pcache import _canon, _compat, _guards, _hoststate, _late, _memos, _persist, _replay, _state
 from pcache._errors import CheckError, Uncacheable
 from pcache._evict import evict_walked
 from pcache._walk import NoReuse, Walker
@@ -354,6 +354,7 @@ class _Recorder:
 def infer_params_cached_wrapper(*args, **kwargs):
     """JAX's `_infer_params_cached`, where JAX's own entry is empty and trace reuse
     is on: serve an equal callable's trace, or record this one's."""
+    _persist.unserve()  # (one prepared for an earlier call that raised first)
     fun, jit_info, signature, in_avals, ctx_mesh = _compat.InferParamsCall.of(args, kwargs)
     entry = _state.ORIG["infer_params"](*args, **kwargs)
     rt = _state.rt
@@ -457,8 +458,9 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     pins = w.pins + rw.pins + gw.pins
     warned = _replay.WARNINGS[0]
     spaces = _guards.namespaces(w.funcs + rw.funcs + gw.funcs) + _guards.library_spaces(guards)
+    met = _late.mutable(w.keep + rw.keep + gw.keep)
     made = Made(key, skeleton, guards, pins, ck, rest, codes, jax_arrays, fun, warned,
-                signature, jit_info, spaces)  # fmt: skip
+                signature, jit_info, spaces, met)  # fmt: skip
     owned = fun if w.arrays else None  # the callable holds JAX arrays: see `_hold`
     return _recorder(rt, entry, made, owned, call, persisted)
 
@@ -504,6 +506,7 @@ class Made(NamedTuple):
     signature: Any  # JAX's argument signature (static arguments), walked again
     jit_info: Any  # JAX's jit options, walked again
     spaces: tuple  # (user module namespace, its keys, its values) before the trace
+    met: dict  # what the walks met that the program can change (`pcache._late`)
 
 
 def _unchanged(made: Made) -> bool:
@@ -554,6 +557,8 @@ def _record(made: Made, p, owned) -> bool:
         # run time, a custom_vjp's bwd when differentiated): its side effects and
         # reads are this callable's own, so another callable must trace its own.
         return False
+    if late and (_late.reaches(late, made.met) or _late.array_consts(jaxpr)):
+        return False  # it reads what the program can change, later (review 49)
     if _guards.user_primitives(_canon.primitives_of(jaxpr)):
         # A user primitive's rules run later too (transpose, lowering, batching), on
         # JAX's caches keyed by this jaxpr: a reuse shares them (review 47).
@@ -564,7 +569,7 @@ def _record(made: Made, p, owned) -> bool:
         return False  # its buffers cannot be snapshotted: not reused
     if arrays is None:
         return False
-    nbytes = ENTRY_COST + _const_bytes(jaxpr)
+    nbytes = ENTRY_COST + sum(int(getattr(c, "nbytes", 0) or 0) for c in jaxpr.consts)
     rec = Recorded(
         p,
         made.guards,
@@ -690,8 +695,3 @@ def lower_recorded(jaxpr, call):
 
 __all__ = ["MEMO", "Recorded", "TraceMemo", "clear", "forget_states",
            "infer_params_cached_wrapper", "lower_recorded", "note_states"]  # fmt: skip
-
-
-def _const_bytes(closed_jaxpr) -> int:
-    """Bytes of the arrays a ClosedJaxpr holds as constants."""
-    return sum(int(getattr(c, "nbytes", 0) or 0) for c in closed_jaxpr.consts)
