@@ -20,6 +20,7 @@ from typing import Any
 
 __all__ = [
     "Override",
+    "bound",
     "by_id",
     "cdict",
     "class_attr",
@@ -132,3 +133,12 @@ def typed(v: Any, strict: bool = False) -> Any:
     if strict:
         raise TypeError(t.__qualname__)
     return (t, v)
+
+
+def bound(cell: Any) -> bool:
+    """Whether a closure cell holds a value (an unassigned one raises on reading)."""
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True

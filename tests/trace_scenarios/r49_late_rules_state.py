@@ -9,25 +9,26 @@ from jax.scipy.special import expn
 
 grad = lambda f: jax.grad(lambda v: f(v).sum())(x)
 
+
+def steps(tag, mk, arr, changed, transform):
+    """A reused call, the state changed for a transform of it, then changed back for
+    a transform of a re-created callable."""
+    f1 = mk()
+    show(f"{tag}-p", lambda: f1(x))
+    old = arr.copy()
+    arr[:] = changed
+    show(f"{tag}-1", lambda: transform(f1))
+    arr[:] = old
+    show(f"{tag}-2", lambda: transform(mk()))
+
+
 d = np.zeros((3,), np.int32)  # a library partial over a numpy array, as a jvp rule
 cf = jax.custom_jvp(jnp.sin)
 cf.defjvps(functools.partial(jax.lax.select_n, d))
-mk = lambda: jax.jit(lambda v: cf(v))
-f1 = mk()
-show("a-p", lambda: f1(x))
-d[:] = 2
-show("a-g1", lambda: grad(f1))
-d[:] = 0
-show("a-g2", lambda: grad(mk()))
+steps("a", lambda: jax.jit(lambda v: cf(v)), d, 2, grad)
 
 N = np.ones((3,), np.int32)  # a numpy array as a nondiff argument of a library rule
-mk = lambda: jax.jit(lambda v: expn(N, v + 1.0))
-f1 = mk()
-show("b-p", lambda: f1(x))
-N[:] = 3
-show("b-g1", lambda: grad(f1))
-N[:] = 1
-show("b-g2", lambda: grad(mk()))
+steps("b", lambda: jax.jit(lambda v: expn(N, v + 1.0)), N, 3, grad)
 
 cg = jax.custom_jvp(jnp.sin)  # the custom_jvp object's own fun, read by its rule
 cg.defjvps(functools.partial(jax.lax.select_n, np.int32(1)))
@@ -41,11 +42,6 @@ show("c-j2", lambda: jax.jvp(mk(), (x,), (x,))[1])
 
 e = np.zeros((3,), np.int32)  # a custom_vmap rule over a numpy array, under vmap
 rule = functools.partial(jax.lax.select_n, e)
-mk = lambda: jax.jit(lambda v: custom_batching.sequential_vmap(rule)(v, v * 2.0))
 xs = jnp.stack([x, x + 1.0])
-f1 = mk()
-show("d-p", lambda: f1(x))
-e[:] = 1
-show("d-v1", lambda: jax.vmap(f1)(xs))
-e[:] = 0
-show("d-v2", lambda: jax.vmap(mk())(xs))
+mk = lambda: jax.jit(lambda v: custom_batching.sequential_vmap(rule)(v, v * 2.0))
+steps("d", mk, e, 1, lambda f: jax.vmap(f)(xs))
