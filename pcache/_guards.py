@@ -37,8 +37,8 @@ from typing import Any
 from pcache import _canon, _compat, _reach
 from pcache._introspect import (
     Override,
-    bound,
     cdict,
+    cell_bound,
     class_attr,
     inst_dict,
     is_a,
@@ -587,7 +587,7 @@ def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
     if t is _FUNCTION:
         if not is_library_code(obj.__globals__, obj.__code__):
             return True
-        inner = [c.cell_contents for c in obj.__closure__ or () if bound(c)]
+        inner = [c.cell_contents for c in obj.__closure__ or () if cell_bound(c)]
         inner += list(obj.__defaults__ or ())
     elif is_a(obj, functools.partial):  # (its fields as partial.__call__ reads them)
         inner = [f(obj) for f in _PARTIAL_FIELDS]
@@ -650,7 +650,7 @@ def holds_state(obj: Any, depth: int = 0) -> bool:
     if id(t) in _STATELESS:  # (by identity: `_introspect.by_id`)
         return False
     if t is _FUNCTION:
-        inner = [c.cell_contents for c in obj.__closure__ or () if bound(c)]
+        inner = [c.cell_contents for c in obj.__closure__ or () if cell_bound(c)]
         inner += [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]
         return any(holds_state(x, depth + 1) for x in inner)
     if t is functools.partial:

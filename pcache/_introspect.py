@@ -20,7 +20,7 @@ from typing import Any
 
 __all__ = [
     "Override",
-    "bound",
+    "cell_bound",
     "by_id",
     "cdict",
     "class_attr",
@@ -135,7 +135,7 @@ def typed(v: Any, strict: bool = False) -> Any:
     return (t, v)
 
 
-def bound(cell: Any) -> bool:
+def cell_bound(cell: Any) -> bool:
     """Whether a closure cell holds a value (an unassigned one raises on reading)."""
     try:
         cell.cell_contents  # noqa: B018

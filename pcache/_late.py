@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from pcache import _compat
-from pcache._introspect import Override, bound, cdict, inst_dict, is_a, mro
+from pcache._introspect import Override, cdict, cell_bound, inst_dict, is_a, mro
 from pcache._usercode import is_library_type, module_dict
 
 _MUTABLE = (list, dict, set, bytearray, np.ndarray)
@@ -91,7 +91,7 @@ def reaches(late: tuple, met: dict) -> bool:
 def _parts(o: Any) -> list:
     t = type(o)
     if t is types.FunctionType:
-        out = [c.cell_contents for c in o.__closure__ or () if bound(c)]
+        out = [c.cell_contents for c in o.__closure__ or () if cell_bound(c)]
         return out + list(o.__defaults__ or ()) + list((o.__kwdefaults__ or {}).values())
     if t is functools.partial:
         return [o.func, *o.args, *o.keywords.values()]
