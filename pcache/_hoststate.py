@@ -7,6 +7,7 @@ from __future__ import annotations
 import abc
 import decimal
 import operator
+import os
 import re
 import sys
 import warnings
@@ -53,9 +54,29 @@ def host_state(klass: Any = None) -> tuple:
             # numpy's print options (``repr`` of a numpy scalar read while tracing:
             # review 28)
             typed(tuple(opts.items()), strict=True),
+            # numpy's ufunc buffer size (how a casting reduction sums: review 52), the
+            # working directory (``os.path.abspath``), and the CPU's rounding mode and
+            # flush-to-zero, as arithmetic shows them (a library built with fast math)
+            typed((np.getbufsize(), os.getcwd()), strict=True),
+            _fp_mode(),
         )
     except TypeError:
         raise NoReuse("host-state-value") from None
+
+
+def _fp_mode() -> tuple:
+    one, e1, e2, three = _PROBE  # (read at run time: constants fold when compiled)
+    tiny = np.float32(1e-45)  # (the least float32 subnormal; 0 under DAZ/FTZ)
+    return (
+        one + e1 + e2 > one,  # rounds up?
+        -one - e1 - e2 < -one,  # rounds down?
+        (one / three).hex(),
+        (tiny * np.float32(one)).tobytes(),
+        (np.float64(5e-324) * one).tobytes(),
+    )
+
+
+_PROBE = [1.0, 2.0**-53, 2.0**-78, 3.0]
 
 
 # (the filters list's items, klass) -> their encoding: each filter is an immutable

@@ -28,6 +28,7 @@ from pcache._introspect import Override, cdict, cell_bound, inst_dict, is_a, mro
 from pcache._usercode import is_library_type, module_dict
 
 _MUTABLE = (list, dict, set, bytearray, np.ndarray)
+_PARTIAL_FIELDS = tuple(functools.partial.__dict__[n].__get__ for n in ("func", "args", "keywords"))
 _BUDGET = 20000  # objects looked at per recording: beyond, taken as reaching state
 
 
@@ -42,6 +43,8 @@ def _changeable(o: Any) -> bool:
         return True
     if is_a(o, _compat.CUSTOM_DERIVATIVE_TYPES):
         return not _library_held(o)
+    if is_a(o, functools.partial):
+        return True  # (``__setstate__`` rebinds its fields in place: review 51)
     return not is_library_type(t) and not is_a(o, (type, types.ModuleType, types.FunctionType))
 
 
@@ -82,7 +85,7 @@ def reaches(late: tuple, met: dict) -> bool:
         seen.add(id(o))
         if len(seen) > _BUDGET:
             return True
-        if met.get(id(o)) is o:
+        if id(o) in met and met[id(o)] is o:
             return True
         todo.extend(_parts(o))
     return False
@@ -93,8 +96,9 @@ def _parts(o: Any) -> list:
     if t is types.FunctionType:
         out = [c.cell_contents for c in o.__closure__ or () if cell_bound(c)]
         return out + list(o.__defaults__ or ()) + list((o.__kwdefaults__ or {}).values())
-    if t is functools.partial:
-        return [o.func, *o.args, *o.keywords.values()]
+    if is_a(o, functools.partial):  # (its fields as partial.__call__ reads them)
+        func, args, keywords = (f(o) for f in _PARTIAL_FIELDS)
+        return [func, *args, *keywords.values(), *_own(o).values()]
     if t is types.MethodType:
         return [o.__func__, o.__self__]
     if t in (tuple, list, set, frozenset):

@@ -128,9 +128,10 @@ PLAIN_STDLIB = frozenset(
         "collections", "_collections", "_collections_abc", "abc", "_abc", "numbers", "enum",
         "dataclasses", "types", "copy", "re", "_sre", "struct", "_struct", "array",
         "decimal", "_decimal", "_pydecimal", "fractions", "statistics", "random", "_random",
-        "heapq", "_heapq", "bisect", "_bisect", "datetime", "_datetime", "_strptime", "time",
+        "heapq", "_heapq", "bisect", "_bisect",
         # (not calendar, reprlib: module state public functions set, ``setfirstweekday``,
-        # ``aRepr.maxstring``: review 39)
+        # ``aRepr.maxstring``: review 39; not time, datetime, _strptime: ``time.tzset()``
+        # rebinds ``time.timezone`` and the C library's zone: review 52)
         "contextlib", "weakref", "_weakref", "_weakrefset",
         "string", "_string", "textwrap", "keyword",
         "json", "_json", "base64", "binascii", "hashlib", "_hashlib", "zlib", "unicodedata",
