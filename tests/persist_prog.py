@@ -4,10 +4,10 @@ python -m tests.persist_prog patterns
     every seed pattern (`tests.progs.PATTERNS`) once
 python -m tests.persist_prog module DIR
     ``jax.jit(pmod.step)(x)`` of the user module ``DIR/pmod.py``
-python -m tests.persist_prog scenario FILE
-    a review's scenario (`tests/persist_scenarios`), run as ``__main__`` with ``show``
-    (each step's dtype and bytes, or its exception) and ``x``; ``PHASE`` (A, B)
-    tells the first process from the second
+python -m tests.persist_prog scenario FILE...
+    reviews' scenarios (`tests/persist_scenarios`), each run as ``__main__`` with
+    ``show`` (each step's dtype and bytes, or its exception) and ``x``, one after
+    the other; ``PHASE`` (A, B) tells the first process from the second
 
 Each prints one JSON line: the results' digests, the seconds JAX spent tracing
 (``jax.monitoring``), and ``pcache.stats()`` when pcache is on (it is switched on
@@ -63,13 +63,17 @@ def module(where: str) -> None:
     _report(digests)
 
 
-def scenario(path: str) -> None:
+def scenario(*paths: str) -> None:
+    """Each file in turn, in this one process; per file: what it showed, and how
+    many persisted traces were served to it."""
     import runpy
 
     import jax.numpy as jnp
     import numpy as np
 
-    shown = []
+    shown: list[str] = []
+    served: dict = {}
+    canaries: list[int] = []
 
     def show(tag, f):
         try:
@@ -79,10 +83,35 @@ def scenario(path: str) -> None:
             shown.append(f"{tag} EXC {type(e).__name__}")
 
     x = jnp.arange(3, dtype=jnp.float32)
-    runpy.run_path(
-        path, init_globals=dict(show=show, x=x, jax=jax, np=np, jnp=jnp), run_name="__main__"
-    )
-    _report({"shown": shown})
+    for path in paths:
+        shown.append(f"## {os.path.basename(path)}")
+        before = _served()
+        try:
+            runpy.run_path(
+                path, init_globals=dict(show=show, x=x, jax=jax, np=np, jnp=jnp), run_name="__main__"
+            )
+        except Exception as e:
+            shown.append(f"file EXC {type(e).__name__}")
+        served[os.path.basename(path)] = _served() - before
+        # A canary, the same in every process: served to B only when what this
+        # file left behind (registrations, process state) keys as it did in A.
+        before = _served()
+        show("canary", lambda: jax.jit(_canary, static_argnums=1)(x, len(served)))
+        canaries.append(_served() - before)
+    served["canaries"] = canaries
+    _report({"shown": shown, "served": served})
+
+
+def _canary(a, k):
+    return a * k + 1.0
+
+
+def _served() -> int:
+    if not os.environ.get("JAX_PCACHE_DIR"):
+        return 0
+    import pcache
+
+    return pcache.stats()["trace_persist_hits"]
 
 
 if __name__ == "__main__":

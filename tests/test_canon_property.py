@@ -67,7 +67,7 @@ _TEXTS: dict[str, bytes] = {}
 
 
 @settings(
-    max_examples=3000,
+    max_examples=1200,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     database=None,

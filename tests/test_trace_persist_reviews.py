@@ -2,6 +2,13 @@
 regression test: process A fills the store, process B (``PHASE=B``: its program
 differs from A's) must print what stock JAX prints in B. A file of its own, so a
 second test worker runs these beside `test_trace_persist`'s.
+
+The scenarios run one after the other in one process per phase (three processes in
+all, not three per scenario: this is CI's slowest file otherwise). A scenario that
+changes what the key holds for every later call (a registration, process state:
+``# alone`` in its text) gets processes of its own, as a scenario run after it would
+never be served, fixed or not. A canary program, the same in A and B, runs after
+each scenario and must be served to B: the proof that no scenario masked the next.
 """
 
 from __future__ import annotations
@@ -13,15 +20,23 @@ import pytest
 from tests.test_trace_persist import pytestmark, run  # noqa: F401 (the same skip)
 
 SCENARIOS = sorted((Path(__file__).parent / "persist_scenarios").glob("*.py"))
+ALONE = [p for p in SCENARIOS if "# alone" in p.read_text()]
+BATCHES = [[p for p in SCENARIOS if p not in ALONE], *([p] for p in ALONE)]
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
-def test_review_scenarios_match_stock_across_processes(tmp_path, path):
+@pytest.mark.parametrize("paths", BATCHES, ids=lambda b: b[0].stem if len(b) == 1 else "together")
+def test_review_scenarios_match_stock_across_processes(tmp_path, paths):
     """B's output with A's store equals stock B's: B runs what it was served. (Check
     mode traces anyway; it is tested on the seed patterns, and it caught every one of
     these when it was found.)"""
     cache = tmp_path / "c"
-    run("scenario", str(path), cache=cache, PHASE="A")
-    stock = run("scenario", str(path), cache=None, PHASE="B")
-    got = run("scenario", str(path), cache=cache, PHASE="B")
+    files = [str(p) for p in paths]
+    run("scenario", *files, cache=cache, PHASE="A")
+    stock = run("scenario", *files, cache=None, PHASE="B")
+    got = run("scenario", *files, cache=cache, PHASE="B")
     assert got["digests"]["shown"] == stock["digests"]["shown"], got["stats"]
+    served = got["digests"]["served"]
+    # Every scenario's fix makes B differ from A: nothing of theirs is served.
+    assert all(served[p.name] == 0 for p in paths), served
+    if len(paths) > 1:  # none was masked by what an earlier one left behind
+        assert served["canaries"] == [1] * len(paths), served

@@ -1,4 +1,5 @@
 # Review 38 (reg_static): a false hit of persisted traces at ecaba96, fixed since.
+# alone: changes what the key holds for every later call (registrations, process state)
 import os
 
 if os.environ.get("PHASE") == "B":

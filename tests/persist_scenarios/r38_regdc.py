@@ -1,4 +1,5 @@
 # Review 38 (regdc): a false hit of persisted traces at ecaba96, fixed since.
+# alone: changes what the key holds for every later call (registrations, process state)
 import os
 
 # a library frozen dataclass-like type registered (B only) with JAX's own stateless rules

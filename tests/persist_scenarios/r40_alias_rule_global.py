@@ -1,4 +1,5 @@
 # Review 40 (t3_alias_rw_vw): a pytree rule's default that is the very key of a global dict the rule reads (A) or an equal function (B): identity between the registry rules' walk and the globals' walk is keyed since.
+# alone: changes what the key holds for every later call (registrations, process state)
 import os
 
 

@@ -1,4 +1,5 @@
 # Review 41 (abc_reg): a library class registered on a library ABC in B only: ABCMeta's registration counter is in the key since.
+# alone: changes what the key holds for every later call (registrations, process state)
 import os, collections.abc
 
 if os.environ.get("PHASE") == "B":

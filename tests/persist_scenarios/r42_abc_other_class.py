@@ -1,4 +1,5 @@
 # Review 42 (s1_abc): a different library class registered on a library ABC in each process (the same number of registrations): the registrations themselves are in the persisted key since.
+# alone: changes what the key holds for every later call (registrations, process state)
 import os, collections.abc
 
 if os.environ["PHASE"] == "A":

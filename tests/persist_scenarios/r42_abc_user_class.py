@@ -1,4 +1,5 @@
 # Review 42 (s5_abcuser): a different user class registered on a library ABC in each process: the registrations themselves are in the persisted key since.
+# alone: changes what the key holds for every later call (registrations, process state)
 import os, collections.abc
 
 

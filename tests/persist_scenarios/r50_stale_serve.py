@@ -1,4 +1,5 @@
 # Review 50 (srv3): a serve prepared for a call that raised before JAX traced (a user flatten) was taken by the next call of the same function with another static argument, and persisted under its key: a pending serve is dropped at every call.
+# alone: changes what the key holds for every later call (registrations, process state)
 import os
 
 A = os.environ["PHASE"] == "A"

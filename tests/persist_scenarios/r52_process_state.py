@@ -1,4 +1,5 @@
 # Review 52 (bs1, tz1, cwd1, fe1): process state a trace reads, set differently in B:
+# alone: changes what the key holds for every later call (registrations, process state)
 # numpy's ufunc buffer size (a casting reduction's rounding), the time zone
 # (time.tzset: time and datetime are no longer plain stdlib), the working directory
 # (os.path.abspath), the CPU's rounding mode (fesetround; last: it stays set).
