@@ -88,7 +88,9 @@ def scenario(*paths: str) -> None:
         before = _served()
         try:
             runpy.run_path(
-                path, init_globals=dict(show=show, x=x, jax=jax, np=np, jnp=jnp), run_name="__main__"
+                path,
+                init_globals=dict(show=show, x=x, jax=jax, np=np, jnp=jnp),
+                run_name="__main__",
             )
         except Exception as e:
             shown.append(f"file EXC {type(e).__name__}")

@@ -14,8 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 SCENARIOS = sorted((Path(__file__).parent / "trace_scenarios").glob("*.py"))
 
 DRIVER = r"""
@@ -64,6 +62,8 @@ def test_review_scenarios_match_stock(tmp_path):
     the property test; it caught most of these when they were found, not all)."""
     base = _base_env()
     stock = _run(SCENARIOS, base)
-    cached = _run(SCENARIOS, {**base, "JAX_PCACHE_DIR": str(tmp_path / "c"), "JAX_PCACHE_CHECK": "0"})
+    cached = _run(
+        SCENARIOS, {**base, "JAX_PCACHE_DIR": str(tmp_path / "c"), "JAX_PCACHE_CHECK": "0"}
+    )
     assert cached[-1] == "trace_hits True"  # reuse happened where it may
     assert cached[:-1] == stock
