@@ -175,6 +175,17 @@ class _Unset:
 _UNSET: Any = _Unset()
 
 
+def parse_names(v: Any) -> tuple[str, ...]:
+    """``"A,B_*"`` (or a sequence of names) -> ``("A", "B_*")``: environment variable
+    names, each optionally ending in ``*`` (a prefix)."""
+    items = v.split(",") if isinstance(v, str) else list(v)
+    out = tuple(str(n).strip() for n in items if str(n).strip())
+    for n in out:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\*?", n):
+            raise ConfigError(f"not a variable name (or NAME_*): {n!r}")
+    return out
+
+
 def parse_flag(v: Any) -> bool:
     """A switch: ``True``/``False`` as given, or a variable's text (`BOOL_FORMS`)."""
     return v if isinstance(v, bool) else parse_bool(str(v))
@@ -294,6 +305,15 @@ OPTIONS: tuple[Option, ...] = (
         "store top-level traces and serve them to a new process whose callable is equal "
         f"by content: it does not trace ({BOOL_FORMS}); default off (opt-in: trace-time "
         "I/O and randomness are not seen, docs/design-trace-persist.md)",
+    ),
+    Option(
+        "trace_persist_env_ignore",
+        "JAX_PCACHE_TRACE_PERSIST_ENV_IGNORE",
+        parse_names,
+        (),
+        "environment variables that change nothing a trace does, left out of persisted "
+        "traces' keys (comma-separated names, a trailing * for a prefix: SLURM_*); every "
+        "other variable is in the key but the shell's and the terminal's",
     ),
     Option(
         "remote",

@@ -267,6 +267,11 @@ def _library_chain(v: Any, attrs: tuple, run: _Guarding) -> None:
         d = module_dict(v)
         if d is None:
             return
+        if attr not in d:  # (a submodule not imported yet: ``hasattr(jax.experimental,
+            if (id(d), attr) not in run.done:  # "sparse")``, review 54)
+                run.done.add((id(d), attr))
+                run.guards.append((ABSENT, d, attr, None))
+            return
         v = d.get(attr)
         if is_a(v, types.ModuleType):
             if (id(d), attr) not in run.done:

@@ -22,14 +22,13 @@ from pcache._usercode import NoReuse, is_library_type
 def host_state(klass: Any = None) -> tuple:
     """Process state outside JAX that tracing reads and that changes what a trace
     does: numpy's floating-point error mode (``np.seterr``: raise or not) and print
-    options, the decimal context, and the warning filters (a warning turned into an
+    options, the decimal context (and ``DefaultContext``), and the warning filters (a warning turned into an
     error). Every value by its exact type (`typed`: ``linewidth=75.0`` is not ``75``:
     review 36); a print option or a filter part of any other type, or a filter whose
     category is a user class (the interpreter runs its metaclass on every warning:
     review 35), means no reuse; and ABCMeta's registration counter (any ABC's
     ``register``). ``klass``: how a filter's category is written (the
     class itself; `pcache._persist_key.named` across processes)."""
-    c = decimal.getcontext()
     err = np.geterr()
     call = np.geterrcall()  # what np.seterr(..., "call"/"log") calls or writes to
     if call is not None and ("call" in err.values() or "log" in err.values()):
@@ -45,11 +44,10 @@ def host_state(klass: Any = None) -> tuple:
             # every ABC registration made so far (``collections.abc.Set.register(range)``
             # changes what ``isinstance`` answers: review 41): ABCMeta's counter
             typed(abc.get_cache_token(), strict=True),
-            # (a decimal context's signals are a fixed set, in a fixed order)
-            tuple(map(bool, c.flags.values())),
-            tuple(map(bool, c.traps.values())),
+            # the decimal context, and the one ``decimal.Context()`` copies (review 53)
+            _decimal(decimal.getcontext()),
+            _decimal(decimal.DefaultContext),
             typed(tuple(err.items()), strict=True),
-            typed((c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp), strict=True),
             _filters(klass),
             # numpy's print options (``repr`` of a numpy scalar read while tracing:
             # review 28)
@@ -62,6 +60,15 @@ def host_state(klass: Any = None) -> tuple:
         )
     except TypeError:
         raise NoReuse("host-state-value") from None
+
+
+def _decimal(c: Any) -> tuple:
+    # (a decimal context's signals are a fixed set, in a fixed order)
+    return (
+        tuple(map(bool, c.flags.values())),
+        tuple(map(bool, c.traps.values())),
+        typed((c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp), strict=True),
+    )
 
 
 def _fp_mode() -> tuple:

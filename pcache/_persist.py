@@ -67,7 +67,8 @@ def lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str | None
     if not _compat.trace_state_clean():
         return None, None  # (inside another trace: not a candidate)
     try:
-        key, _ = _persist_key.trace_key(fun, jit_info, signature, in_avals, ctx_mesh)
+        ignore = rt.settings.trace_persist_env_ignore
+        key, _ = _persist_key.trace_key(fun, jit_info, signature, in_avals, ctx_mesh, ignore)
     except NoReuse as e:
         _miss(rt, e.reason)
         return None, None

@@ -38,21 +38,20 @@ from __future__ import annotations
 
 import abc
 import builtins
-import csv
 import functools
 import hashlib
 import os
 import sys
-import sysconfig
 import types
 from importlib.machinery import ModuleSpec
 from typing import Any
 
 import numpy as np
 
-from pcache import _canon, _compat, _guards, _hoststate, _memos
+from pcache import _canon, _compat, _guards, _hoststate, _memos, _persist_env
 from pcache._errors import Uncacheable
 from pcache._introspect import cdict, is_a, names
+from pcache._persist_env import attributed
 from pcache._usercode import NoReuse, is_library_module, is_library_type, module_dict, qualname
 from pcache._walk import Walker
 from pcache._walk_kinds import is_library_float
@@ -62,12 +61,12 @@ DOMAIN = b"pcache-trace-1\n"
 _BUILTINS = vars(builtins)
 _CODE: dict = _memos.memo("persist.code", {})  # id(code) -> (code, its digest)
 _LIB_NAMES: dict = _memos.memo("persist.library_names", {})  # (id, any) -> (obj, name, n)
-_ATTRIBUTED: dict = _memos.memo("persist.attributed", {})  # module -> (file, ok)
-_RECORDS: dict = _memos.memo("persist.records", {})  # site dir -> (infos, files)
 _HOLDERS: dict = _memos.memo("persist.library_holders", {})  # index, modules indexed
 _NODES: dict = _memos.memo("persist.pytree_nodes", {})  # "nodes" -> (registry, digest)
 _SETTINGS: dict = _memos.memo("persist.settings", {})  # typed settings -> digests
 _MISSING = object()
+_HEAPTYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class made by a class statement)
+_FLAGS = type.__dict__["__flags__"].__get__
 _ENV: dict = _memos.memo("persist.environment", {})  # what can change -> digest
 
 
@@ -134,7 +133,10 @@ def named(v: Any) -> tuple:
     if is_a(v, type):
         _, qual, mod = names(v)
         if type(mod) is str and type(qual) is str and _resolve(mod, qual) is v:
-            return ("cls", *_module_name(sys.modules[mod]), qual)
+            got = ("cls", *_module_name(sys.modules[mod]), qual)
+            if not got[2] and not _FLAGS(v) & _HEAPTYPE:
+                raise NoReuse("persist-user-extension")  # (review 54)
+            return got
         lib = _library_name(v)  # (a class whose names say otherwise: ``jax.Array``)
         if lib is not None:
             return ("lib", *lib, _provider(lib[0]))
@@ -147,7 +149,10 @@ def named(v: Any) -> tuple:
         mod = owner if is_a(owner, types.ModuleType) else sys.modules.get(v.__module__ or "")
         if owner is None or owner is mod:
             if mod is not None and (module_dict(mod) or {}).get(v.__name__) is v:
-                return ("fn", *_module_name(mod), v.__name__)
+                got = ("fn", *_module_name(mod), v.__name__)
+                if not got[2]:  # a user C extension's: no content to key (review 54)
+                    raise NoReuse("persist-user-extension")
+                return got
     if t in (
         types.WrapperDescriptorType,
         types.MethodDescriptorType,
@@ -241,21 +246,6 @@ def namespace_name(g: dict) -> tuple:
     return ("ns", *_module_name(m))
 
 
-def _distributions() -> tuple:
-    """Every installed distribution, as the names of the ``.dist-info`` and
-    ``.egg-info`` directories on ``sys.path`` (name and version), sorted: read from
-    the directories each time (cheap: one listing per path entry), so an install
-    while the process runs is seen."""
-    out = set()
-    for entry in sys.path:
-        try:
-            with os.scandir(entry or ".") as it:
-                out.update(e.name for e in it if e.name.endswith((".dist-info", ".egg-info")))
-        except OSError:
-            continue
-    return tuple(sorted(out))
-
-
 @functools.lru_cache(maxsize=1)
 def _own_source() -> str:
     """pcache's own code (what decides keys and entries), by content."""
@@ -268,77 +258,6 @@ def _own_source() -> str:
                 with open(os.path.join(d, f), "rb") as fh:
                     _pack((os.path.relpath(os.path.join(d, f), root), fh.read()), h)
     return h.hexdigest()
-
-
-def attributed(module: str) -> str:
-    """What provides library module ``module``, which must be a file of the standard
-    library, of pcache, or one an installed distribution's RECORD lists: that
-    distribution's ``.dist-info`` name (name and version), in the key with the
-    module's name. A loose file in site-packages, even one named like a
-    distribution's module, could change under the same name (review 38); two
-    distributions may both install a module of one name, and which one loads
-    depends on ``sys.path`` (review 44)."""
-    m = sys.modules.get(module)
-    file = (module_dict(m) or {}).get("__file__") if m is not None else None
-    if file is None:
-        if module in sys.builtin_module_names:
-            return "builtin"
-        raise NoReuse(f"persist-unattributed-module:{module}")
-    e = _ATTRIBUTED.get(module)
-    if e is None or e[0] != file:
-        e = _ATTRIBUTED[module] = (file, _owner(module, os.path.realpath(str(file))))
-    if e[1] is None:
-        raise NoReuse(f"persist-unattributed-module:{module}")
-    return e[1]
-
-
-def _owner(module: str, real: str) -> str | None:
-    top = module.partition(".")[0]
-    if top == "pcache":
-        ok = real.startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)
-        return "pcache" if ok else None
-    if top in sys.stdlib_module_names:
-        return "stdlib" if any(real.startswith(d + os.sep) for d in _stdlib_dirs()) else None
-    for entry in sys.path:
-        root = os.path.realpath(entry or ".")
-        if real.startswith(root + os.sep):
-            rel = os.path.relpath(real, root).replace(os.sep, "/")
-            owner = _recorded(root).get(rel)
-            if owner is not None:
-                return owner
-    return None
-
-
-@functools.lru_cache(maxsize=1)
-def _stdlib_dirs() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    return tuple({os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib")})
-
-
-def _recorded(root: str) -> dict:
-    """The paths (relative to ``root``) that the RECORD files of the distributions
-    installed in ``root`` list, each with its distribution's ``.dist-info`` name
-    (a path two list: both, sorted): what an installer put there. Memoized per
-    directory and its listing of ``.dist-info`` directories."""
-    try:
-        with os.scandir(root) as it:
-            infos = tuple(sorted(e.name for e in it if e.name.endswith(".dist-info")))
-    except OSError:
-        return {}
-    e = _RECORDS.get(root)
-    if e is not None and e[0] == infos:
-        return e[1]
-    files: dict = {}
-    for info in infos:
-        try:
-            with open(os.path.join(root, info, "RECORD"), newline="", encoding="utf-8") as fh:
-                for row in csv.reader(fh):
-                    if row:
-                        files[row[0]] = f"{files[row[0]]}+{info}" if row[0] in files else info
-        except OSError:
-            continue
-    _RECORDS[root] = (infos, files)
-    return files
 
 
 # ------------------------------------------------------------ code
@@ -470,35 +389,33 @@ def _settings() -> tuple[str, str]:
     return got
 
 
-def _environment() -> str:
-    """The digest of what the process runs on, memoized by what can change in it."""
+def _environment(ignore: tuple[str, ...] = ()) -> str:
+    """The digest of what the process runs on, memoized by what can change in it:
+    every environment variable but the session's and those ``ignore`` names
+    (`_persist_env.keyed_environ`), the installed distributions (by ``sys.path``)."""
     import jax
 
     from pcache import _key
 
+    _persist_env.check_unshadowed()
     backend = _compat.default_backend()
     _, env = _key.environment(backend)
-    environ = tuple(
-        sorted(
-            (k, v)
-            for k, v in os.environ.items()
-            if k.startswith(("JAX_", "XLA_")) and not k.startswith("JAX_PCACHE_")
-        )
-    )
-    memo_key = (env, environ, os.environ.get("PYTHONHASHSEED", "random"))
+    environ = _persist_env.keyed_environ(ignore)
+    memo_key = (env, environ, os.environ.get("PYTHONHASHSEED", "random"), tuple(sys.path))
     got = _ENV.get(memo_key)
     if got is None:
         devices = tuple((d.id, d.process_index, d.platform, d.device_kind) for d in jax.devices())
         got = digest(
             (
                 "environment",
-                *memo_key,
+                *memo_key[:3],
                 devices,
                 _own_source(),
                 sys.version,
                 sys.implementation.cache_tag,
                 sys.byteorder,
-                _distributions(),
+                _persist_env.distributions(),
+                _persist_env.process_facts(),
             )
         )
         _ENV.clear()
@@ -506,7 +423,9 @@ def _environment() -> str:
     return got
 
 
-def key_parts(fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[tuple, ContentWalker]:
+def key_parts(
+    fun, jit_info, signature, in_avals, ctx_mesh, env_ignore=()
+) -> tuple[tuple, ContentWalker]:
     """The content key's named parts of a call trace reuse keys (`_trace._key_of`),
     or `NoReuse` with why it cannot be persisted."""
     w = ContentWalker()
@@ -528,7 +447,7 @@ def key_parts(fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[tuple, Cont
         ("config", config),
         ("context", context),
         ("host", _hoststate.host_state(klass=named)),
-        ("environment", _environment()),
+        ("environment", _environment(env_ignore)),
     )
     return parts, w
 
@@ -613,10 +532,11 @@ def digest(parts: tuple) -> str:
     return h.hexdigest()
 
 
-def trace_key(fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str, tuple]:
+def trace_key(fun, jit_info, signature, in_avals, ctx_mesh, env_ignore=()) -> tuple[str, tuple]:
     """(the persisted key, its parts' digests by name): the key is the digest of
-    the named parts' digests (each part serialized once)."""
-    parts, _ = key_parts(fun, jit_info, signature, in_avals, ctx_mesh)
+    the named parts' digests (each part serialized once). ``env_ignore``: the
+    environment variables the user says change nothing (`_persist_env.keyed_environ`)."""
+    parts, _ = key_parts(fun, jit_info, signature, in_avals, ctx_mesh, env_ignore)
     named_digests = tuple((n, p if type(p) is str else digest((n, p))) for n, p in parts)
     return digest(("key", named_digests)), named_digests
 

@@ -132,11 +132,13 @@ PLAIN_STDLIB = frozenset(
         # (not calendar, reprlib: module state public functions set, ``setfirstweekday``,
         # ``aRepr.maxstring``: review 39; not time, datetime, _strptime: ``time.tzset()``
         # rebinds ``time.timezone`` and the C library's zone: review 52)
-        "contextlib", "weakref", "_weakref", "_weakrefset",
+        # (not weakref, threading: ``getweakrefcount(o)``, ``active_count()``,
+        # ``stack_size()`` read interpreter state: review 53)
+        "contextlib", "_weakrefset",
         "string", "_string", "textwrap", "keyword",
         "json", "_json", "base64", "binascii", "hashlib", "_hashlib", "zlib", "unicodedata",
         "io", "_io", "os", "posixpath", "ntpath", "genericpath", "stat", "_stat", "errno",
-        "threading", "_thread", "queue", "_queue", "codecs", "_codecs", "encodings", "uuid",
+        "queue", "_queue", "codecs", "_codecs", "encodings", "uuid",
         "pprint", "_sha256", "_sha512", "_md5", "_blake2", "select", "selectors",
     }
 )  # fmt: skip
@@ -258,6 +260,11 @@ REFLECTIVE_ATTRS = frozenset(
         "__cause__",
         "exc_info",
         "exception",
+        # what the allocator or the object's identity says, not its content
+        # (``L.__sizeof__()`` of equal lists, ``f.__hash__()``: review 53)
+        "__sizeof__",
+        "__hash__",
+        "__weakref__",
         # builtins reached as attributes (``import builtins as b; b.eval``)
         *(UNGUARDABLE - {"compile"}),  # (``re.compile``: a code object alone reads nothing)
         *_ATTR_BUILTINS,

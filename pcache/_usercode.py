@@ -470,6 +470,8 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
                 chain.append(ins[j].argval)
                 j += 1
             nxt = ins[j].opname if j < n else "RETURN_VALUE"
+            if nxt == "LOAD_CONST" and i and _constant_attr_call(ins, i - 1):
+                chain.append(ins[j].argval)  # ``hasattr(m.sub, "name")``: read (review 54)
             for attr in chain[1:]:
                 if attr in sets:
                     continue

@@ -39,7 +39,7 @@ What is keyed (`Walker.value`), and why each encoding is complete for its type:
   methods and class attributes by these rules.
 * instances of user classes: only frozen dataclasses (field by field, no attribute
   outside the fields, with the class's code) and NamedTuples (item by item, with the
-  class's code); enum members by class, name and value. Any other user instance: no
+  class's code); enum members by class, name, value and mixed-in payload. Any other user instance: no
   reuse (its ``__eq__`` may ignore what the trace reads).
 * library modules, ``np.ufunc``, JAX primitives, builtin functions and ``object()``
   sentinels: by identity (immutable, or JAX's registry singletons; what code reaches
@@ -109,6 +109,7 @@ from pcache._walk_kinds import (
     _slots_of,
     _ufunc,
     _weakref,
+    enum_payload,
     is_library_float,
     library_value_types,
 )
@@ -262,6 +263,12 @@ class Walker:
         except Override:
             raise NoReuse(f"dict-override:{qualname(type(v))}") from None
 
+    def _enum(self, v: Any, t: type) -> tuple:
+        d = self._own(v)
+        extra = {k: x for k, x in d.items() if k not in _ENUM_MEMBER}
+        name, val, payload = d.get("_name_"), d.get("_value_"), enum_payload(v)
+        return ("E", self.klass(t), *map(self.value, (name, val, payload, extra)))
+
     def value(self, v: Any) -> Any:
         t = type(v)
         enc = _EXACT_ID.get(id(t))  # (tables by the type's identity: `_introspect.by_id`)
@@ -314,10 +321,7 @@ class Walker:
             # a user module: what is read from it is guarded only for globals
             raise NoReuse(f"captured-module:{v.__name__}")
         if has(k, enum.Enum):
-            d = self._own(v)
-            extra = {k: x for k, x in d.items() if k not in _ENUM_MEMBER}
-            name, val = d.get("_name_"), d.get("_value_")
-            return ("E", self.klass(t), self.value(name), self.value(val), self.value(extra))
+            return self._enum(v, t)
         if has(k, np.ndarray):  # a masked array, a matrix: more than its data
             raise NoReuse(f"numpy-subclass:{qualname(t)}")
         if has(k, np.generic) and is_library_type(t):

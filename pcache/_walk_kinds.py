@@ -8,6 +8,7 @@ from __future__ import annotations
 import abc
 import collections
 import dataclasses
+import enum
 import functools
 import hashlib
 import inspect
@@ -439,3 +440,30 @@ def _free_write(w: Walker, f: types.FunctionType, target: tuple, store: bool = F
     if is_a(v, type) and is_library_type(v) and not store:
         return
     raise NoReuse(f"writes-attribute:{'.'.join(target)}")
+
+
+# What an enum member of a mixed-in builtin type is as that type, read without its
+# class's methods (``class E(int, Enum)`` with a ``__new__`` that sets ``_value_``
+# apart from the int: review 54).
+_ENUM_PAYLOADS = {
+    int: int.__int__,
+    str: str.__str__,
+    float: float.__float__,
+    complex: complex.__complex__,
+    bytes: bytes.__bytes__,
+}
+_ENUM_BASES = frozenset(
+    {object, enum.Enum, enum.IntEnum, enum.Flag, enum.IntFlag, enum.StrEnum, enum.ReprEnum}
+)
+_HEAPTYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class made by a class statement)
+_FLAGS = type.__dict__["__flags__"].__get__  # (not a metaclass's ``__flags__``)
+
+
+def enum_payload(v: Any) -> Any:
+    for c in type(v).__mro__:
+        conv = _ENUM_PAYLOADS.get(c)
+        if conv is not None:
+            return (conv.__qualname__, conv(v))
+        if c not in _ENUM_BASES and not _FLAGS(c) & _HEAPTYPE:
+            raise NoReuse("enum-payload")  # (a tuple, a date: C-level data)
+    return None

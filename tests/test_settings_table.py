@@ -27,6 +27,7 @@ SAMPLES = {
     _config.parse_count: ("12", 12),
     _config.parse_flag: ("yes", True),
     os.fspath: ("/some/key", "/some/key"),
+    _config.parse_names: (" PHASE, SLURM_* ", ("PHASE", "SLURM_*")),
 }
 
 

@@ -1,0 +1,215 @@
+"""What a persisted trace's process runs on, beside its program
+(`pcache._persist_key`): which installed distribution provides each library module,
+the environment variables, the interpreter's flags and the CPU's features. JAX-free.
+
+Fail closed: every environment variable is in the key but the shell's, the
+terminal's and the test runner's bookkeeping (`_SESSION`) and those the user names
+(``JAX_PCACHE_TRACE_PERSIST_ENV_IGNORE``): a library may read any of them at import
+(``SCIPY_ARRAY_API``) or from C (``NPY_DISABLE_CPU_FEATURES``), and no scan of its
+files could prove which (review 54). And a loaded module named like one of the
+standard library's or of an installed distribution's must be that one: a user file
+shadowing a library JAX imports itself (``opt_einsum``) is met by no walk.
+"""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import functools
+import os
+import sys
+import sysconfig
+
+from pcache import _memos
+from pcache._usercode import NoReuse, module_dict
+
+_ATTRIBUTED: dict = _memos.memo("persist.attributed", {})  # module -> (file, ok)
+_RECORDS: dict = _memos.memo("persist.records", {})  # site dir -> (infos, files)
+# modules checked against shadowing: (name, file) pairs, and the count of sys.modules
+_SHADOW: dict = _memos.memo("persist.shadow", {})
+
+# The shell's, the terminal's, the session's and the test runner's own variables:
+# they differ between two runs of one program, and set nothing a library computes.
+_SESSION = frozenset(
+    {
+        "_", "PWD", "OLDPWD", "SHLVL", "TERM", "COLORTERM", "LS_COLORS", "PS1", "PS2",
+        "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL", "MAIL",
+        "MAILCHECK", "DISPLAY", "XAUTHORITY", "WINDOWID", "STY", "WINDOW", "COLUMNS",
+        "LINES", "LESS", "LESSOPEN", "LESSCLOSE", "PAGER", "EDITOR", "VISUAL", "GPG_TTY",
+        "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "XDG_SEAT", "XDG_VTNR", "MOTD_SHOWN",
+    }
+)  # fmt: skip
+_SESSION_PREFIXES = ("JAX_PCACHE_", "SSH_", "TMUX", "TERM_", "XDG_SESSION_", "VSCODE_", "PYTEST_")
+
+
+def keyed_environ(ignore: tuple[str, ...] = ()) -> tuple:
+    """The environment variables in the key, sorted: all but `_SESSION`'s and those
+    ``ignore`` names (a name, or a prefix ending in ``*``)."""
+    return tuple(
+        sorted(
+            (k, v)
+            for k, v in os.environ.items()
+            if k not in _SESSION
+            and not k.startswith(_SESSION_PREFIXES)
+            and not any(fnmatch.fnmatchcase(k, pat) for pat in ignore)
+        )
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def process_facts() -> tuple:
+    """What the interpreter and numpy were started with: ``sys.flags`` (``-O`` drops
+    the ``assert`` a library checks its arguments with: review 54) and the CPU
+    features numpy dispatches its loops on (another machine sharing the cache
+    directory, ``NPY_DISABLE_CPU_FEATURES``: review 54). Fixed for a process."""
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # (numpy 1.x)
+        from numpy.core import _multiarray_umath as umath
+    features = getattr(umath, "__cpu_features__", None)
+    return (
+        tuple(sys.flags),
+        tuple(sorted(features.items())) if type(features) is dict else repr(features),
+        tuple(getattr(umath, "__cpu_baseline__", ())),
+        tuple(getattr(umath, "__cpu_dispatch__", ())),
+    )
+
+
+def check_unshadowed() -> None:
+    """`NoReuse` when a loaded module is named like a standard-library module or a
+    top-level module an installed distribution provides, but is not that file (a
+    user copy of ``opt_einsum`` ahead on ``sys.path``: JAX imports it, no walk meets
+    it). Each module looked at once; the rest of a call costs a length test."""
+    mods = sys.modules
+    if _SHADOW.get("count") == len(mods):
+        return
+    provided, homes = _provided()
+    for name, m in list(mods.items()):
+        file = (module_dict(m) or {}).get("__file__")
+        if type(file) is not str or _SHADOW.get((name, file)):
+            continue
+        # (a file in a site directory or the standard library's is its installer's:
+        # whether a walk's module is listed in a RECORD is `attributed`'s question)
+        if name.partition(".")[0] in provided and not file.startswith(homes):
+            attributed(name)  # (raises for a module no distribution installed there)
+        _SHADOW[(name, file)] = True
+    _SHADOW["count"] = len(mods)
+
+
+def _provided() -> tuple[frozenset, tuple]:
+    """The top-level module names of the standard library and of every distribution
+    installed on ``sys.path`` (from their RECORD files), and the directories they are
+    installed in (as ``sys.path`` and the real paths name them, with a separator)."""
+    key = tuple(sys.path)
+    got = _SHADOW.get(("provided", key))
+    if got is None:
+        tops = set(sys.stdlib_module_names)
+        homes = {d + os.sep for d in _stdlib_dirs()}
+        for entry in sys.path:
+            recorded = _recorded(os.path.realpath(entry or "."))
+            if recorded:
+                homes.update({os.path.join(entry, ""), os.path.join(os.path.realpath(entry), "")})
+            for rel in recorded:
+                top = rel.partition("/")[0]
+                if top.endswith(".py"):
+                    tops.add(top[:-3])
+                elif (
+                    not top.endswith((".dist-info", ".egg-info", ".data", ".pth"))
+                    and "." not in top
+                ):
+                    tops.add(top)
+                elif top.endswith((".so", ".pyd")):
+                    tops.add(top.partition(".")[0])
+        homes.update({os.path.join(os.path.realpath(d), "") for d in list(homes)})
+        got = (frozenset(tops - {"..", "__pycache__"}), tuple(sorted(homes)))
+        _SHADOW[("provided", key)] = got
+    return got
+
+
+def distributions() -> tuple:
+    """Every installed distribution, as the names of the ``.dist-info`` and
+    ``.egg-info`` directories on ``sys.path`` (name and version), sorted: read from
+    the directories each time (cheap: one listing per path entry), so an install
+    while the process runs is seen."""
+    out = set()
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as it:
+                out.update(e.name for e in it if e.name.endswith((".dist-info", ".egg-info")))
+        except OSError:
+            continue
+    return tuple(sorted(out))
+
+
+def attributed(module: str) -> str:
+    """What provides library module ``module``, which must be a file of the standard
+    library, of pcache, or one an installed distribution's RECORD lists: that
+    distribution's ``.dist-info`` name (name and version), in the key with the
+    module's name. A loose file in site-packages, even one named like a
+    distribution's module, could change under the same name (review 38); two
+    distributions may both install a module of one name, and which one loads
+    depends on ``sys.path`` (review 44)."""
+    m = sys.modules.get(module)
+    file = (module_dict(m) or {}).get("__file__") if m is not None else None
+    if file is None:
+        if module in sys.builtin_module_names:
+            return "builtin"
+        raise NoReuse(f"persist-unattributed-module:{module}")
+    e = _ATTRIBUTED.get(module)
+    if e is None or e[0] != file:
+        e = _ATTRIBUTED[module] = (file, _owner(module, os.path.realpath(str(file))))
+    if e[1] is None:
+        raise NoReuse(f"persist-unattributed-module:{module}")
+    return e[1]
+
+
+def _owner(module: str, real: str) -> str | None:
+    top = module.partition(".")[0]
+    if top == "pcache":
+        ok = real.startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+        return "pcache" if ok else None
+    if top in sys.stdlib_module_names:
+        return "stdlib" if any(real.startswith(d + os.sep) for d in _stdlib_dirs()) else None
+    for entry in sys.path:
+        root = os.path.realpath(entry or ".")
+        if real.startswith(root + os.sep):
+            rel = os.path.relpath(real, root).replace(os.sep, "/")
+            owner = _recorded(root).get(rel)
+            if owner is not None:
+                return owner
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _stdlib_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    return tuple({os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib")})
+
+
+def _recorded(root: str) -> dict:
+    """The paths (relative to ``root``) that the RECORD files of the distributions
+    installed in ``root`` list, each with its distribution's ``.dist-info`` name
+    (a path two list: both, sorted): what an installer put there. Memoized per
+    directory and its listing of ``.dist-info`` directories."""
+    try:
+        with os.scandir(root) as it:
+            infos = tuple(sorted(e.name for e in it if e.name.endswith(".dist-info")))
+    except OSError:
+        return {}
+    e = _RECORDS.get(root)
+    if e is not None and e[0] == infos:
+        return e[1]
+    files: dict = {}
+    for info in infos:
+        try:
+            with open(os.path.join(root, info, "RECORD"), newline="", encoding="utf-8") as fh:
+                for row in csv.reader(fh):
+                    if row:
+                        files[row[0]] = f"{files[row[0]]}+{info}" if row[0] in files else info
+        except OSError:
+            continue
+    _RECORDS[root] = (infos, files)
+    return files
+
+
+__all__ = ["attributed", "check_unshadowed", "distributions", "keyed_environ", "process_facts"]
