@@ -19,7 +19,7 @@ from pcache._introspect import is_a, typed
 from pcache._usercode import NoReuse, is_library_type
 
 
-def host_state(klass: Any = None) -> tuple:
+def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
     """Process state outside JAX that tracing reads and that changes what a trace
     does: numpy's floating-point error mode (``np.seterr``: raise or not) and print
     options, the decimal context (and ``DefaultContext``), and the warning filters (a warning turned into an
@@ -28,7 +28,9 @@ def host_state(klass: Any = None) -> tuple:
     category is a user class (the interpreter runs its metaclass on every warning:
     review 35), means no reuse; and ABCMeta's registration counter (any ABC's
     ``register``). ``klass``: how a filter's category is written (the
-    class itself; `pcache._persist_key.named` across processes)."""
+    class itself; `pcache._persist_key.named` across processes). ``abc_token``
+    False: without the counter, a count that depends on import order (the
+    persisted key names the registrations instead)."""
     err = np.geterr()
     call = np.geterrcall()  # what np.seterr(..., "call"/"log") calls or writes to
     if call is not None and ("call" in err.values() or "log" in err.values()):
@@ -43,7 +45,7 @@ def host_state(klass: Any = None) -> tuple:
             typed((sys.getrecursionlimit(), _int_digits()), strict=True),
             # every ABC registration made so far (``collections.abc.Set.register(range)``
             # changes what ``isinstance`` answers: review 41): ABCMeta's counter
-            typed(abc.get_cache_token(), strict=True),
+            typed(abc.get_cache_token() if abc_token else None, strict=True),
             # the decimal context, and the one ``decimal.Context()`` copies (review 53)
             _decimal(decimal.getcontext()),
             _decimal(decimal.DefaultContext),

@@ -108,7 +108,9 @@ def _provided() -> tuple[frozenset, tuple]:
         for entry in sys.path:
             recorded = _recorded(os.path.realpath(entry or "."))
             if recorded:
-                homes.update({os.path.join(entry, ""), os.path.join(os.path.realpath(entry), "")})
+                # ("" is the working directory: joined as it is, it prefixes every path)
+                where = entry or os.getcwd()
+                homes.update({os.path.join(os.path.abspath(where), ""), os.path.join(os.path.realpath(where), "")})  # fmt: skip
             for rel in recorded:
                 top = rel.partition("/")[0]
                 if top.endswith(".py"):
@@ -157,7 +159,11 @@ def attributed(module: str) -> str:
         raise NoReuse(f"persist-unattributed-module:{module}")
     e = _ATTRIBUTED.get(module)
     if e is None or e[0] != file:
-        e = _ATTRIBUTED[module] = (file, _owner(module, os.path.realpath(str(file))))
+        real, path = os.path.realpath(str(file)), os.path.abspath(str(file))
+        # (an environment of links into a store, as Nix or a linked venv builds:
+        # the file is listed under the linked path, below a sys.path entry)
+        owner = _owner(module, real) or (_owner(module, path) if path != real else None)
+        e = _ATTRIBUTED[module] = (file, owner)
     if e[1] is None:
         raise NoReuse(f"persist-unattributed-module:{module}")
     return e[1]

@@ -446,7 +446,7 @@ def key_parts(
         ("globals", _guard_parts(guards, gw)),
         ("config", config),
         ("context", context),
-        ("host", _hoststate.host_state(klass=named)),
+        ("host", _hoststate.host_state(klass=named, abc_token=False)),
         ("environment", _environment(env_ignore)),
     )
     return parts, w
@@ -454,8 +454,17 @@ def key_parts(
 
 def _abc_registrations() -> str:
     """The digest of every class registered on an ABC (``Set.register(range)``), by
-    name: across processes ABCMeta's counter (in the host state) only tells how many
-    registrations were made, not which (review 42). Memoized per counter value."""
+    name: across processes ABCMeta's counter (in the host state of the in-process
+    key) only tells how many registrations were made, not which (review 42); it is
+    not in this key. Memoized per counter value.
+
+    Left out: an installed distribution's class registered on a library's or the
+    standard library's ABC. Libraries make those at import (scipy registers its
+    Cython arrays as ``Sequence``), and when a library is imported varies between
+    processes: a served trace skips a lowering that imports scipy, the preload
+    thread imports it while deserializing. Keyed, they made every later call of a
+    new process miss. A program making one itself changes a library's state, as
+    monkeypatching does (documented)."""
     token = abc.get_cache_token()
     e = _NODES.get("abcs")
     if e is not None and e[0] == token:
@@ -477,11 +486,25 @@ def _abc_registrations() -> str:
                 registered = [c for r in abc._get_dump(k)[0] if (c := r()) is not None]
             except TypeError:
                 raise NoReuse("persist-abc-unreadable") from None
-            if registered:
-                out.append((_abc_name(k), tuple(sorted(_abc_name(c) for c in registered))))
+            if not is_library_type(k):  # (a user ABC: every registration)
+                keep = registered
+            else:
+                keep = [c for c in registered if not _third_party(c)]
+            if keep:
+                out.append((_abc_name(k), tuple(sorted(_abc_name(c) for c in keep))))
     enc = digest(("abcs", tuple(sorted(out))))
     _NODES["abcs"] = (token, enc)
     return enc
+
+
+def _third_party(c: type) -> bool:
+    """Whether class ``c`` is an installed distribution's (not the standard
+    library's, a builtin, pcache's or user code)."""
+    mod = names(c)[2]
+    top = mod.partition(".")[0] if type(mod) is str else ""
+    if not top or top in sys.stdlib_module_names or top in ("builtins", "pcache"):
+        return False
+    return is_library_type(c)
 
 
 def _abc_name(c: type) -> tuple:

@@ -247,3 +247,53 @@ def test_a_library_version_changed_traces_again(tmp_path):
     assert again["stats"]["trace_persist_hits"] == 1, again["stats"]
     assert second["stats"]["trace_persist_hits"] == 0, second["stats"]
     assert second["digests"] == first["digests"]
+
+
+def test_a_library_imported_at_another_time_is_served(tmp_path):
+    """scipy registers its Cython arrays on ``Sequence`` when imported, and when it
+    is imported varies between processes (a served trace skips the lowering that
+    imports it; the preload thread imports it while loading): B, which never
+    imports it, is served both programs A traced before and after importing it."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        textwrap.dedent(
+            """
+            import os
+            show("before", lambda: jax.jit(lambda a: a * 2.0)(x))
+            if os.environ["PHASE"] == "A":
+                import scipy.linalg  # noqa: F401
+            show("after", lambda: jax.jit(lambda a: a - 1.0)(x))
+            """
+        )
+    )
+    cache = tmp_path / "cache"
+    run("scenario", str(prog), cache=cache, PHASE="A")
+    got = run("scenario", str(prog), cache=cache, PHASE="B")
+    assert got["digests"]["served"]["prog.py"] == 2, got["stats"]
+
+
+def test_a_library_installed_as_links_is_attributed(tmp_path):
+    """An environment of links into a store (Nix, a linked venv): a library whose
+    site-packages entries are symbolic links is still its distribution's, and served
+    (found on the GPU machine, where every library but JAX was linked in)."""
+    # (the store, another environment's site-packages: library code by path)
+    cache, site = tmp_path / "cache", tmp_path / "lib" / "site-packages"
+    store = tmp_path / "store" / "site-packages"
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "pmod.py").write_text("import fakelib\n\ndef step(x):\n    return x * fakelib.K\n")
+    (store / "fakelib").mkdir(parents=True)
+    (store / "fakelib" / "__init__.py").write_text("K = 2.0\n")
+    info = store / "fakelib-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fakelib\nVersion: 1.0\n")
+    (info / "RECORD").write_text("fakelib/__init__.py,,\n")
+    site.mkdir(parents=True)
+    for entry in store.iterdir():
+        (site / entry.name).symlink_to(entry, target_is_directory=True)
+    paths = f"{ROOT}{os.pathsep}{site}"
+    first = run("module", str(src), cache=cache, PYTHONPATH=paths)
+    again = run("module", str(src), cache=cache, PYTHONPATH=paths)
+    assert first["stats"]["trace_persist_writes"] == 1, first["stats"]
+    assert again["stats"]["trace_persist_hits"] == 1, again["stats"]
+    assert again["digests"] == first["digests"]
