@@ -73,7 +73,7 @@ _FUNCTION = types.FunctionType
 
 # Guard kinds: (kind, namespace, name, expected[, code]); TYPE: (TYPE, object, None,
 # its type).
-IS, FN, VAL, ABSENT, TYPE, ALIASES, ISN, PLAIN = 0, 1, 2, 3, 4, 5, 6, 7
+IS, FN, VAL, ABSENT, TYPE, ALIASES, ISN, PLAIN, NAMES = 0, 1, 2, 3, 4, 5, 6, 7, 8
 # PLAIN: (PLAIN, a JAX array, None, None): it holds no attribute of the program's.
 # ISN: an identity guard whose object is also numbered by the value guards' walker,
 # so its identity with the callable's own objects is keyed (``fn is DEFAULT_JIT``).
@@ -190,7 +190,11 @@ class _Guarding:
     def imported(self, name: str, froms: tuple) -> None:
         """``import name`` / ``from name import *froms`` in a function's code: only
         library modules that read no state by name, and what is taken from them
-        judged as a value reached from a library object is (`pcache._reach`)."""
+        judged as a value reached from a library object is (`pcache._reach`). The
+        import reads ``sys.modules``: each module is guarded there by identity, and
+        by the names it holds (the local it is bound to is read as no global is:
+        ``hasattr(m, "tool")``, a write ``m.CNT = 1`` seen by `library_spaces`:
+        review 55); across processes it is named (its distribution: review 56)."""
         for part in [name, *_prefixes(name)[:-1]]:  # (the module itself named first)
             mod = sys.modules.get(part)
             if mod is None or _user_module(mod):
@@ -199,6 +203,7 @@ class _Guarding:
             if reflective_module(part):
                 raise NoReuse(f"reflection-module:{part}")
             self.imports.append(mod)
+            self._imported_module(sys.modules, part, mod)
         mod = sys.modules[name]
         for n in froms:
             v = module_dict(mod).get(n, sys.modules.get(f"{name}.{n}"))
@@ -208,6 +213,20 @@ class _Guarding:
             if why is not None:
                 raise NoReuse(f"reflection-import:{name}.{n}:{why}")
             self.imports.append(v)
+            d = module_dict(mod)
+            ns, key = (d, n) if n in d else (sys.modules, f"{name}.{n}")
+            self._imported_module(ns, key, v)
+
+    def _imported_module(self, ns: dict, name: str, v: Any) -> None:
+        if (id(ns), name) not in self.done:
+            self.done.add((id(ns), name))
+            self.guards.append((IS, ns, name, v))
+            if is_a(v, types.ModuleType):
+                if type(v) is not types.ModuleType:
+                    raise NoReuse(f"module-subclass:{name}")
+                self.guards.append((NAMES, module_dict(v), None, tuple(module_dict(v))))
+                if self.vw.content:
+                    self.vw.ident(v)
 
     def chain(self, g: dict, chain: tuple, escaped: bool, hashing: bool = False) -> None:
         if chain[0] == "<type-is>":  # ``type(a) is B`` compares classes if ``type`` is
@@ -412,6 +431,9 @@ def failed_guard(guards: list[tuple], callable_walk: Walker | None = None) -> st
         elif kind == PLAIN:
             if not plain_array(g):
                 return "<array attributes>"
+        elif kind == NAMES:  # (the same names, in order: nothing bound or deleted)
+            if len(g) != len(expected) or not all(map(operator.is_, g, expected)):
+                return f"<names of {g.get('__name__')}>"
         elif kind == ALIASES:
             # (the last guard: every value guard has been walked by ``vw``)
             if callable_walk is not None and aliases(callable_walk, vw) != expected:

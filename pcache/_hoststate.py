@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import abc
 import decimal
+import locale
 import operator
 import os
 import re
@@ -49,6 +50,9 @@ def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
             # the decimal context, and the one ``decimal.Context()`` copies (review 53)
             _decimal(decimal.getcontext()),
             _decimal(decimal.DefaultContext),
+            # the C library's locale (``format(n, "n")``, ``locale.localeconv()``,
+            # ``str.upper`` of bytes under ``re.LOCALE``: review 55), every category
+            locale.setlocale(locale.LC_ALL),
             typed(tuple(err.items()), strict=True),
             _filters(klass),
             # numpy's print options (``repr`` of a numpy scalar read while tracing:

@@ -19,14 +19,22 @@ import functools
 import os
 import sys
 import sysconfig
+import types
+from typing import Any
 
 from pcache import _memos
-from pcache._usercode import NoReuse, module_dict
+from pcache._usercode import (
+    NoReuse,
+    is_library_module,
+    module_dict,
+    qualname,
+)
 
 _ATTRIBUTED: dict = _memos.memo("persist.attributed", {})  # module -> (file, ok)
 _RECORDS: dict = _memos.memo("persist.records", {})  # site dir -> (infos, files)
 # modules checked against shadowing: (name, file) pairs, and the count of sys.modules
 _SHADOW: dict = _memos.memo("persist.shadow", {})
+_HOMES: dict = _memos.memo("persist.homes", {})  # id(module) -> (module, a user's?)
 
 # The shell's, the terminal's, the session's and the test runner's own variables:
 # they differ between two runs of one program, and set nothing a library computes.
@@ -56,6 +64,20 @@ def keyed_environ(ignore: tuple[str, ...] = ()) -> tuple:
     )
 
 
+def library_flags() -> tuple:
+    """absl's flags, by name, type and value, when ``absl.flags`` is loaded: a
+    library object programs read while tracing (``FLAGS.scale``), set from the
+    command line, that no walk keys (review 56)."""
+    flags = sys.modules.get("absl.flags")
+    if flags is None:
+        return ()
+    try:
+        values = module_dict(flags)["FLAGS"].flag_values_dict()
+        return tuple(sorted((k, type(v).__qualname__, repr(v)) for k, v in values.items()))
+    except Exception:  # noqa: BLE001 (whatever a changed absl raises: not persisted)
+        raise NoReuse("persist-absl-flags-unreadable") from None
+
+
 @functools.lru_cache(maxsize=1)
 def process_facts() -> tuple:
     """What the interpreter and numpy were started with: ``sys.flags`` (``-O`` drops
@@ -83,7 +105,9 @@ def check_unshadowed() -> None:
     mods = sys.modules
     if _SHADOW.get("count") == len(mods):
         return
+    _SHADOW["pass"] = _SHADOW.get("pass", 0) + 1  # (site directories listed again)
     provided, homes = _provided()
+    seen: dict = {}  # module name -> a user module's?
     for name, m in list(mods.items()):
         file = (module_dict(m) or {}).get("__file__")
         if type(file) is not str or _SHADOW.get((name, file)):
@@ -92,8 +116,63 @@ def check_unshadowed() -> None:
         # whether a walk's module is listed in a RECORD is `attributed`'s question)
         if name.partition(".")[0] in provided and not file.startswith(homes):
             attributed(name)  # (raises for a module no distribution installed there)
+        if file.startswith(homes) and name.partition(".")[0] not in sys.stdlib_module_names:
+            _library_holds_no_user_code(name, m, homes, seen)
         _SHADOW[(name, file)] = True
     _SHADOW["count"] = len(mods)
+
+
+def _library_holds_no_user_code(name: str, m: Any, homes: tuple, seen: dict) -> None:
+    """`NoReuse` when library module ``m`` holds, as a global, a user module, function
+    or class, or a module of site-packages no distribution installed: its code runs
+    them, keyed by its version only (``fakelib`` doing ``import helper``: review 56).
+    Read once, at the module's first sight (what a program binds in an installed
+    module later is documented as not seen)."""
+    for v in list((module_dict(m) or {}).values()):
+        t = type(v)
+        if t is int or t is str or t is float or t is tuple or t is dict or t is bool:
+            continue  # (most of a module's globals)
+        if issubclass(t, types.ModuleType):
+            d = module_dict(v) or {}
+            file, mname = d.get("__file__"), d.get("__name__")
+            if type(file) is not str or type(mname) is not str:
+                continue  # (a namespace package, a builtin module: no code of its own)
+            if not file.startswith(homes):
+                if _user_module(v):
+                    raise NoReuse(f"persist-library-holds-user-code:{name}")
+            elif sys.modules.get(mname) is v:
+                attributed(mname)  # (a loose file beside a distribution's)
+        else:
+            if t is types.FunctionType:
+                home = v.__globals__.get("__name__")
+            elif issubclass(t, type):
+                home = v.__dict__.get("__module__")  # (a class statement's)
+            else:
+                continue
+            user = seen.get(home) if type(home) is str else False
+            if user is None:
+                user = seen[home] = _user_home(home, homes)
+            if user:
+                raise NoReuse(f"persist-library-holds-user-code:{name}.{qualname(v)}")
+
+
+def _user_home(module: str, homes: tuple) -> bool:
+    """Whether ``module`` names a loaded user module of Python source (a user C
+    extension's objects are refused where met: `pcache._persist_key.named`)."""
+    if module.partition(".")[0] in sys.stdlib_module_names:
+        return False
+    home = sys.modules.get(module)
+    file = (module_dict(home) or {}).get("__file__") if home is not None else None
+    if type(file) is not str or file.startswith(homes):
+        return False
+    return file.endswith((".py", ".pyc")) and _user_module(home)
+
+
+def _user_module(m: Any) -> bool:
+    got = _HOMES.get(id(m))
+    if got is None or got[0] is not m:
+        got = _HOMES[id(m)] = (m, not is_library_module(m))
+    return got[1]
 
 
 def _provided() -> tuple[frozenset, tuple]:
@@ -159,10 +238,10 @@ def attributed(module: str) -> str:
         raise NoReuse(f"persist-unattributed-module:{module}")
     e = _ATTRIBUTED.get(module)
     if e is None or e[0] != file:
-        real, path = os.path.realpath(str(file)), os.path.abspath(str(file))
-        # (an environment of links into a store, as Nix or a linked venv builds:
-        # the file is listed under the linked path, below a sys.path entry)
-        owner = _owner(module, real) or (_owner(module, path) if path != real else None)
+        # (as named, then as the real file: an environment of links into a store,
+        # as Nix or a linked venv builds, lists the file under the linked path)
+        owner = _owner(module, os.path.abspath(str(file)))
+        owner = owner or _owner(module, os.path.realpath(str(file)))
         e = _ATTRIBUTED[module] = (file, owner)
     if e[1] is None:
         raise NoReuse(f"persist-unattributed-module:{module}")
@@ -176,14 +255,22 @@ def _owner(module: str, real: str) -> str | None:
         return "pcache" if ok else None
     if top in sys.stdlib_module_names:
         return "stdlib" if any(real.startswith(d + os.sep) for d in _stdlib_dirs()) else None
-    for entry in sys.path:
-        root = os.path.realpath(entry or ".")
+    for root in _roots():
         if real.startswith(root + os.sep):
             rel = os.path.relpath(real, root).replace(os.sep, "/")
             owner = _recorded(root).get(rel)
             if owner is not None:
                 return owner
     return None
+
+
+def _roots() -> tuple[str, ...]:
+    """``sys.path``'s entries as real paths (memoized per ``sys.path``)."""
+    key = ("roots", tuple(sys.path))
+    got = _SHADOW.get(key)
+    if got is None:
+        got = _SHADOW[key] = tuple(os.path.realpath(e or ".") for e in key[1])
+    return got
 
 
 @functools.lru_cache(maxsize=1)
@@ -196,13 +283,17 @@ def _recorded(root: str) -> dict:
     """The paths (relative to ``root``) that the RECORD files of the distributions
     installed in ``root`` list, each with its distribution's ``.dist-info`` name
     (a path two list: both, sorted): what an installer put there. Memoized per
-    directory and its listing of ``.dist-info`` directories."""
+    directory and its listing of ``.dist-info`` directories (listed once per
+    `check_unshadowed` pass)."""
+    e = _RECORDS.get(root)
+    if e is not None and _SHADOW.get(("listed", root)) == _SHADOW.get("pass"):
+        return e[1]
+    _SHADOW[("listed", root)] = _SHADOW.get("pass")
     try:
         with os.scandir(root) as it:
             infos = tuple(sorted(e.name for e in it if e.name.endswith(".dist-info")))
     except OSError:
         return {}
-    e = _RECORDS.get(root)
     if e is not None and e[0] == infos:
         return e[1]
     files: dict = {}
@@ -218,4 +309,11 @@ def _recorded(root: str) -> dict:
     return files
 
 
-__all__ = ["attributed", "check_unshadowed", "distributions", "keyed_environ", "process_facts"]
+__all__ = [
+    "attributed",
+    "check_unshadowed",
+    "distributions",
+    "keyed_environ",
+    "library_flags",
+    "process_facts",
+]

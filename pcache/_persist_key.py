@@ -239,6 +239,8 @@ def _library_holders(v: Any) -> list:
 def namespace_name(g: dict) -> tuple:
     if g is _BUILTINS:
         return ("builtins",)
+    if g is sys.modules:  # (an import's module)
+        return ("sys.modules",)
     name = g.get("__name__")
     m = sys.modules.get(name) if type(name) is str else None
     if m is None or module_dict(m) is not g:
@@ -359,6 +361,8 @@ def _guard_parts(guards: list, w: ContentWalker) -> tuple:
             out.append((kind, named(ns), named(expected)))
         elif kind == _guards.ABSENT:
             out.append((kind, namespace_name(ns), name))
+        elif kind == _guards.NAMES:
+            out.append((kind, namespace_name(ns), tuple(sorted(expected))))
         elif kind == _guards.VAL:
             out.append((kind, namespace_name(ns), name, expected))
         elif kind == _guards.IS:
@@ -401,7 +405,13 @@ def _environment(ignore: tuple[str, ...] = ()) -> str:
     backend = _compat.default_backend()
     _, env = _key.environment(backend)
     environ = _persist_env.keyed_environ(ignore)
-    memo_key = (env, environ, os.environ.get("PYTHONHASHSEED", "random"), tuple(sys.path))
+    memo_key = (
+        env,
+        environ,
+        os.environ.get("PYTHONHASHSEED", "random"),
+        tuple(sys.path),
+        _persist_env.library_flags(),
+    )
     got = _ENV.get(memo_key)
     if got is None:
         devices = tuple((d.id, d.process_index, d.platform, d.device_kind) for d in jax.devices())
@@ -409,6 +419,7 @@ def _environment(ignore: tuple[str, ...] = ()) -> str:
             (
                 "environment",
                 *memo_key[:3],
+                memo_key[4],  # (absl flags)
                 devices,
                 _own_source(),
                 sys.version,

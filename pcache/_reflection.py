@@ -48,7 +48,11 @@ REFLECTIVE = frozenset(
 )
 # Builtins (also as ``builtins.<name>``) through which code reads or runs what no
 # guard can see.
-UNGUARDABLE = frozenset({"globals", "vars", "locals", "eval", "exec", "__import__", "compile"})
+# (``dir``: the names an object or module has now, which a later import adds to:
+# review 55)
+UNGUARDABLE = frozenset(
+    {"globals", "vars", "locals", "dir", "eval", "exec", "__import__", "compile"}
+)
 # Builtins whose result is an object's identity (``SCALE_BY_ID[id(c)]``, ``hash`` of a
 # function): compared with ints held elsewhere, which no key relates to the object.
 IDENTITY_BUILTINS = frozenset({"id", "hash"})
@@ -265,6 +269,7 @@ REFLECTIVE_ATTRS = frozenset(
         "__sizeof__",
         "__hash__",
         "__weakref__",
+        "__dir__",  # (as ``dir``)
         # builtins reached as attributes (``import builtins as b; b.eval``)
         *(UNGUARDABLE - {"compile"}),  # (``re.compile``: a code object alone reads nothing)
         *_ATTR_BUILTINS,

@@ -84,6 +84,7 @@ from pcache._usercode import (
     is_library_code,
     is_library_module,
     is_library_type,
+    module_dict,
     qualname,
 )
 from pcache._walk_kinds import (
@@ -317,7 +318,9 @@ class Walker:
             if type(v) is types.ModuleType and is_library_module(v):
                 if reflective_module(v.__name__):  # ``ins.stack()``: frames (review 24)
                     raise NoReuse(f"reflection-module:{v.__name__}")
-                return self.ident(v)
+                # and its names: what ``hasattr(m, ...)`` of a module held in a
+                # default answers changes when a submodule is imported (review 55)
+                return (self.ident(v), tuple(module_dict(v) or ()))
             # a user module: what is read from it is guarded only for globals
             raise NoReuse(f"captured-module:{v.__name__}")
         if has(k, enum.Enum):

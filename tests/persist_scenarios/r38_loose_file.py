@@ -1,6 +1,7 @@
 # Review 38 (sitepk): a loose file under site-packages inside a package a distribution
 # provides (its RECORD does not list the file) was taken as that distribution's code,
 # whose version alone was keyed; a library module is attributed by its file since.
+# alone: the package then holds a loose module, which refuses every later call (review 56)
 import os
 import sys
 import tempfile
