@@ -444,7 +444,7 @@ def key_parts(
     ck = w.value(fun)
     parts = (
         ("callable", ck),
-        ("jit_options", w.value(_compat.jit_info_key(jit_info))),
+        ("jit_options", w.value(_compat.jit_info_key(jit_info, location=False))),
         ("signature", w.signature(signature)),
         ("avals", tuple(_canonical(a, "aval") for a in in_avals)),
         ("mesh", _canonical(ctx_mesh, "mesh")),

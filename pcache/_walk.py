@@ -57,6 +57,7 @@ nothing.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import enum
 import functools
@@ -647,6 +648,7 @@ _EXACT: dict[type, Any] = {
 }
 
 
+_TUPLEGETTER = type(collections.namedtuple("_T", "a").a)
 _DISPATCH: dict[type, Any] = {
     list: Walker._container,
     dict: Walker._container,
@@ -665,11 +667,14 @@ _DISPATCH: dict[type, Any] = {
     staticmethod: lambda w, v: ("SM", w.value(v.__func__), w.value(dict(vars(v)))),
     classmethod: lambda w, v: ("CM", w.value(v.__func__), w.value(dict(vars(v)))),
     property: _property,
+    # a namedtuple field: its index and doc (immutable; read by its own __reduce__)
+    _TUPLEGETTER: lambda w, v: ("TG", *map(w.value, type(v).__reduce__(v)[1])),
     **dict.fromkeys(_OPERATOR_TYPES, _operator),
     **dict.fromkeys(_DESCRIPTORS, _descriptor),
 }
 _NUMBERED = frozenset(
-    {weakref.ref, dataclasses.Field, staticmethod, classmethod, property, *_OPERATOR_TYPES}
+    {weakref.ref, dataclasses.Field, staticmethod, classmethod, property, _TUPLEGETTER}
+    | set(_OPERATOR_TYPES)
 )
 if _compat.ArrayImpl is not _compat.Absent:
     _ARRAY_OWN[_compat.ArrayImpl] = frozenset()

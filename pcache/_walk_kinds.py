@@ -16,6 +16,7 @@ import operator
 import struct
 import sys
 import types
+import typing
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -97,10 +98,15 @@ _TYPING_MODULES = frozenset({"typing", "types", "typing_extensions"})
 _TYPING_PARTS = ("__origin__", "__args__", "__metadata__", "__bound__", "__constraints__")
 
 
+_TYPING_BASES = (typing.NamedTuple, typing.TypedDict)
+
+
 def _annotation(w: Walker, a: Any, depth: int = 0) -> Any:
     """An annotation: a value by the walk's rules, or a typing construct by its text
     and, part by part, what it holds (``Annotated[float, scaled]``'s ``scaled``, a
     ``TypeVar``'s bound, a generic's arguments: code can read through them)."""
+    if depth == 0 and any(a is b for b in _TYPING_BASES):
+        return w.ident(a)  # (``NamedTuple`` in a class's ``__orig_bases__``: a marker)
     try:
         return w.value(a)
     except NoReuse:
@@ -124,6 +130,8 @@ def _annotation(w: Walker, a: Any, depth: int = 0) -> Any:
         except Override:
             raise NoReuse(f"dict-override:{qualname(t)}") from None
         own += [(n, x) for n, x in _slot_items(a) if n not in _TYPING_PARTS]
+        if t is typing.ForwardRef:  # (its code: compiled from its text, keyed)
+            own = [(n, x) for n, x in own if n != "__forward_code__"]
         held = tuple((n, _annotation(w, x, depth + 1)) for n, x in own)
         return ("ann", qualname(t), repr(a), *parts, held)
 
@@ -171,8 +179,12 @@ def _field(w: Walker, f: dataclasses.Field) -> tuple:
 
 def _own_method(v: Any, bound: Any) -> bool:
     """Whether the builtin method ``v`` is what its name finds on its object's type
-    (what the key says: the name and the type), not a base class's bound by hand."""
+    (what the key says: the name and the type), not a base class's bound by hand.
+    A type's ``__new__`` is its own (``tuple.__new__``, a namedtuple's ``_tuple_new``)
+    when its namespace holds that very object."""
     t = type(bound)
+    if v.__name__ == "__new__" and is_a(bound, type):
+        return cdict(bound).get("__new__") is v
     for k in mro(t):
         d = cdict(k).get(v.__name__)
         if d is not None:

@@ -119,7 +119,7 @@ def test_damaged_entry_is_refused_and_the_program_traces(patterns, tmp_path):
     assert got["stats"]["trace_persist_hits"] == 0
 
 
-MODULE = """
+MODULE = """{head}
 import dataclasses
 import jax.numpy as jnp
 
@@ -141,7 +141,7 @@ def helper(a, b={default}):
 def step(x):
     {pad}return helper(x) * SCALE + CFG.k * {body}
 """
-BASE = dict(scale="2.0", field="0.5", default="3.0", body="x", pad="")
+BASE = dict(scale="2.0", field="0.5", default="3.0", body="x", pad="", head="")
 
 
 def _module_runs(tmp_path, **change):
@@ -169,7 +169,9 @@ def test_unchanged_module_is_served(tmp_path):
 
 
 def test_code_moved_to_other_lines_is_served(tmp_path):
-    first, second = _module_runs(tmp_path, pad="\n    ")
+    """Every function on other lines, the jitted one too (whose name and place JAX
+    records as ``step at pmod.py:N``)."""
+    first, second = _module_runs(tmp_path, pad="\n    ", head="\n\n# moved\n")
     assert second["stats"]["trace_persist_hits"] == 1
 
 

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import textwrap
 import types
+import typing
 import weakref
 
 import jax
@@ -254,6 +255,36 @@ def test_changed_direct_global_and_global_of_a_called_function(tmp_path):
     # traces of functions that read the old value): every later call traces.
     assert reasons["global-changed:SCALE"] == 2 and reasons["global-changed:OFFSET"] == 2, st
     assert st["trace_hits"] == 2 and traces == 6
+
+
+class HParams(typing.NamedTuple):
+    lr: float = 0.1
+    n: int = 2
+
+
+HP = HParams()
+
+
+def test_namedtuple_global_is_reused_and_keyed_by_its_fields(tmp_path):
+    """A NamedTuple global (its class holds ``typing.NamedTuple`` in
+    ``__orig_bases__`` and C field getters: both once refused) is reused, and a
+    new value with another field traces again."""
+    global HP
+
+    def scenario():
+        global HP
+        out = []
+        for hp in (HParams(), HParams(), HParams(lr=0.3), HParams(lr=0.3)._replace(n=5)):
+            HP = hp
+            out.append(_bits(jax.jit(lambda x: (_traced(), x * HP.lr * HP.n)[1])(X)))
+        return out
+
+    try:
+        _, _, _, traces, st = _compare(tmp_path, scenario)
+    finally:
+        HP = HParams()
+    assert st["trace_hits"] == 1 and traces == 3, st
+    assert st["trace_miss_reasons"]["global-changed:HP"] == 2, st
 
 
 CFG = types.ModuleType("cfg")  # a user module holding settings

@@ -80,9 +80,15 @@ def jit_parts(f) -> tuple[Any, Any] | None:
     return f._fun, f._jit_info
 
 
-def jit_info_key(ji) -> tuple:
-    """A `PjitInfo` by value (JAX: by identity), but its signature (the caller's)."""
-    return (ji.fun_sourceinfo, *ji[2:])
+def jit_info_key(ji, location: bool = True) -> tuple:
+    """A `PjitInfo` by value (JAX: by identity), but its signature (the caller's).
+    ``location`` False: its function's name without the file and line JAX adds
+    (``f at x.py:12``: debug information only; across processes code is keyed by
+    content, and moved code hits)."""
+    src = ji.fun_sourceinfo
+    if not location and type(src) is str:
+        src = src.partition(" at ")[0]
+    return (src, *ji[2:])
 
 
 def trace_reuse_blocked() -> str | None:
