@@ -83,6 +83,32 @@ def test_ls_shows_persisted_traces_by_kind(patterns):
     assert "exe" in kinds and set(kinds) == {"exe", "trace"}
 
 
+def test_stored_traces_match_their_schema(patterns):
+    """Every persisted trace's value is the JSON object schemas/trace-entry.schema.json
+    describes, after its head."""
+    from importlib import resources
+
+    import jsonschema
+    from pcache.store import Store
+
+    from pcache import _persist
+
+    stock, _, _, cache = patterns
+    schema = json.loads(
+        resources.files("pcache.store.schemas").joinpath("trace-entry.schema.json").read_text()
+    )
+    store = Store(cache / "store")
+    try:
+        traces = [e for e in store.entries() if (e.extra.get("load") or {}).get("kind") == "trace"]
+        assert len(traces) == len(stock["digests"])
+        for e in traces:
+            raw = store.get(e.key)
+            assert raw.startswith(_persist.HEAD)
+            jsonschema.validate(json.loads(raw[len(_persist.HEAD) :]), schema)
+    finally:
+        store.close()
+
+
 def test_off_by_default(tmp_path):
     e = {"JAX_PCACHE_TRACE_PERSIST": "0"}
     for _ in range(2):
