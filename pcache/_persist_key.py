@@ -241,11 +241,29 @@ def namespace_name(g: dict) -> tuple:
         return ("builtins",)
     if g is sys.modules:  # (an import's module)
         return ("sys.modules",)
+    if _namedtuple_globals(g):
+        return ("namedtuple",)
+    if type(g) is dict and not g:  # (its builtins: none; by content)
+        return ("empty",)
     name = g.get("__name__")
     m = sys.modules.get(name) if type(name) is str else None
     if m is None or module_dict(m) is not g:
         raise NoReuse(f"persist-globals-not-a-module:{name}")
     return ("ns", *_module_name(m))
+
+
+def _namedtuple_globals(g: dict) -> bool:
+    """Whether ``g`` is what ``collections.namedtuple`` execs a class's ``__new__``
+    in: its name, no builtins, ``tuple.__new__`` (nothing else to name)."""
+    name = g.get("__name__")
+    return (
+        type(name) is str
+        and name.startswith("namedtuple_")
+        and g.keys() == {"__name__", "__builtins__", "_tuple_new"}
+        and g["_tuple_new"] is tuple.__new__
+        and type(g["__builtins__"]) is dict
+        and not g["__builtins__"]
+    )
 
 
 @functools.lru_cache(maxsize=1)

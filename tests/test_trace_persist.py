@@ -147,6 +147,8 @@ def test_damaged_entry_is_refused_and_the_program_traces(patterns, tmp_path):
 
 MODULE = """{head}
 import dataclasses
+import typing
+
 import jax.numpy as jnp
 
 SCALE = {scale}
@@ -160,14 +162,21 @@ class Cfg:
 CFG = Cfg()
 
 
+class Hp(typing.NamedTuple):
+    lr: float = {ntfield}
+
+
+HP = Hp()
+
+
 def helper(a, b={default}):
     return jnp.sin(a) * b
 
 
 def step(x):
-    {pad}return helper(x) * SCALE + CFG.k * {body}
+    {pad}return helper(x) * SCALE + CFG.k * {body} + HP.lr
 """
-BASE = dict(scale="2.0", field="0.5", default="3.0", body="x", pad="", head="")
+BASE = dict(scale="2.0", field="0.5", default="3.0", body="x", pad="", head="", ntfield="0.25")
 
 
 def _module_runs(tmp_path, **change):
@@ -209,8 +218,9 @@ def test_code_moved_to_other_lines_is_served(tmp_path):
         {"body": "(x + 1)"},  # a function body
         {"default": "4.0"},  # a default
         {"field": "0.25"},  # a frozen dataclass field
+        {"ntfield": "0.5"},  # a NamedTuple field's default
     ],
-    ids=["constant", "constant-bits", "body", "default", "dataclass-field"],
+    ids=["constant", "constant-bits", "body", "default", "dataclass-field", "namedtuple-field"],
 )
 def test_stale_across_processes_traces_again(tmp_path, change):
     first, second = _module_runs(tmp_path, **change)  # (second: bitwise stock)
