@@ -3,6 +3,7 @@ persistent cache.
 
     python scripts/real_programs.py [--libs DIR] [--workloads numpyro,diffrax,...] [--remote]
         [--hash-seed N|random] [--pcache-only] [--warm-runs N] [--hash-seeds 1,2,...]
+        [--trace-persist]
 
 None of these libraries is a pcache dependency: install them into a scratch
 virtual environment that also has pcache (``pip install -e .``) and run the script
@@ -668,8 +669,12 @@ def child(name: str) -> None:
                 "hlo_hits",
                 "hlo_compiles",
                 "trace_hits",
+                "trace_persist_hits",
+                "trace_persist_writes",
             )
         }
+        if st.get("trace_persist_misses"):
+            stats["trace_persist_misses"] = st["trace_persist_misses"]
         stats["bypass_reasons"] = st["bypass_reasons"]
         stats["nonpersistent_reasons"] = st["nonpersistent_reasons"]
     print(json.dumps({"wall": wall, "digest": digest, **counts, "pcache": stats}), flush=True)
@@ -722,6 +727,11 @@ def main() -> None:
     ap.add_argument("--remote", action="store_true", help="also a fleet of two hosts on Redis")
     ap.add_argument("--warm-runs", type=int, default=1, help="warm pcache processes to run")
     ap.add_argument(
+        "--trace-persist",
+        action="store_true",
+        help="also pcache with JAX_PCACHE_TRACE_PERSIST=1 (cold, then warm): persisted traces",
+    )
+    ap.add_argument(
         "--hash-seeds",
         help="comma-separated PYTHONHASHSEEDs: stock and pcache (one shared directory) "
         "per seed, each pcache process compared with stock of its own seed",
@@ -757,6 +767,15 @@ def main() -> None:
                 (f"pcache, warm {i}", run(name, {"JAX_PCACHE_DIR": str(pc)}, args.libs))
                 for i in range(2, args.warm_runs + 1)
             ]
+            if args.trace_persist:
+                tp = {
+                    "JAX_PCACHE_DIR": str(Path(tmp, "pcache-tp")),
+                    "JAX_PCACHE_TRACE_PERSIST": "1",
+                }
+                rows += [
+                    ("persisted, cold", run(name, tp, args.libs)),
+                    ("persisted, warm", run(name, tp, args.libs)),
+                ]
             if args.remote:
                 rows += remote_rows(name, Path(tmp), args.libs)
         stock = rows[0][1]
@@ -776,6 +795,11 @@ def main() -> None:
         warm = by_label["pcache, warm"]
         print(f"  pcache cold: {by_label['pcache, cold']['pcache']}")
         print(f"  pcache warm: {warm['pcache']}")
+        if args.trace_persist:
+            cold_tp, warm_tp = by_label["persisted, cold"], by_label["persisted, warm"]
+            ratio = cold_tp["trace_s"] / max(warm_tp["trace_s"], 1e-9)
+            print(f"  persisted warm: {warm_tp['pcache']}")
+            print(f"  persisted traces: trace seconds cold/warm {ratio:.1f}x")
         if args.remote:
             print(f"  remote, new host: {rows[-1][1]['pcache']}")
         ratios = [f"pcache {warm['wall'] / stock['wall']:.2f}x"]
