@@ -190,11 +190,9 @@ class _Guarding:
     def imported(self, name: str, froms: tuple) -> None:
         """``import name`` / ``from name import *froms`` in a function's code: only
         library modules that read no state by name, and what is taken from them
-        judged as a value reached from a library object is (`pcache._reach`). The
-        import reads ``sys.modules``: each module is guarded there by identity, and
-        by the names it holds (the local it is bound to is read as no global is:
-        ``hasattr(m, "tool")``, a write ``m.CNT = 1`` seen by `library_spaces`:
-        review 55); across processes it is named (its distribution: review 56)."""
+        judged as a value reached from a library object is (`pcache._reach`). Each
+        module is guarded in ``sys.modules`` (which the import reads) and by its names
+        (``hasattr(m, "tool")``: review 55); across processes, named (review 56)."""
         for part in [name, *_prefixes(name)[:-1]]:  # (the module itself named first)
             mod = sys.modules.get(part)
             if mod is None or _user_module(mod):
@@ -238,6 +236,9 @@ class _Guarding:
         if chain[0] == "<import>":
             self.imported(chain[1], chain[2:])
             return
+        if chain[0] == "<imported>":  # read through a local an import bound (review 57)
+            mod = sys.modules.get(chain[1])  # (a user module's import refused already)
+            return None if mod is None else _library_chain(mod, chain[2:], self)
         # (a ``__hash__`` may hash, never take an id: ``id(v) == id(1000)``)
         identity = chain[0] in IDENTITY_BUILTINS and not (hashing and chain[0] == "hash")
         if (chain[0] in UNGUARDABLE or identity) and chain[0] not in g:

@@ -82,6 +82,17 @@ def lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str | None
     return key, got[0]
 
 
+def key_again(rt, fun, jit_info, signature, in_avals, ctx_mesh) -> str | None:
+    """The call's persisted key computed again after its trace (None: no longer
+    persistable): a trace that imported a module or otherwise changed what the key
+    describes is not stored under the key made before it (review 58)."""
+    try:
+        ignore = rt.settings.trace_persist_env_ignore
+        return _persist_key.trace_key(fun, jit_info, signature, in_avals, ctx_mesh, ignore)[0]
+    except (NoReuse, RecursionError):
+        return None
+
+
 def unserve() -> None:
     """Forget a serve the call it was prepared for never took (JAX raised between
     the lookup and its trace: a later call of the same function, with other static

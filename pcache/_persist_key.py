@@ -68,6 +68,7 @@ _MISSING = object()
 _HEAPTYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class made by a class statement)
 _FLAGS = type.__dict__["__flags__"].__get__
 _ENV: dict = _memos.memo("persist.environment", {})  # what can change -> digest
+_USER_CODE: dict = _memos.memo("persist.user_code", {})  # file -> (stamp, digest); "all"
 
 
 class ContentWalker(Walker):
@@ -252,6 +253,54 @@ def namespace_name(g: dict) -> tuple:
     return ("ns", *_module_name(m))
 
 
+def _user_code() -> str:
+    """Every loaded user module's code by content (compiled from its source, without
+    positions: moved code still hits): what an installed library holds or imports
+    of the program's own (a helper it imports, a function kept in its registry or
+    held by a partial, a base class: review 58) is keyed, whoever reaches it. A user
+    module with no source (built at run time, bytecode only, an extension) refuses;
+    so does one still running its body. Recomputed when the module count changes."""
+    got = _USER_CODE.get("all")
+    if got is not None and got[0] == len(sys.modules):
+        return got[1]
+    out = []
+    for name, m in list(sys.modules.items()):
+        d = module_dict(m)
+        if d is None or not _persist_env.user_module(name, m):
+            continue
+        spec = d.get("__spec__")
+        if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
+            raise NoReuse(f"persist-module-initializing:{name}")
+        file = d.get("__file__")
+        if type(file) is not str:
+            if "__path__" in d or name == "__main__":
+                continue  # (a namespace package; an interactive session's main)
+            raise NoReuse(f"persist-sourceless-module:{name}")
+        out.append((name, _source_digest(file, name)))
+    res = digest(("user-code", tuple(sorted(out))))
+    _USER_CODE["all"] = (len(sys.modules), res)
+    return res
+
+
+def _source_digest(file: str, name: str) -> str:
+    """A user module's source compiled, by `code_digest`; memoized per file stamp."""
+    if not file.endswith(".py"):
+        raise NoReuse(f"persist-sourceless-module:{name}")
+    try:
+        st = os.stat(file)
+        stamp = (st.st_mtime_ns, st.st_size)
+        e = _USER_CODE.get(file)
+        if e is not None and e[0] == stamp:
+            return e[1]
+        with open(file, "rb") as fh:
+            code = compile(fh.read(), file, "exec", dont_inherit=True)
+    except (OSError, SyntaxError, ValueError):
+        raise NoReuse(f"persist-unreadable-module:{name}") from None
+    got = code_digest(code)
+    _USER_CODE[file] = (stamp, got)
+    return got
+
+
 def _namedtuple_globals(g: dict) -> bool:
     """Whether ``g`` is what ``collections.namedtuple`` execs a class's ``__new__``
     in: its name, no builtins, ``tuple.__new__`` (nothing else to name)."""
@@ -429,6 +478,7 @@ def _environment(ignore: tuple[str, ...] = ()) -> str:
         os.environ.get("PYTHONHASHSEED", "random"),
         tuple(sys.path),
         _persist_env.library_flags(),
+        _user_code(),
     )
     got = _ENV.get(memo_key)
     if got is None:
@@ -438,6 +488,7 @@ def _environment(ignore: tuple[str, ...] = ()) -> str:
                 "environment",
                 *memo_key[:3],
                 memo_key[4],  # (absl flags)
+                memo_key[5],  # (the user's modules)
                 devices,
                 _own_source(),
                 sys.version,

@@ -480,8 +480,10 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple) -> _R
             if _record(made, p, owned) and pkey is not None:
                 if served is not None:
                     rt.stats.count("trace_persist_hits")
-                else:
+                elif _persist.key_again(rt, *call) == pkey:
                     _persist.record(rt, pkey, p, _persist.timer() - t0)
+                else:
+                    rt.stats.count("trace_persist_misses", 0, "unstored:changed-while-traced")
         except CheckError:
             raise
         except Exception as exc:

@@ -22,6 +22,7 @@ import types
 import weakref
 from typing import Any
 
+from pcache import _usercode_imports as _imports
 from pcache._introspect import Override, cdict, flags, inst_dict, is_a, mro, names
 from pcache._memos import memo
 from pcache._provenance import defined_by
@@ -37,6 +38,7 @@ from pcache._reflection import (
     REFLECTIVE_BUILTINS,
     UNGUARDABLE,
 )
+from pcache._usercode_imports import _ATTR_OPS, _MUTATORS, _constant_attr_call
 
 
 class NoReuse(Exception):  # noqa: N818 - a verdict, not an error
@@ -342,31 +344,7 @@ def _bound_to_data(a: Any) -> bool:
 # ------------------------------------------------------------ code scans
 
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
-_ATTR_OPS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 # Methods that mutate a builtin container (a captured list, dict or set).
-_MUTATORS = frozenset(
-    {
-        "append",
-        "extend",
-        "insert",
-        "pop",
-        "popitem",
-        "clear",
-        "update",
-        "add",
-        "remove",
-        "discard",
-        "setdefault",
-        "sort",
-        "reverse",
-        "__setitem__",
-        "__delitem__",
-        "__iadd__",
-        "difference_update",
-        "intersection_update",
-        "symmetric_difference_update",
-    }
-)
 # A value loaded from outside the function's own frame.
 _OUTER_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"})
 _CODE: dict[int, tuple[types.CodeType, str | None, tuple]] = {}
@@ -423,13 +401,14 @@ def code_verdict(code: types.CodeType) -> tuple[str | None, tuple, tuple]:
 def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str | None:
     ins = list(dis.get_instructions(c))
     n = len(ins)
-    why = None
-    # A constructor sets attributes on the object it makes (a frozen dataclass's
-    # ``object.__setattr__(self, "k", k)``): a write to this call's own object.
+    why = None  # (a constructor sets attributes on its own object: `_SETTERS`)
     sets = _SETTERS if c.co_name in _CONSTRUCTORS else frozenset()
+    alias: dict = {}  # local -> the global chain or imported module it holds (review 57)
     i = 0
     while i < n:
         op, arg = ins[i].opname, ins[i].argval
+        if arg in alias and op in ("STORE_FAST", "LOAD_FAST"):
+            i, why = _imports.local(ins, i, alias, reads, why)
         if op in ("STORE_GLOBAL", "DELETE_GLOBAL"):
             why = why or f"writes-global:{arg}"
         elif op in ("STORE_DEREF", "DELETE_DEREF") and arg in outer:
@@ -438,14 +417,16 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             why = why or f"reflection:{arg}"
         elif op in _ATTR_OPS and arg in FORMATS and (i == 0 or ins[i - 1].opname != "LOAD_CONST"):
             why = why or "reflection:computed-format"  # a format string built or held
-        elif op in ("STORE_SUBSCR", "DELETE_SUBSCR") and not _local_target(ins, i):
+        elif op in ("STORE_SUBSCR", "DELETE_SUBSCR") and not _local_target(ins, i, alias):
             why = why or "writes-container"
         elif op == "IMPORT_NAME":
-            reads[(_import_read(ins, i), False)] = None
+            why = why or _imports.import_op(ins, i, reads, alias)
         elif op == "IMPORT_FROM" and (
             arg in REFLECTIVE or arg in REFLECTIVE_ATTRS or arg in REFLECTIVE_BUILTINS
         ):
             why = why or f"reflection:import-{arg}"  # from builtins import eval
+        elif op == "LOAD_BUILD_CLASS":  # (``class K:`` reads builtins.__build_class__)
+            reads[(("__build_class__",), False)] = None
         elif op == "RAISE_VARARGS" and ins[i].arg == 0:
             why = why or "reflection:reraise"  # a bare ``raise``: the caller's exception
         elif op == "LOAD_CONST" and _reflective_const(arg):
@@ -491,28 +472,12 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
                 writes[(root, tuple(chain[:-1]))] = None  # ``m.log.append(v)``
             if root == "g":
                 reads[(tuple(chain), nxt not in ("STORE_ATTR", "DELETE_ATTR"))] = None
+                if nxt == "STORE_FAST":  # ``m = jax.experimental``: read through m later
+                    alias[ins[j].argval] = (j, ("<global>", *chain))
             i = j
             continue
         i += 1
     return why
-
-
-def _import_read(ins: list, i: int) -> tuple:
-    """``import a.b`` / ``from a import n, m`` at ``ins[i]``: the module, and the
-    names taken from it."""
-    froms: list = []
-    if i > 0 and ins[i - 1].opname == "LOAD_CONST" and ins[i - 1].argval is None:
-        # ``import a.b as c``: IMPORT_FROMs walk down the dotted name itself
-        return ("<import>", ins[i].argval)
-    j = i + 1
-    while j < len(ins) and ins[j].opname in _IMPORT_OPS:
-        if ins[j].opname == "IMPORT_FROM":
-            froms.append(ins[j].argval)
-        j += 1
-    return ("<import>", ins[i].argval, *froms)
-
-
-_IMPORT_OPS = frozenset({"IMPORT_FROM", "STORE_FAST", "STORE_NAME", "STORE_DEREF", "STORE_GLOBAL"})
 
 
 _SINGLETONS = (None, True, False, Ellipsis, NotImplemented)
@@ -581,39 +546,16 @@ def _reflective_const(c: Any) -> bool:
     return False
 
 
-_CALLS = frozenset({"PRECALL", "CALL", "CALL_FUNCTION", "CALL_FUNCTION_KW"})
-
-
-def _constant_attr_call(ins: list, i: int) -> bool:
-    """Whether the builtin loaded at ``i`` is called as ``getattr(x, "name"[, d])``:
-    one plain load (with attributes) for the object, then a string constant (and a
-    plain default), then the call."""
-    j = i + 1
-    n = len(ins)
-    if j >= n or ins[j].opname not in ("LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME"):
-        return False
-    j += 1
-    while j < n and ins[j].opname in _ATTR_OPS:
-        j += 1
-    if j >= n or ins[j].opname != "LOAD_CONST" or type(ins[j].argval) is not str:
-        return False
-    name = ins[j].argval  # what ``.name`` may not read, ``getattr(x, "name")`` may not
-    if name in REFLECTIVE_ATTRS or name in FORMATS or name in REFLECTIVE_BUILTINS:
-        return False  # (review 28: getattr(e, "__context__"), getattr(s, "format"))
-    j += 1
-    if j < n and ins[j].opname in ("LOAD_CONST", "LOAD_FAST", "LOAD_GLOBAL"):
-        j += 1  # a default
-    return j < n and ins[j].opname in _CALLS
-
-
-def _local_target(ins: list, i: int) -> bool:
+def _local_target(ins: list, i: int, alias: dict) -> bool:
     """Whether the container of the ``STORE_SUBSCR`` at ``i`` is a plain local
-    (``d[k] = v`` with ``d`` and ``k`` locals or constants): anything else may be
-    a captured or global container."""
+    (``d[k] = v`` with ``d`` and ``k`` locals or constants, ``d`` not bound to a
+    global's value: ``env = os.environ``): anything else may be a captured or
+    global container."""
     if i < 2:
         return False
     key, container = ins[i - 1], ins[i - 2]
-    return key.opname in ("LOAD_FAST", "LOAD_CONST") and container.opname == "LOAD_FAST"
+    plain = container.opname == "LOAD_FAST" and container.argval not in alias
+    return key.opname in ("LOAD_FAST", "LOAD_CONST") and plain
 
 
 __all__ = [

@@ -319,9 +319,12 @@ class Walker:
             if type(v) is types.ModuleType and is_library_module(v):
                 if reflective_module(v.__name__):  # ``ins.stack()``: frames (review 24)
                     raise NoReuse(f"reflection-module:{v.__name__}")
-                # and its names: what ``hasattr(m, ...)`` of a module held in a
-                # default answers changes when a submodule is imported (review 55)
-                return (self.ident(v), tuple(module_dict(v) or ()))
+                # and its names and its submodules' (``hasattr(m, ...)``: reviews 55, 57)
+                d = module_dict(v) or {}
+                subs = [
+                    (k, tuple(module_dict(s))) for k, s in d.items() if type(s) is types.ModuleType
+                ]
+                return (self.ident(v), tuple(d), tuple(subs))
             # a user module: what is read from it is guarded only for globals
             raise NoReuse(f"captured-module:{v.__name__}")
         if has(k, enum.Enum):

@@ -1,5 +1,6 @@
 # Review 54 (lazy_submod2): hasattr(pkg, "sub") of a library submodule imported in A only: the absence is guarded since.
 # a library package's submodule (no registrations) imported in A only; traced code asks hasattr(pkg, "sub")
+# alone: a module imported in A only (what it imports and registers differs for every later call)
 import os
 import jax.experimental
 
