@@ -1,5 +1,6 @@
 # Review 54 (user_cext): a user C extension whose compiled code differs between A and B: a user extension's functions and types are not persisted since.
 # a user C extension module (outside site-packages) whose compiled code differs between A and B; its function is a global
+# alone: a user extension is loaded for every later call (which persists nothing)
 import os, sys, subprocess, sysconfig, tempfile
 
 val = "2.0" if os.environ["PHASE"] == "A" else "3.0"
