@@ -85,7 +85,6 @@ from pcache._usercode import (
     is_library_code,
     is_library_module,
     is_library_type,
-    module_dict,
     qualname,
 )
 from pcache._walk_kinds import (
@@ -114,6 +113,7 @@ from pcache._walk_kinds import (
     enum_payload,
     is_library_float,
     library_value_types,
+    module_names,
 )
 
 #: A callable whose key walk meets more objects than this is not reused.
@@ -320,11 +320,7 @@ class Walker:
                 if reflective_module(v.__name__):  # ``ins.stack()``: frames (review 24)
                     raise NoReuse(f"reflection-module:{v.__name__}")
                 # and its names and its submodules' (``hasattr(m, ...)``: reviews 55, 57)
-                d = module_dict(v) or {}
-                subs = [
-                    (k, tuple(module_dict(s))) for k, s in d.items() if type(s) is types.ModuleType
-                ]
-                return (self.ident(v), tuple(d), tuple(subs))
+                return (self.ident(v), module_names(v))
             # a user module: what is read from it is guarded only for globals
             raise NoReuse(f"captured-module:{v.__name__}")
         if has(k, enum.Enum):

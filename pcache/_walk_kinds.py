@@ -35,6 +35,7 @@ from pcache._usercode import (
     NoReuse,
     is_library_module,
     is_library_type,
+    module_dict,
     qualname,
 )
 
@@ -96,6 +97,27 @@ _TYPING_MODULES = frozenset({"typing", "types", "typing_extensions"})
 
 
 _TYPING_PARTS = ("__origin__", "__args__", "__metadata__", "__bound__", "__constraints__")
+
+
+_MODULE_NAMES: dict = _memos.memo("walk.module_names", {})  # id -> (module, dicts, lens, digest)
+
+
+def module_names(m: types.ModuleType) -> str:
+    """The names library module ``m`` holds and its submodules hold, by digest (what
+    ``hasattr(m, "sub")`` of a module held as a value answers: reviews 55, 57).
+    Memoized per module while its and its submodules' namespace sizes stay (a
+    submodule's import adds a name; a name deleted and another bound in its place
+    is monkeypatching library state, documented)."""
+    d = module_dict(m) or {}
+    e = _MODULE_NAMES.get(id(m))
+    if e is not None and e[0] is m and e[2] == (len(d), *map(len, e[1])):
+        return e[3]
+    subs = [(k, module_dict(s) or {}) for k, s in d.items() if type(s) is types.ModuleType]
+    names = (tuple(d), tuple((k, tuple(sd)) for k, sd in subs))
+    got = hashlib.sha256(repr(names).encode()).hexdigest()
+    dicts = [sd for _, sd in subs]
+    _MODULE_NAMES[id(m)] = (m, dicts, (len(d), *map(len, dicts)), got)
+    return got
 
 
 _TYPING_BASES = (typing.NamedTuple, typing.TypedDict)
