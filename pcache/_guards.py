@@ -376,8 +376,7 @@ def _global_write(g: dict, target: tuple, store: bool = False) -> None:
         v = d.get(attr, _MISSING)
     if is_a(v, types.ModuleType) and is_library_module(v) and not store:
         return  # ``np.append(a, b)``: a library function, named like a mutator
-    if is_a(v, type) and is_library_type(v) and not store:
-        return
+    # (a class's: unbound, ``dict.update(np.sctypeDict, d)`` writes its argument: review 59)
     raise NoReuse(f"writes-attribute:{'.'.join(target)}")
 
 

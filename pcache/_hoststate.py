@@ -47,6 +47,10 @@ def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
             # every ABC registration made so far (``collections.abc.Set.register(range)``
             # changes what ``isinstance`` answers: review 41): ABCMeta's counter
             typed(abc.get_cache_token() if abc_token else None, strict=True),
+            # in process, which modules are loaded, by identity: an import between two
+            # calls adds a submodule to its package (``hasattr(m, "tool")``, however
+            # user code came by ``m``: a parameter, a loop, a cell; review 59)
+            modules_stamp() if abc_token else None,
             # the decimal context, and the one ``decimal.Context()`` copies (review 53)
             _decimal(decimal.getcontext()),
             _decimal(decimal.DefaultContext),
@@ -66,6 +70,12 @@ def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
         )
     except TypeError:
         raise NoReuse("host-state-value") from None
+
+
+def modules_stamp() -> tuple:
+    """Which modules are loaded, by identity (a module replaced by another counts)."""
+    held = tuple(sys.modules.values())  # (a copy: another thread may import)
+    return (len(held), hash(held))  # (a module hashes by identity; 16 µs for 650)
 
 
 def _decimal(c: Any) -> tuple:

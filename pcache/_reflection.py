@@ -197,7 +197,28 @@ def reflective_callable(v: Any) -> str | None:
         return f"reflective-function:{module}.{name}"
     if root in ("operator", "_operator") and name in ("is_", "is_not"):
         return "identity-test"
+    if (root, name) in _WRITES_ARGUMENT:
+        # what it writes into (a library's ``np.sctypeDict``: review 59) no key sees
+        return f"writes-argument:{module}.{name}"
     return None
+
+
+# Plain standard-library functions that write into an argument (of ``operator``, the
+# in-place ones too: ``iadd(lst, more)``).
+_OPERATOR_WRITES = (
+    "setitem delitem iadd iand iconcat ifloordiv ilshift imatmul imod imul ior ipow irshift"
+    " isub itruediv ixor"
+).split()
+_WRITES_ARGUMENT = frozenset(
+    {(m, n) for m in ("operator", "_operator") for n in _OPERATOR_WRITES}
+    | {
+        (m, n)
+        for m in ("heapq", "_heapq")
+        for n in ("heappush", "heappop", "heapify", "heapreplace", "heappushpop")
+    }
+    | {(m, n) for m in ("bisect", "_bisect") for n in ("insort", "insort_left", "insort_right")}
+    | {(m, n) for m in ("random", "_random") for n in ("shuffle",)}
+)
 
 
 # Parts of a string that name reflective state (in a format string, an attrgetter).

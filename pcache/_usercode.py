@@ -404,9 +404,11 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
     why = None  # (a constructor sets attributes on its own object: `_SETTERS`)
     sets = _SETTERS if c.co_name in _CONSTRUCTORS else frozenset()
     alias: dict = {}  # local -> the global chain or imported module it holds (review 57)
+    fresh, me = _imports.fresh_locals(c, ins, outer)  # what a write may go through
     i = 0
     while i < n:
         op, arg = ins[i].opname, ins[i].argval
+        why = why or _imports.local_write(ins, i, alias, fresh, me, outer)
         if arg in alias and op in ("STORE_FAST", "LOAD_FAST"):
             i, why = _imports.local(ins, i, alias, reads, why)
         if op in ("STORE_GLOBAL", "DELETE_GLOBAL"):
@@ -417,8 +419,6 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             why = why or f"reflection:{arg}"
         elif op in _ATTR_OPS and arg in FORMATS and (i == 0 or ins[i - 1].opname != "LOAD_CONST"):
             why = why or "reflection:computed-format"  # a format string built or held
-        elif op in ("STORE_SUBSCR", "DELETE_SUBSCR") and not _local_target(ins, i, alias):
-            why = why or "writes-container"
         elif op == "IMPORT_NAME":
             why = why or _imports.import_op(ins, i, reads, alias)
         elif op == "IMPORT_FROM" and (
@@ -544,18 +544,6 @@ def _reflective_const(c: Any) -> bool:
     if type(c) in (tuple, frozenset):
         return any(_reflective_const(x) for x in c)
     return False
-
-
-def _local_target(ins: list, i: int, alias: dict) -> bool:
-    """Whether the container of the ``STORE_SUBSCR`` at ``i`` is a plain local
-    (``d[k] = v`` with ``d`` and ``k`` locals or constants, ``d`` not bound to a
-    global's value: ``env = os.environ``): anything else may be a captured or
-    global container."""
-    if i < 2:
-        return False
-    key, container = ins[i - 1], ins[i - 2]
-    plain = container.opname == "LOAD_FAST" and container.argval not in alias
-    return key.opname in ("LOAD_FAST", "LOAD_CONST") and plain
 
 
 __all__ = [

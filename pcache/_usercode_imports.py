@@ -137,3 +137,188 @@ def _import_read(ins: list, i: int) -> tuple:
 
 
 _IMPORT_OPS = frozenset({"IMPORT_FROM", "STORE_FAST", "STORE_NAME", "STORE_DEREF", "STORE_GLOBAL"})
+
+
+# -- writes through locals (review 59) ---------------------------------------------------
+# What builds a new container in this frame: a local every binding of which is one of
+# these holds nothing anyone else holds (``out = {}``, ``acc = [f(v) for v in vs]``).
+_BUILDS = frozenset(
+    {
+        "BUILD_LIST",
+        "BUILD_MAP",
+        "BUILD_SET",
+        "BUILD_CONST_KEY_MAP",
+        "LIST_EXTEND",
+        "LIST_APPEND",
+        "SET_UPDATE",
+        "SET_ADD",
+        "DICT_UPDATE",
+        "DICT_MERGE",
+        "MAP_ADD",
+    }
+)
+_STORES = frozenset({"STORE_FAST", "STORE_DEREF"})
+
+
+def fresh_locals(c, ins: list, outer: frozenset) -> tuple[frozenset, str | None]:
+    """(the locals and own cells of ``c`` that only ever hold a container built in
+    this frame, the name of ``self`` where ``c`` is a method): what a write may go
+    through. Anything else a local holds (a parameter, a loop or ``with`` target, a
+    name unpacked, a global's or a cell's value, a call's result) may be an object
+    someone else holds, a library's among them (``for k in (json.JSONEncoder,):
+    k.sep = ";"``, ``env, _ = os.environ, 0; env[k] = v``), which no key walks
+    again: a write through it is never reused. A ``**kwargs`` dict is this call's own.
+    ``self`` of a method is the user's object, walked and checked after the trace."""
+    built: dict[str, bool] = {}
+    for i, x in enumerate(ins):
+        if x.opname in _STORES and x.argval not in outer:
+            ok = i > 0 and not x.is_jump_target and _builds(ins, i - 1)
+            built[x.argval] = built.get(x.argval, True) and ok
+    nargs = c.co_argcount + c.co_kwonlyargcount
+    params = set(c.co_varnames[:nargs])
+    if c.co_flags & 0x04:  # (CO_VARARGS)
+        params.add(c.co_varnames[nargs])
+        nargs += 1
+    fresh = {v for v, ok in built.items() if ok and v not in params}
+    if c.co_flags & 0x08 and c.co_varnames[nargs] not in built:  # (CO_VARKEYWORDS)
+        fresh.add(c.co_varnames[nargs])
+    parent = c.co_qualname.rpartition(".")[0]
+    method = c.co_argcount > 0 and (
+        (parent and not parent.endswith("<locals>"))
+        or c.co_name in ("__init__", "__post_init__", "__setattr__", "__delattr__")
+    )  # (a dataclass's ``__init__`` is made in ``__create_fn__``)
+    return frozenset(fresh), c.co_varnames[0] if method else None
+
+
+def _builds(ins: list, j: int) -> bool:
+    if ins[j].opname in _BUILDS:
+        return True
+    # a comprehension: its function called on the iterator (``GET_ITER`` then a call
+    # of no argument is nothing else)
+    return (
+        j >= 2
+        and ins[j].opname == "CALL"
+        and ins[j].arg == 0
+        and ins[j - 1].opname == "PRECALL"
+        and ins[j - 2].opname == "GET_ITER"
+    )
+
+
+def _root(ins: list, i: int) -> int:
+    """The first instruction of the object expression ending at ``ins[i]``: a load,
+    then attributes (``self.cache.log``); ``i`` itself where it is anything else."""
+    while i > 0 and ins[i].opname in _ATTR_OPS:
+        i -= 1
+    return i
+
+
+def local_write(
+    ins: list, i: int, alias: dict, fresh: frozenset, me, outer: frozenset
+) -> str | None:
+    """Why the instruction at ``ins[i]`` writes where a reuse would not (review 59):
+    an attribute store or delete, a container method, an in-place operator or an
+    item store through what no key walks again; or None."""
+    op = ins[i].opname
+    if op in ("STORE_ATTR", "DELETE_ATTR"):
+        return write_target(ins, i, fresh, me, outer)
+    if op in ("LOAD_FAST", "LOAD_DEREF") and ins[i].argval not in alias:
+        return mutator_target(ins, i, fresh, me, outer)
+    if op == "BINARY_OP":
+        return inplace_target(ins, i, alias, fresh, me)
+    if op in ("STORE_SUBSCR", "DELETE_SUBSCR") and not _local_target(ins, i, fresh):
+        return "writes-container"
+    return None
+
+
+def _local_target(ins: list, i: int, fresh: frozenset) -> bool:
+    """Whether the container of the ``STORE_SUBSCR`` at ``i`` is a fresh local
+    (``d[k] = v`` with ``d`` built in this frame, ``k`` a local or a constant):
+    anything else may be a captured, global or library container (``env, _ =
+    os.environ, 0``: review 59)."""
+    if i < 2:
+        return False
+    key, container = ins[i - 1], ins[i - 2]
+    plain = container.opname == "LOAD_FAST" and container.argval in fresh
+    return key.opname in ("LOAD_FAST", "LOAD_CONST") and plain
+
+
+def write_target(
+    ins: list, i: int, fresh: frozenset, me: str | None, outer: frozenset
+) -> str | None:
+    """Why the attribute store or delete at ``ins[i]`` is never reused, or None: its
+    object must be a fresh local's or ``self``'s (a chain from a global or a free
+    variable is the walk's: `pcache._guards`). ``a.n += 1``: the object is the one
+    before the ``COPY``."""
+    j = i - 1
+    if ins[i].opname == "STORE_ATTR" and ins[j].opname == "SWAP":
+        while j > 0 and not (ins[j].opname == "COPY" and ins[j + 1].argval == ins[i].argval):
+            j -= 1
+        j -= 1
+    if j < 0:
+        return "writes-through-local:?"
+    r = ins[_root(ins, j)]
+    if r.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_CLASSDEREF"):
+        return None
+    if r.opname == "LOAD_DEREF" and (r.argval in outer or r.argval in fresh):
+        return None
+    if r.opname == "LOAD_FAST" and (r.argval in fresh or r.argval == me):
+        return None
+    return f"writes-through-local:{r.argval if 'LOAD' in r.opname else r.opname}"
+
+
+def mutator_target(
+    ins: list, i: int, fresh: frozenset, me: str | None, outer: frozenset
+) -> str | None:
+    """``v.append(x)``, ``v.log.update(d)`` at ``ins[i]`` (a load of a local): why it
+    is never reused (``v`` neither fresh nor ``self``), or None."""
+    j = i + 1
+    while j < len(ins) and ins[j].opname in _ATTR_OPS:
+        j += 1
+    if j == i + 1 or ins[j - 1].argval not in _MUTATORS:
+        return None
+    if ins[i].argval in fresh or ins[i].argval == me or ins[i].argval in outer:
+        return None  # (a free variable's chain: the walk's)
+    return f"writes-through-local:{ins[i].argval}"
+
+
+def inplace_target(ins: list, i: int, alias: dict, fresh: frozenset, me: str | None) -> str | None:
+    """``v |= d`` (``BINARY_OP`` in place, then stored to ``v``) at ``ins[i]``: a write
+    when ``v`` holds a mutable container (``env = os.environ; env |= {...}``). Never
+    reused where ``v`` holds what a global, an import, a free variable, a loop or an
+    unpacking bound; a parameter's in-place operator is taken as a rebinding (an
+    array's, a number's)."""
+    if not ins[i].argrepr.endswith("=") or i + 1 >= len(ins):
+        return None
+    nxt = ins[i + 1]
+    if nxt.opname not in _STORES or nxt.argval in fresh or nxt.argval == me:
+        return None
+    name = nxt.argval
+    if name in alias:
+        return f"writes-through-alias:{name}"
+    for k, x in enumerate(ins):
+        if x.opname in _STORES and x.argval == name and k > 0:
+            if ins[k - 1].opname in _UNKNOWN_SOURCES or x.is_jump_target:
+                return f"writes-through-local:{name}"
+    return None
+
+
+# what a local may be bound to that holds someone else's object
+_UNKNOWN_SOURCES = frozenset(
+    {
+        "FOR_ITER",
+        "UNPACK_SEQUENCE",
+        "UNPACK_EX",
+        "SWAP",
+        "COPY",
+        "STORE_FAST",
+        "STORE_DEREF",
+        "BEFORE_WITH",
+        "LOAD_GLOBAL",
+        "LOAD_NAME",
+        "LOAD_DEREF",
+        "LOAD_CLASSDEREF",
+        "LOAD_ATTR",
+        "IMPORT_NAME",
+        "IMPORT_FROM",
+    }
+)
