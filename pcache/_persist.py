@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from pcache import _canon, _compat, _persist_key
 from pcache._errors import CheckError
+from pcache._evict import evict_walked
 from pcache._usercode import NoReuse
 
 TRACE_FORMAT = 1
@@ -68,7 +69,7 @@ def lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str | None
         return None, None  # (inside another trace: not a candidate)
     try:
         ignore = rt.settings.trace_persist_env_ignore
-        key, _ = _persist_key.trace_key(fun, jit_info, signature, in_avals, ctx_mesh, ignore)
+        key, _, walks = _persist_key.trace_key(fun, jit_info, signature, in_avals, ctx_mesh, ignore)
     except NoReuse as e:
         _miss(rt, e.reason)
         return None, None
@@ -78,6 +79,10 @@ def lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str | None
     got = rt.local.read(key, lambda raw, _replay: decode(raw, key))
     if got is None:
         _miss(rt, "absent")
+        # What JAX holds traces of by identity, the content walks met too (an inner
+        # global jit, whose function an in-process key does not walk: review 60): a
+        # stored trace is made afresh from what the key describes.
+        evict_walked(fun, *walks)
         return key, None
     return key, got[0]
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import fnmatch
 import functools
+import hashlib
 import os
 import sys
 import sysconfig
@@ -23,6 +24,7 @@ import types
 from typing import Any
 
 from pcache import _memos
+from pcache._hoststate import modules_stamp
 from pcache._usercode import (
     NoReuse,
     is_library_module,
@@ -103,7 +105,8 @@ def check_unshadowed() -> None:
     user copy of ``opt_einsum`` ahead on ``sys.path``: JAX imports it, no walk meets
     it). Each module looked at once; the rest of a call costs a length test."""
     mods = sys.modules
-    if _SHADOW.get("count") == len(mods):
+    stamp = modules_stamp()  # (not a count: a module replaced by another, review 60)
+    if _SHADOW.get("count") == stamp:
         return
     _SHADOW["pass"] = _SHADOW.get("pass", 0) + 1  # (site directories listed again)
     provided, homes = _provided()
@@ -122,12 +125,55 @@ def check_unshadowed() -> None:
         if name.partition(".")[0] in provided and not file.startswith(homes):
             attributed(name)  # (raises for a module no distribution installed there)
         if file.startswith(homes) and name.partition(".")[0] not in sys.stdlib_module_names:
+            # (a loose file a library imports inside a function: review 60)
+            attributed(name)
             _library_holds_no_user_code(name, m, homes, seen)
         _SHADOW[(name, file)] = True
     if any(getattr((module_dict(m) or {}).get("__spec__"), "_initializing", False) is True
            for m in list(mods.values())):  # fmt: skip
         return  # (not done: the count is not memoized)
-    _SHADOW["count"] = len(mods)
+    _SHADOW["count"] = stamp
+
+
+_SOURCES = (".py", ".pyc", ".so", ".pyd")
+
+
+def shadowing_files() -> tuple:
+    """The program's own files on ``sys.path`` named like a standard-library module
+    or a module an installed distribution provides, each by its content: loaded or
+    not (a stdlib module imported while traced, ``stringprep`` by
+    ``str.encode("idna")``, finds the user's copy first: review 60). Memoized per
+    ``sys.path`` and working directory; a file made while the program runs is not
+    seen (documented, as edits are)."""
+    provided, homes = _provided()
+    key = ("files", tuple(sys.path), os.getcwd())
+    got = _SHADOW.get(key)
+    if got is not None:
+        return got
+    out = []
+    for entry in sys.path:
+        where = os.path.join(os.path.abspath(entry or "."), "")
+        if where.startswith(homes):
+            continue
+        try:
+            names = sorted(os.listdir(where))
+        except OSError:
+            continue
+        for n in names:
+            top, path = n.partition(".")[0], where + n
+            if top not in provided or not (n.endswith(_SOURCES) or os.path.isdir(path)):
+                continue
+            if os.path.isdir(path):
+                path = os.path.join(path, "__init__.py")  # (a namespace portion loses)
+                if not os.path.isfile(path):
+                    continue
+            try:
+                with open(path, "rb") as fh:
+                    out.append((entry, n, hashlib.sha256(fh.read()).hexdigest()))
+            except OSError:
+                raise NoReuse(f"persist-unreadable-shadow:{n}") from None
+    got = _SHADOW[key] = tuple(out)
+    return got
 
 
 def _library_holds_no_user_code(name: str, m: Any, homes: tuple, seen: dict) -> None:
@@ -281,6 +327,9 @@ def _owner(module: str, real: str) -> str | None:
         return "pcache" if ok else None
     if top in sys.stdlib_module_names:
         return "stdlib" if any(real.startswith(d + os.sep) for d in _stdlib_dirs()) else None
+    here = os.path.dirname(real)  # (``_sysconfigdata_*``: the interpreter's own, unlisted)
+    if any(here in (d, os.path.join(d, "lib-dynload")) for d in _stdlib_dirs()):
+        return "stdlib"
     for root in _roots():
         if real.startswith(root + os.sep):
             rel = os.path.relpath(real, root).replace(os.sep, "/")
@@ -343,4 +392,5 @@ __all__ = [
     "library_flags",
     "user_module",
     "process_facts",
+    "shadowing_files",
 ]

@@ -260,8 +260,9 @@ def _user_code() -> str:
     held by a partial, a base class: review 58) is keyed, whoever reaches it. A user
     module with no source (built at run time, bytecode only, an extension) refuses;
     so does one still running its body. Recomputed when the module count changes."""
+    stamp = _hoststate.modules_stamp()  # (a module replaced by another: review 60)
     got = _USER_CODE.get("all")
-    if got is not None and got[0] == len(sys.modules):
+    if got is not None and got[0] == stamp:
         return got[1]
     out = []
     for name, m in list(sys.modules.items()):
@@ -278,7 +279,7 @@ def _user_code() -> str:
             raise NoReuse(f"persist-sourceless-module:{name}")
         out.append((name, _source_digest(file, name)))
     res = digest(("user-code", tuple(sorted(out))))
-    _USER_CODE["all"] = (len(sys.modules), res)
+    _USER_CODE["all"] = (stamp, res)
     return res
 
 
@@ -366,14 +367,28 @@ def _code_parts(c: types.CodeType) -> tuple:
     )
 
 
+def _seeded(x: Any) -> bool:
+    """Whether ``x``'s hash depends on the process's hash seed."""
+    t = type(x)
+    return t is str or t is bytes or ((t is tuple or t is frozenset) and any(map(_seeded, x)))
+
+
 def _const(x: Any) -> Any:
     t = type(x)
     if t is types.CodeType:
         return ("c", code_digest(x))
     if t is tuple:
         return ("t", *map(_const, x))
-    if t is frozenset:  # in iteration order (``for i in {0, 8, 16}``: review 38)
-        return ("fs", *map(_const, x))
+    if t is frozenset:
+        if not any(map(_seeded, x)):
+            return (
+                "fs",
+                *map(_const, x),
+            )  # in iteration order (``for i in {0, 8, 16}``: review 38)
+        # sorted: strings iterate in an order each process's hash seed draws (a
+        # program whose trace depends on it must pin ``PYTHONHASHSEED``: README;
+        # review 60: else any ``m in {"train", "eval"}`` made every process miss)
+        return ("fss", *sorted(map(_const, x), key=repr))
     if t is float:
         return ("f", float.hex(x) if x == x else np.float64(x).tobytes())
     if t is complex:
@@ -479,6 +494,7 @@ def _environment(ignore: tuple[str, ...] = ()) -> str:
         tuple(sys.path),
         _persist_env.library_flags(),
         _user_code(),
+        _persist_env.shadowing_files(),
     )
     got = _ENV.get(memo_key)
     if got is None:
@@ -489,6 +505,7 @@ def _environment(ignore: tuple[str, ...] = ()) -> str:
                 *memo_key[:3],
                 memo_key[4],  # (absl flags)
                 memo_key[5],  # (the user's modules)
+                memo_key[6],  # (the user's files named like a library's)
                 devices,
                 _own_source(),
                 sys.version,
@@ -503,11 +520,9 @@ def _environment(ignore: tuple[str, ...] = ()) -> str:
     return got
 
 
-def key_parts(
-    fun, jit_info, signature, in_avals, ctx_mesh, env_ignore=()
-) -> tuple[tuple, ContentWalker]:
+def key_parts(fun, jit_info, signature, in_avals, ctx_mesh, env_ignore=()) -> tuple[tuple, tuple]:
     """The content key's named parts of a call trace reuse keys (`_trace._key_of`),
-    or `NoReuse` with why it cannot be persisted."""
+    and its walks; or `NoReuse` with why it cannot be persisted."""
     w = ContentWalker()
     rw = ContentWalker()
     ck = w.value(fun)
@@ -529,7 +544,7 @@ def key_parts(
         ("host", _hoststate.host_state(klass=named, abc_token=False)),
         ("environment", _environment(env_ignore)),
     )
-    return parts, w
+    return parts, (w, rw, gw)
 
 
 def _abc_registrations() -> str:
@@ -635,13 +650,16 @@ def digest(parts: tuple) -> str:
     return h.hexdigest()
 
 
-def trace_key(fun, jit_info, signature, in_avals, ctx_mesh, env_ignore=()) -> tuple[str, tuple]:
-    """(the persisted key, its parts' digests by name): the key is the digest of
-    the named parts' digests (each part serialized once). ``env_ignore``: the
-    environment variables the user says change nothing (`_persist_env.keyed_environ`)."""
-    parts, _ = key_parts(fun, jit_info, signature, in_avals, ctx_mesh, env_ignore)
+def trace_key(
+    fun, jit_info, signature, in_avals, ctx_mesh, env_ignore=()
+) -> tuple[str, tuple, tuple]:
+    """(the persisted key, its parts' digests by name, the walks that made it): the
+    key is the digest of the named parts' digests (each part serialized once).
+    ``env_ignore``: the environment variables the user says change nothing
+    (`_persist_env.keyed_environ`)."""
+    parts, walks = key_parts(fun, jit_info, signature, in_avals, ctx_mesh, env_ignore)
     named_digests = tuple((n, p if type(p) is str else digest((n, p))) for n, p in parts)
-    return digest(("key", named_digests)), named_digests
+    return digest(("key", named_digests)), named_digests, walks
 
 
 __all__ = ["ContentWalker", "DOMAIN", "code_digest", "digest", "key_parts", "named", "trace_key"]

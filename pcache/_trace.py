@@ -477,10 +477,10 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple) -> _R
         try:
             if served is not None and rt.check_mode:
                 _persist.check(rt, served, p)
-            if _record(made, p, owned) and pkey is not None:
-                if served is not None:
-                    rt.stats.count("trace_persist_hits")
-                elif _persist.key_again(rt, *call) == pkey:
+            if served is not None:
+                rt.stats.count("trace_persist_hits")  # (recorded for this process or not)
+            if _record(made, p, owned) and pkey is not None and served is None:
+                if _persist.key_again(rt, *call) == pkey:
                     _persist.record(rt, pkey, p, _persist.timer() - t0)
                 else:
                     rt.stats.count("trace_persist_misses", 0, "unstored:changed-while-traced")

@@ -105,7 +105,9 @@ def scenario(*paths: str) -> None:
 
 
 def _canary(a, k):
-    return a * k + 1.0
+    # (a set of strings among the program's constants iterates in another order in
+    # each process: review 60 found it made every process miss)
+    return a * k + (1.0 if "canary" in {"canary", "train", "eval", "predict"} else 2.0)
 
 
 def _served() -> int:
