@@ -7,10 +7,14 @@ Every claim is about separate processes, so every test runs fresh ones
 
 from __future__ import annotations
 
+import atexit
+import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -118,7 +122,6 @@ def test_off_by_default(tmp_path):
 
 
 def test_damaged_entry_is_refused_and_the_program_traces(patterns, tmp_path):
-    import shutil
     import sqlite3
 
     stock, _, _, cache = patterns
@@ -179,21 +182,36 @@ def step(x):
 BASE = dict(scale="2.0", field="0.5", default="3.0", body="x", pad="", head="", ntfield="0.25")
 
 
-def _module_runs(tmp_path, **change):
-    """A user module run twice: as written, then with ``change``; the second process
-    against JAX alone."""
-    cache, src = tmp_path / "cache", tmp_path / "src"
-    src.mkdir()
-    mod = src / "pmod.py"
-    mod.write_text(MODULE.format(**BASE))
-    first = run("module", str(src), cache=cache)
-    mod.write_text(MODULE.format(**{**BASE, **change}))
+_FIRST: list = []  # the module as written, run once per file: (its directory, the row)
+
+
+def _write_module(src: Path, **change) -> None:
+    (src / "pmod.py").write_text(MODULE.format(**{**BASE, **change}))
     for pyc in src.rglob("*.pyc"):
         pyc.unlink()
-    second = run("module", str(src), cache=cache)
-    stock = run("module", str(src), cache=None)
+
+
+def _module_runs(tmp_path, **change):
+    """A user module run twice: as written (one first process per file, its cache
+    copied), then with ``change``; the second process against JAX alone. (The
+    module's directory is the file's: its tests run one after the other.)"""
+    if not _FIRST:
+        made = Path(tempfile.mkdtemp(prefix="pcache-persist-module-"))
+        atexit.register(shutil.rmtree, made, True)
+        (made / "src").mkdir()
+        _write_module(made / "src")
+        _FIRST.append((made, run("module", str(made / "src"), cache=made / "cache")))
+    made, first = _FIRST[0]
+    src, cache = made / "src", tmp_path / "cache"
+    shutil.copytree(made / "cache", cache)
+    try:
+        _write_module(src, **change)
+        second = run("module", str(src), cache=cache)
+        stock = run("module", str(src), cache=None)
+    finally:
+        _write_module(src)
     assert second["digests"] == stock["digests"]
-    return first, second
+    return copy.deepcopy(first), second
 
 
 def test_unchanged_module_is_served(tmp_path):
@@ -233,9 +251,9 @@ def test_stale_across_processes_traces_again(tmp_path, change):
 @pytest.mark.parametrize(
     "env", [{"JAX_ENABLE_X64": "1"}, {"JAX_DEFAULT_MATMUL_PRECISION": "highest"}]
 )
-def test_a_jax_setting_changed_traces_again(tmp_path, env):
+def test_a_jax_setting_changed_traces_again(patterns, tmp_path, env):
     cache = tmp_path / "cache"
-    run("patterns", cache=cache)
+    shutil.copytree(patterns[3], cache)  # (the patterns' traces, stored)
     second = run("patterns", cache=cache, **env)
     stock = run("patterns", cache=None, **env)
     assert second["digests"] == stock["digests"]
@@ -263,8 +281,6 @@ def test_a_library_version_changed_traces_again(tmp_path):
     def install(version: str) -> None:
         pkg, info = site / "fakelib", site / f"fakelib-{version}.dist-info"
         if site.exists():
-            import shutil
-
             shutil.rmtree(site)
         pkg.mkdir(parents=True)
         (pkg / "__init__.py").write_text("K = 2.0\n")
