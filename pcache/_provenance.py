@@ -12,11 +12,7 @@ layout, line and exception tables). Code a library generates at run time
 (``"<string>"``: dataclasses' methods) is library code when it is the code of a
 method of a class the library module itself holds.
 
-First, without reading any file: the code object of a function the module holds
-(with its globals and file; a class's methods; what a decorator wraps), or one nested
-in it, is what that module's import made (a program storing its own function there
-monkeypatches the library: documented). A file is read, for the rest, once per
-process (memoized by name, bounded); a file changed since
+A file is read once per process (memoized by name, bounded); a file changed since
 its module was imported no longer proves its old code: that code is then user code,
 walked and guarded (fail closed).
 """
@@ -41,8 +37,6 @@ _CLASSES = "classes"  # (an index's entry: the qualified names of its class stat
 _COMPILED: dict[str, dict] = memo("provenance.compiled", {})
 # id(module namespace) -> (namespace, its size, its classes' generated code by id)
 _GENERATED: dict[int, tuple] = memo("provenance.generated", {})
-# id(module namespace) -> (namespace, its size, the code objects its functions hold)
-_HELD: dict[int, tuple] = memo("provenance.held", {})
 
 
 def defined_by(g: dict, code: _CODE, library_file) -> bool:
@@ -58,45 +52,9 @@ def defined_by(g: dict, code: _CODE, library_file) -> bool:
         return False
     elif f != mf and os.path.realpath(f) != os.path.realpath(mf):
         return False
-    elif _held(g, mf).get(id(code)) is code:
-        return True  # (the very code object of a function the module holds)
     else:
         got = _compiled(f)
     return any(c == code for c in got.get((code.co_firstlineno, code.co_name), ()))
-
-
-def _held(g: dict, file: str) -> dict:
-    """The code objects, by id, of the functions library namespace ``g`` holds (and
-    its classes' methods) that have ``g`` as their globals and ``file`` as their file,
-    and the code nested in them: what the import of that file made, unless a program
-    stored its own functions there (monkeypatching: documented). Proven by identity,
-    without reading the file: 654 of the 661 functions of JAX's rules are found so
-    (the file, compiled, is read for the rest). Memoized per namespace and size; the
-    code objects are kept (an id is never another's)."""
-    e = _HELD.get(id(g))
-    if e is not None and e[0] is g and e[1] == len(g):
-        return e[2]
-    found: dict = {} if e is None or e[0] is not g else e[2]
-    todo: list = []
-    for v in list(g.values()):
-        for m in list(cdict(v).values()) if is_a(v, type) else (v,):
-            m = getattr(m, "__func__", m) if type(m) in (staticmethod, classmethod) else m
-            for _ in range(3):  # (through a decorator's ``__wrapped__``)
-                if type(m) is not types.FunctionType:
-                    break
-                c = m.__code__
-                if m.__globals__ is g and c.co_filename == file:
-                    todo.append(c)
-                m = m.__dict__.get("__wrapped__")
-    while todo:
-        c = todo.pop()
-        if id(c) not in found:
-            found[id(c)] = c
-            todo.extend(k for k in c.co_consts if type(k) is _CODE)
-    if len(_HELD) > 1024:
-        _HELD.clear()
-    _HELD[id(g)] = (g, len(g), found)  # (namespaces are kept alive by sys.modules)
-    return found
 
 
 def class_body(file: str, qual: str) -> bool:
