@@ -21,6 +21,7 @@ import os
 import sys
 import sysconfig
 import types
+import zipfile
 from typing import Any
 
 from pcache import _memos
@@ -142,38 +143,61 @@ def shadowing_files() -> tuple:
     """The program's own files on ``sys.path`` named like a standard-library module
     or a module an installed distribution provides, each by its content: loaded or
     not (a stdlib module imported while traced, ``stringprep`` by
-    ``str.encode("idna")``, finds the user's copy first: review 60). Memoized per
-    ``sys.path`` and working directory; a file made while the program runs is not
-    seen (documented, as edits are)."""
+    ``str.encode("idna")``, finds the user's copy first: review 60); in a directory
+    (a package by every ``__init__`` file it has: source, bytecode or extension) or a
+    zip archive, and in a directory nested in a site directory (a library's vendored
+    copies) too: only the site and standard-library directories themselves are
+    skipped (review 62). Memoized per ``sys.path`` and working directory; a file made
+    while the program runs is not seen (documented, as edits are)."""
     provided, homes = _provided()
     key = ("files", tuple(sys.path), os.getcwd())
     got = _SHADOW.get(key)
     if got is not None:
         return got
+    skip = set(homes) | {os.path.join(d, "lib-dynload", "") for d in _stdlib_dirs()}
     out = []
     for entry in sys.path:
         where = os.path.join(os.path.abspath(entry or "."), "")
-        if where.startswith(homes):
+        if where in skip or os.path.join(os.path.realpath(where), "") in skip:
             continue
         try:
+            if os.path.isfile(entry):
+                out += _zip_shadows(entry, provided)
+                continue
             names = sorted(os.listdir(where))
-        except OSError:
-            continue
+        except (OSError, zipfile.BadZipFile):
+            continue  # (not a directory or an archive: nothing imports from it)
         for n in names:
             top, path = n.partition(".")[0], where + n
-            if top not in provided or not (n.endswith(_SOURCES) or os.path.isdir(path)):
+            if top not in provided:
                 continue
-            if os.path.isdir(path):
-                path = os.path.join(path, "__init__.py")  # (a namespace portion loses)
-                if not os.path.isfile(path):
-                    continue
-            try:
-                with open(path, "rb") as fh:
-                    out.append((entry, n, hashlib.sha256(fh.read()).hexdigest()))
-            except OSError:
-                raise NoReuse(f"persist-unreadable-shadow:{n}") from None
+            if os.path.isdir(path):  # a package: its ``__init__`` files (a namespace
+                parts = sorted(f for f in os.listdir(path) if f.startswith("__init__."))
+                files = [os.path.join(path, f) for f in parts]  # portion: none, loses)
+            else:
+                files = [path] if n.endswith(_SOURCES) or ".cpython-" in n else []
+            for f in files:
+                try:
+                    with open(f, "rb") as fh:
+                        out.append((entry, os.path.relpath(f, where), _sha(fh.read())))
+                except OSError:
+                    raise NoReuse(f"persist-unreadable-shadow:{n}") from None
     got = _SHADOW[key] = tuple(out)
     return got
+
+
+def _zip_shadows(archive: str, provided: frozenset) -> list:
+    with zipfile.ZipFile(archive) as z:
+        return [
+            (archive, n, _sha(z.read(n)))
+            for n in sorted(z.namelist())
+            if n.partition("/")[0].partition(".")[0] in provided
+            and (n.count("/") == 0 or n.rpartition("/")[2].startswith("__init__."))
+        ]
+
+
+def _sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
 
 
 def _library_holds_no_user_code(name: str, m: Any, homes: tuple, seen: dict) -> None:
@@ -281,17 +305,20 @@ def _provided() -> tuple[frozenset, tuple]:
 
 def distributions() -> tuple:
     """Every installed distribution, as the names of the ``.dist-info`` and
-    ``.egg-info`` directories on ``sys.path`` (name and version), sorted: read from
-    the directories each time (cheap: one listing per path entry), so an install
-    while the process runs is seen."""
-    out = set()
+    ``.egg-info`` directories of each ``sys.path`` entry (name and version), in
+    ``sys.path``'s order (two versions of one distribution: the first one's modules
+    load, review 62): read from the directories each time (cheap: one listing per
+    path entry), so an install while the process runs is seen."""
+    out = []
     for entry in sys.path:
         try:
             with os.scandir(entry or ".") as it:
-                out.update(e.name for e in it if e.name.endswith((".dist-info", ".egg-info")))
+                got = sorted(e.name for e in it if e.name.endswith((".dist-info", ".egg-info")))
         except OSError:
             continue
-    return tuple(sorted(out))
+        if got:
+            out.append(tuple(got))
+    return tuple(out)
 
 
 def attributed(module: str) -> str:

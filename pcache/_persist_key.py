@@ -367,6 +367,24 @@ def _code_parts(c: types.CodeType) -> tuple:
     )
 
 
+def _hash_seed() -> str:
+    """The hash seed this interpreter runs with: ``PYTHONHASHSEED`` as the process
+    started (a program may set the variable later, for its children), "random"
+    where unset, ``random`` or ignored (``-E``)."""
+    if sys.flags.ignore_environment:
+        return "random"
+    try:
+        with open("/proc/self/environ", "rb") as fh:
+            start = dict(kv.partition(b"=")[::2] for kv in fh.read().split(b"\0") if kv)
+        seed = start.get(b"PYTHONHASHSEED", b"random").decode("ascii", "replace")
+    except OSError:
+        seed = os.environ.get("PYTHONHASHSEED", "random")
+    return seed if seed.isdigit() else "random"
+
+
+HASH_SEED = _hash_seed()
+
+
 def _seeded(x: Any) -> bool:
     """Whether ``x``'s hash depends on the process's hash seed."""
     t = type(x)
@@ -380,11 +398,10 @@ def _const(x: Any) -> Any:
     if t is tuple:
         return ("t", *map(_const, x))
     if t is frozenset:
-        if not any(map(_seeded, x)):
-            return (
-                "fs",
-                *map(_const, x),
-            )  # in iteration order (``for i in {0, 8, 16}``: review 38)
+        if HASH_SEED != "random" or not any(map(_seeded, x)):
+            # in iteration order (``for i in {0, 8, 16}``: review 38; strings too under a
+            # pinned seed, where the order the literal lists them in decides: review 62)
+            return ("fs", *map(_const, x))
         # sorted: strings iterate in an order each process's hash seed draws (a
         # program whose trace depends on it must pin ``PYTHONHASHSEED``: README;
         # review 60: else any ``m in {"train", "eval"}`` made every process miss)
@@ -490,7 +507,7 @@ def _environment(ignore: tuple[str, ...] = ()) -> str:
     memo_key = (
         env,
         environ,
-        os.environ.get("PYTHONHASHSEED", "random"),
+        HASH_SEED,
         tuple(sys.path),
         _persist_env.library_flags(),
         _user_code(),

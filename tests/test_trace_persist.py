@@ -351,3 +351,73 @@ def test_a_library_installed_as_links_is_attributed(tmp_path):
     assert first["stats"]["trace_persist_writes"] == 1, first["stats"]
     assert again["stats"]["trace_persist_hits"] == 1, again["stats"]
     assert again["digests"] == first["digests"]
+
+
+# -- what the environment part of the key reads (review 62), without a JAX process --------
+
+SET_ORDER = """
+import json
+from pcache._persist_key import code_digest
+a = compile("for s in {'pa', 'ab'}: pass", "m", "exec")
+b = compile("for s in {'ab', 'pa'}: pass", "m", "exec")
+sets = [[list(k) for k in c.co_consts if type(k) is frozenset] for c in (a, b)]
+print(json.dumps([sets[0] != sets[1], code_digest(a) != code_digest(b)]))
+"""
+
+
+@pytest.mark.parametrize("seed", ["0", None])
+def test_a_string_set_is_keyed_in_its_order_under_a_pinned_seed(seed):
+    """Under a pinned seed a set literal iterates in an order its listing decides
+    (two strings in one slot), which a trace may depend on: keyed in that order. With
+    the seed drawn per process, keyed sorted (documented: every process would miss)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    if seed is not None:
+        env["PYTHONHASHSEED"] = seed
+    out = subprocess.run([sys.executable, "-c", SET_ORDER], env=env, cwd=ROOT,
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    orders_differ, digests_differ = json.loads(out.stdout.strip().splitlines()[-1])
+    if seed is not None:
+        assert orders_differ and digests_differ  # (under seed 0 these two collide)
+    else:
+        assert not digests_differ
+
+
+def test_shadowing_files_in_archives_sourceless_packages_and_vendored_dirs(tmp_path, monkeypatch):
+    """A user copy of a stdlib module in a zip on ``sys.path``, as a package holding
+    only ``__init__.pyc``, or in a directory nested in a site directory: each keyed by
+    content (review 62; a plain directory's: review 60)."""
+    import zipfile
+
+    from pcache import _persist_env
+
+    site = tmp_path / "site"
+    (site / "vlib-1.0.dist-info").mkdir(parents=True)
+    (site / "vlib-1.0.dist-info" / "RECORD").write_text("vlib/__init__.py,,\n")
+    (site / "vlib" / "_vendor").mkdir(parents=True)
+    (site / "vlib" / "_vendor" / "stringprep.py").write_text("X = 1\n")
+    (tmp_path / "pkg" / "stringprep").mkdir(parents=True)
+    (tmp_path / "pkg" / "stringprep" / "__init__.pyc").write_bytes(b"not really")
+    with zipfile.ZipFile(tmp_path / "lib.zip", "w") as z:
+        z.writestr("stringprep.py", "X = 2\n")
+    entries = [str(tmp_path / "lib.zip"), str(tmp_path / "pkg"), str(site / "vlib" / "_vendor")]
+    monkeypatch.setattr(sys, "path", [*entries, str(site), *sys.path])
+    got = {(entry, name) for entry, name, _ in _persist_env.shadowing_files()}
+    assert {
+        (entries[0], "stringprep.py"),
+        (entries[1], os.path.join("stringprep", "__init__.pyc")),
+        (entries[2], "stringprep.py"),
+    } <= got
+
+
+def test_distributions_are_keyed_in_path_order(tmp_path, monkeypatch):
+    """Two versions of one distribution on ``sys.path``: the first one's modules
+    load, so their order is in the key (review 62)."""
+    from pcache import _persist_env
+
+    for d, v in (("s1", "1.0"), ("s2", "2.0")):
+        (tmp_path / d / f"fakelib-{v}.dist-info").mkdir(parents=True)
+    one = [str(tmp_path / "s1"), str(tmp_path / "s2")]
+    monkeypatch.setattr(sys, "path", one)
+    first = _persist_env.distributions()
+    monkeypatch.setattr(sys, "path", one[::-1])
+    assert first != _persist_env.distributions()

@@ -1,4 +1,5 @@
 # Review 44 (d1): two distributions install a module of one name; sys.path order picks one: the providing distribution is in the key.
+# alone: the distributions' order on sys.path (in the key since review 62) differs for every later call
 import os, sys, tempfile
 
 root = tempfile.mkdtemp()
