@@ -197,10 +197,26 @@ def reflective_callable(v: Any) -> str | None:
         return f"reflective-function:{module}.{name}"
     if root in ("operator", "_operator") and name in ("is_", "is_not"):
         return "identity-test"
-    if (root, name) in _WRITES_ARGUMENT:
+    if (root, name) in _WRITES_ARGUMENT or (name in _MUTATORS and root == "builtins"):
         # what it writes into (a library's ``np.sctypeDict``: review 59) no key sees
         return f"writes-argument:{module}.{name}"
     return None
+
+
+# Methods that write the object they are called on (a list, dict, set, deque, numpy
+# array, ...): never called through what no key walks again, nor held as a value
+# unbound (``UPD = dict.update``: review 61).
+_MUTATORS = frozenset(
+    {
+        "append", "extend", "insert", "pop", "popitem", "clear", "update", "add",
+        "remove", "discard", "setdefault", "sort", "reverse", "__setitem__",
+        "__delitem__", "__iadd__", "__ior__", "__iand__", "__ixor__", "__isub__",
+        "__imul__", "__init__", "difference_update", "intersection_update",
+        "symmetric_difference_update", "appendleft", "extendleft", "popleft", "rotate",
+        "move_to_end", "fill", "put", "put_nowait", "resize", "itemset", "setflags",
+        "byteswap", "__setstate__", "__set__",
+    }
+)  # fmt: skip
 
 
 # Plain standard-library functions that write into an argument (of ``operator``, the

@@ -6,6 +6,7 @@ os.environ``, a relative import). JAX-free."""
 from __future__ import annotations
 
 from pcache._reflection import (
+    _MUTATORS,
     FORMATS,
     REFLECTIVE,
     REFLECTIVE_ATTRS,
@@ -15,29 +16,6 @@ from pcache._reflection import (
 
 _ATTR_OPS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 _CALLS = frozenset({"PRECALL", "CALL", "CALL_FUNCTION", "CALL_FUNCTION_KW"})
-_MUTATORS = frozenset(
-    {
-        "append",
-        "extend",
-        "insert",
-        "pop",
-        "popitem",
-        "clear",
-        "update",
-        "add",
-        "remove",
-        "discard",
-        "setdefault",
-        "sort",
-        "reverse",
-        "__setitem__",
-        "__delitem__",
-        "__iadd__",
-        "difference_update",
-        "intersection_update",
-        "symmetric_difference_update",
-    }
-)
 
 
 def _constant_attr_call(ins: list, i: int) -> bool:
@@ -179,15 +157,18 @@ def fresh_locals(c, ins: list, outer: frozenset) -> tuple[frozenset, str | None]
     if c.co_flags & 0x04:  # (CO_VARARGS)
         params.add(c.co_varnames[nargs])
         nargs += 1
-    fresh = {v for v, ok in built.items() if ok and v not in params}
+    # (an own cell: nested code may rebind it, ``nonlocal d; d = lib_dict``: review 61)
+    fresh = {v for v, ok in built.items() if ok and v not in params and v not in c.co_cellvars}
     if c.co_flags & 0x08 and c.co_varnames[nargs] not in built:  # (CO_VARKEYWORDS)
         fresh.add(c.co_varnames[nargs])
-    parent = c.co_qualname.rpartition(".")[0]
-    method = c.co_argcount > 0 and (
-        (parent and not parent.endswith("<locals>"))
-        or c.co_name in ("__init__", "__post_init__", "__setattr__", "__delattr__")
-    )  # (a dataclass's ``__init__`` is made in ``__create_fn__``)
-    return frozenset(fresh), c.co_varnames[0] if method else None
+    # ``self`` is the object under construction, only in a constructor (a method may
+    # be called on any object, ``C.m(lib_obj)``; a staticmethod has none: review 61;
+    # an explicit ``__init__`` call on an existing object is refused: `local_write`)
+    own = c.co_argcount > 0 and c.co_name in _CONSTRUCTING and c.co_varnames[0] not in c.co_cellvars
+    return frozenset(fresh), c.co_varnames[0] if own else None
+
+
+_CONSTRUCTING = frozenset({"__init__", "__post_init__"})
 
 
 def _builds(ins: list, j: int) -> bool:
@@ -218,16 +199,47 @@ def local_write(
     """Why the instruction at ``ins[i]`` writes where a reuse would not (review 59):
     an attribute store or delete, a container method, an in-place operator or an
     item store through what no key walks again; or None."""
-    op = ins[i].opname
+    op, arg = ins[i].opname, ins[i].argval
     if op in ("STORE_ATTR", "DELETE_ATTR"):
         return write_target(ins, i, fresh, me, outer)
-    if op in ("LOAD_FAST", "LOAD_DEREF") and ins[i].argval not in alias:
+    if op in ("LOAD_FAST", "LOAD_DEREF") and arg not in alias:
         return mutator_target(ins, i, fresh, me, outer)
+    if op in _ATTR_OPS and arg in _MUTATORS:
+        # on what is not a load with attributes: ``d[k].append(v)``, ``f().update(d)``,
+        # ``[D][0].update(d)`` (review 61); but ``super().__init__()``
+        r = ins[_root(ins, i - 1)] if i else ins[i]
+        if r.opname not in ("LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME"):
+            if not (arg == "__init__" and _super_call(ins, i - 1)):
+                return f"writes-through-expression:{arg}"
+        elif arg == "__init__" and i and ins[i - 1].opname not in _ATTR_OPS:
+            return "writes-through-constructor"  # ``C.__init__(lib_obj)``, ``o.__init__()``
+    if op == "LOAD_CONST" and arg in _MUTATORS and _named_getattr(ins, i):
+        return f"writes-through-getattr:{arg}"  # ``getattr(reg, "append")(v)``
     if op == "BINARY_OP":
         return inplace_target(ins, i, alias, fresh, me)
     if op in ("STORE_SUBSCR", "DELETE_SUBSCR") and not _local_target(ins, i, fresh):
         return "writes-container"
     return None
+
+
+def _super_call(ins: list, j: int) -> bool:
+    """Whether ``ins[j]`` ends ``super()`` (its own ``__init__`` is the object's)."""
+    return (
+        j >= 2
+        and ins[j].opname == "CALL"
+        and ins[j].arg == 0
+        and ins[j - 1].opname == "PRECALL"
+        and ins[j - 2].opname in ("LOAD_GLOBAL", "LOAD_NAME")
+        and ins[j - 2].argval == "super"
+    )
+
+
+def _named_getattr(ins: list, i: int) -> bool:
+    """Whether the string constant at ``ins[i]`` is a name ``getattr`` is given."""
+    return any(
+        x.opname in ("LOAD_GLOBAL", "LOAD_NAME") and x.argval == "getattr"
+        for x in ins[max(0, i - 6) : i]
+    )
 
 
 def _local_target(ins: list, i: int, fresh: frozenset) -> bool:
@@ -306,6 +318,8 @@ def inplace_target(ins: list, i: int, alias: dict, fresh: frozenset, me: str | N
 _UNKNOWN_SOURCES = frozenset(
     {
         "FOR_ITER",
+        "BINARY_SUBSCR",
+        "LOAD_FAST",
         "UNPACK_SEQUENCE",
         "UNPACK_EX",
         "SWAP",

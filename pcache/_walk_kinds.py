@@ -26,6 +26,7 @@ import numpy as np
 from pcache import _compat, _memos
 from pcache._introspect import Override, cdict, inst_dict, is_a, mro, type_ids
 from pcache._reflection import (
+    _MUTATORS,
     FORMAT_REFLECTIVE,
     FORMATS,
     REFLECTIVE,
@@ -340,6 +341,8 @@ def _descriptor(w: Walker, v: Any) -> tuple:
     name = getattr(v, "__name__", None)
     if name in REFLECTIVE or name in REFLECTIVE_ATTRS or name in FORMATS:
         raise NoReuse(f"reflective-method:{name}")  # GA = object.__getattribute__
+    if name in _MUTATORS:  # ``UPD = dict.update``: writes its first argument (review 61)
+        raise NoReuse(f"writes-argument:{name}")
     if t := getattr(v, "__objclass__", None):
         if not is_library_type(t):
             raise NoReuse(f"value:{qualname(type(v))}")
@@ -467,12 +470,11 @@ def _free_write(w: Walker, f: types.FunctionType, target: tuple, store: bool = F
         return  # not one of f's own free variables, or unbound
     for attr in target[1:]:
         if not (type(v) is types.ModuleType and is_library_module(v)):
-            break
+            raise NoReuse(f"writes-attribute:{'.'.join(target)}")  # (past a class: review 61)
         v = getattr(v, attr, None)
     if type(v) is types.ModuleType and is_library_module(v) and not store:
         return  # a library function named like a mutator (``np.append``)
-    if is_a(v, type) and is_library_type(v) and not store:
-        return
+    # (a class's: unbound, ``L.append(lib_list, 1)`` writes its argument: review 61)
     raise NoReuse(f"writes-attribute:{'.'.join(target)}")
 
 
