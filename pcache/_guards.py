@@ -345,7 +345,7 @@ def guards_for(
             raise NoReuse(why)
         # (a ``__hash__`` that hashes its fields, as a dataclass's does, hands the
         # result only to dicts and sets, whose contents and order are keyed)
-        hashing = code.co_name == "__hash__"
+        hashing = code.co_name == "__hash__" and "." in code.co_qualname  # (a class's)
         for chain, escaped in reads:
             run.chain(g, chain, escaped, hashing)
         for root, target in writes:

@@ -125,6 +125,8 @@ def check_unshadowed() -> None:
         # whether a walk's module is listed in a RECORD is `attributed`'s question)
         if name.partition(".")[0] in provided and not file.startswith(homes):
             attributed(name)  # (raises for a module no distribution installed there)
+        if file.startswith(homes) and name.partition(".")[0] in sys.stdlib_module_names:
+            attributed(name)  # (a stdlib name in a site directory: review 64)
         if file.startswith(homes) and name.partition(".")[0] not in sys.stdlib_module_names:
             # (a loose file a library imports inside a function: review 60)
             attributed(name)
@@ -282,6 +284,13 @@ def _provided() -> tuple[frozenset, tuple]:
         homes = {d + os.sep for d in _stdlib_dirs()}
         for entry in sys.path:
             recorded = _recorded(os.path.realpath(entry or "."))
+            if os.path.basename(os.path.normpath(entry or ".")) in (
+                "site-packages",
+                "dist-packages",
+            ):
+                # (a site directory, RECORDs or not: its modules are library code in
+                # process, so each must be attributed here: review 64)
+                homes.update({os.path.join(os.path.abspath(entry), ""), os.path.join(os.path.realpath(entry), "")})  # fmt: skip
             if recorded:
                 # ("" is the working directory: joined as it is, it prefixes every path)
                 where = entry or os.getcwd()

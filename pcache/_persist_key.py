@@ -373,13 +373,21 @@ def _hash_seed() -> str:
     where unset, ``random`` or ignored (``-E``)."""
     if sys.flags.ignore_environment:
         return "random"
+    seed = os.environ.get("PYTHONHASHSEED", "random")
     try:
         with open("/proc/self/environ", "rb") as fh:
-            start = dict(kv.partition(b"=")[::2] for kv in fh.read().split(b"\0") if kv)
-        seed = start.get(b"PYTHONHASHSEED", b"random").decode("ascii", "replace")
+            for kv in fh.read().split(b"\0"):  # (the first, as ``getenv`` takes it)
+                if kv.startswith(b"PYTHONHASHSEED="):
+                    seed = kv.partition(b"=")[2].decode("ascii", "replace")
+                    break
+            else:
+                seed = "random"
     except OSError:
-        seed = os.environ.get("PYTHONHASHSEED", "random")
-    return seed if seed.isdigit() else "random"
+        pass
+    try:  # as the interpreter parses it (``strtoul``: "+1", " 1"; review 64)
+        return str(int(seed, 10)) if seed.strip() != "random" else "random"
+    except ValueError:
+        return "random"
 
 
 HASH_SEED = _hash_seed()
@@ -388,7 +396,13 @@ HASH_SEED = _hash_seed()
 def _seeded(x: Any) -> bool:
     """Whether ``x``'s hash depends on the process's hash seed."""
     t = type(x)
-    return t is str or t is bytes or ((t is tuple or t is frozenset) and any(map(_seeded, x)))
+    # (``None`` hashes by its address in 3.11: review 64)
+    return (
+        t is str
+        or t is bytes
+        or x is None
+        or ((t is tuple or t is frozenset) and any(map(_seeded, x)))
+    )
 
 
 def _const(x: Any) -> Any:
@@ -512,6 +526,7 @@ def _environment(ignore: tuple[str, ...] = ()) -> str:
         _persist_env.library_flags(),
         _user_code(),
         _persist_env.shadowing_files(),
+        _persist_env.distributions(),  # (an install while the process runs: review 64)
     )
     got = _ENV.get(memo_key)
     if got is None:

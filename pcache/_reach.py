@@ -114,7 +114,7 @@ def reflective(v: Any) -> str | None:
         if type(mod) is str and mod not in _PLAIN and reflective_module(mod):
             return f"{mod}.{qualname(v)}"
         return None
-    if type(v) in _FUNCS:
+    if type(v) in _FUNCS or callable(v):  # (a Cython function too: ``np.random.seed``)
         return reflective_callable(v)
     return None
 

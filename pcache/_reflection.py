@@ -200,6 +200,8 @@ def reflective_callable(v: Any) -> str | None:
     if (root, name) in _WRITES_ARGUMENT or (name in _MUTATORS and root == "builtins"):
         # what it writes into (a library's ``np.sctypeDict``: review 59) no key sees
         return f"writes-argument:{module}.{name}"
+    if (module, name) in _SETS_STATE:  # process or module state no key reads (review 63)
+        return f"sets-state:{module}.{name}"
     return None
 
 
@@ -217,6 +219,14 @@ _MUTATORS = frozenset(
         "byteswap", "__setstate__", "__set__",
     }
 )  # fmt: skip
+
+
+# Functions that set what later code reads: a seed, numpy's error callback and modes.
+_SETS_STATE = frozenset(
+    {("random", "seed"), ("random", "setstate"), ("numpy", "seterr"), ("numpy", "seterrcall")}
+    | {("numpy", "setbufsize"), ("numpy", "set_printoptions"), ("numpy.random", "seed")}
+    | {("numpy.random.mtrand", "seed"), ("numpy.random.mtrand", "set_state")}
+)
 
 
 # Plain standard-library functions that write into an argument (of ``operator``, the

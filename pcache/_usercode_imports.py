@@ -165,7 +165,16 @@ def fresh_locals(c, ins: list, outer: frozenset) -> tuple[frozenset, str | None]
     # be called on any object, ``C.m(lib_obj)``; a staticmethod has none: review 61;
     # an explicit ``__init__`` call on an existing object is refused: `local_write`)
     own = c.co_argcount > 0 and c.co_name in _CONSTRUCTING and c.co_varnames[0] not in c.co_cellvars
+    if own and any(
+        x.opname in ("STORE_FAST", "DELETE_FAST") and x.argval == c.co_varnames[0] for x in ins
+    ):
+        own = False  # (``for self in targets:``: review 63)
+    if not c.co_flags & 0x02:  # (no CO_NEWLOCALS: a class body, whose names are its own)
+        return frozenset(), CLASS_BODY
     return frozenset(fresh), c.co_varnames[0] if own else None
+
+
+CLASS_BODY = "<class body>"  # (`local_write`: every write in a class body refuses)
 
 
 _CONSTRUCTING = frozenset({"__init__", "__post_init__"})
@@ -200,6 +209,20 @@ def local_write(
     an attribute store or delete, a container method, an in-place operator or an
     item store through what no key walks again; or None."""
     op, arg = ins[i].opname, ins[i].argval
+    if me == CLASS_BODY and (op in _WRITE_OPS or (op in _ATTR_OPS and arg in _MUTATORS)):
+        return "writes-in-class-body"  # (``LOAD_NAME`` is the body's own: review 63)
+    if op in _ATTR_OPS and arg in _MUTATORS and _branches(ins, _root(ins, i - 1), i):
+        return "writes-through-branch"  # ``(G if c else d).update(e)`` (review 63)
+    if _setter(ins, i, op, arg) and not _on(ins, i + 1, me):
+        return "writes-through-setter"  # a constructor's setattr of another object (review 63)
+    if op in _ATTR_OPS and arg in _CONSTRUCTING and not _super_call(ins, i - 1):
+        return "writes-through-constructor"  # ``o.__post_init__()``
+    if op in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"):
+        k = i + 1  # (a chain the scan takes whole: ``C.__post_init__(lib_obj)``, review 63)
+        while k < len(ins) and ins[k].opname in _ATTR_OPS:
+            if ins[k].argval in _CONSTRUCTING:
+                return "writes-through-constructor"
+            k += 1
     if op in ("STORE_ATTR", "DELETE_ATTR"):
         return write_target(ins, i, fresh, me, outer)
     if op in ("LOAD_FAST", "LOAD_DEREF") and arg not in alias:
@@ -211,8 +234,6 @@ def local_write(
         if r.opname not in ("LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME"):
             if not (arg == "__init__" and _super_call(ins, i - 1)):
                 return f"writes-through-expression:{arg}"
-        elif arg == "__init__" and i and ins[i - 1].opname not in _ATTR_OPS:
-            return "writes-through-constructor"  # ``C.__init__(lib_obj)``, ``o.__init__()``
     if op == "LOAD_CONST" and arg in _MUTATORS and _named_getattr(ins, i):
         return f"writes-through-getattr:{arg}"  # ``getattr(reg, "append")(v)``
     if op == "BINARY_OP":
@@ -220,6 +241,25 @@ def local_write(
     if op in ("STORE_SUBSCR", "DELETE_SUBSCR") and not _local_target(ins, i, fresh):
         return "writes-container"
     return None
+
+
+_WRITE_OPS = frozenset({"STORE_ATTR", "DELETE_ATTR", "STORE_SUBSCR", "DELETE_SUBSCR", "STORE_NAME"})
+
+
+def _branches(ins: list, r: int, i: int) -> bool:
+    """Whether another path may join the expression ``ins[r + 1 : i + 1]``."""
+    return any(x.is_jump_target for x in ins[max(0, r + 1) : i + 1])
+
+
+def _setter(ins: list, i: int, op: str, arg) -> bool:
+    return (op in ("LOAD_GLOBAL", "LOAD_NAME") and arg in ("setattr", "delattr")) or (
+        op in _ATTR_OPS and arg in ("__setattr__", "__delattr__")
+    )
+
+
+def _on(ins: list, j: int, me: str) -> bool:
+    """Whether the call whose callee ends at ``ins[j - 1]`` is on ``me`` first."""
+    return j < len(ins) and ins[j].opname == "LOAD_FAST" and ins[j].argval == me
 
 
 def _super_call(ins: list, j: int) -> bool:
@@ -247,8 +287,8 @@ def _local_target(ins: list, i: int, fresh: frozenset) -> bool:
     (``d[k] = v`` with ``d`` built in this frame, ``k`` a local or a constant):
     anything else may be a captured, global or library container (``env, _ =
     os.environ, 0``: review 59)."""
-    if i < 2:
-        return False
+    if i < 2 or _branches(ins, i - 3, i):
+        return False  # (``(G if c else d)[k] = v``: review 63)
     key, container = ins[i - 1], ins[i - 2]
     plain = container.opname == "LOAD_FAST" and container.argval in fresh
     return key.opname in ("LOAD_FAST", "LOAD_CONST") and plain
@@ -268,13 +308,17 @@ def write_target(
         j -= 1
     if j < 0:
         return "writes-through-local:?"
+    if _branches(ins, _root(ins, j), i):
+        return "writes-through-branch"  # ``(A or d).n += 1`` (review 63)
     r = ins[_root(ins, j)]
     if r.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_CLASSDEREF"):
         return None
     if r.opname == "LOAD_DEREF" and (r.argval in outer or r.argval in fresh):
         return None
-    if r.opname == "LOAD_FAST" and (r.argval in fresh or r.argval == me):
+    if r.opname == "LOAD_FAST" and r.argval in fresh:
         return None
+    if r.opname == "LOAD_FAST" and r.argval == me and ins[j] is r:
+        return None  # ``self.n = v`` (not ``self.t.n``: ``self.t`` may be anyone's)
     return f"writes-through-local:{r.argval if 'LOAD' in r.opname else r.opname}"
 
 
@@ -288,7 +332,7 @@ def mutator_target(
         j += 1
     if j == i + 1 or ins[j - 1].argval not in _MUTATORS:
         return None
-    if ins[i].argval in fresh or ins[i].argval == me or ins[i].argval in outer:
+    if ins[i].argval in fresh or ins[i].argval in outer:
         return None  # (a free variable's chain: the walk's)
     return f"writes-through-local:{ins[i].argval}"
 
