@@ -213,7 +213,7 @@ def local_write(
         return "writes-in-class-body"  # (``LOAD_NAME`` is the body's own: review 63)
     if op in _ATTR_OPS and arg in _MUTATORS and _branches(ins, _root(ins, i - 1), i):
         return "writes-through-branch"  # ``(G if c else d).update(e)`` (review 63)
-    if _setter(ins, i, op, arg) and not _on(ins, i + 1, me):
+    if me is not None and _setter(ins, i, op, arg) and not _on(ins, i + 1, me):
         return "writes-through-setter"  # a constructor's setattr of another object (review 63)
     if op in _ATTR_OPS and arg in _CONSTRUCTING and not _super_call(ins, i - 1):
         return "writes-through-constructor"  # ``o.__post_init__()``
