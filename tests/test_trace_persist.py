@@ -421,3 +421,21 @@ def test_distributions_are_keyed_in_path_order(tmp_path, monkeypatch):
     first = _persist_env.distributions()
     monkeypatch.setattr(sys, "path", one[::-1])
     assert first != _persist_env.distributions()
+
+
+@pytest.mark.parametrize(
+    ("value", "seed"), [("+1", "1"), (" 7", "7"), ("random", "random"), ("x", "random")]
+)
+def test_the_hash_seed_is_read_as_the_interpreter_reads_it(value, seed):
+    """``PYTHONHASHSEED="+1"`` pins the seed (CPython parses it with ``strtoul``): the
+    key must say so, or a string set is keyed sorted while it iterates in its
+    listing's order (review 64)."""
+    env = {**os.environ, "PYTHONHASHSEED": value}
+    code = "from pcache._persist_key import HASH_SEED; print(HASH_SEED)"
+    try:
+        out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT,
+                             capture_output=True, text=True, check=True)  # fmt: skip
+    except subprocess.CalledProcessError as e:
+        assert value == "x" and "PYTHONHASHSEED" in e.stderr  # (the interpreter refuses it)
+        return
+    assert out.stdout.split()[-1] == seed
