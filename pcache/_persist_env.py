@@ -13,7 +13,6 @@ shadowing a library JAX imports itself (``opt_einsum``) is met by no walk.
 
 from __future__ import annotations
 
-import csv
 import fnmatch
 import functools
 import hashlib
@@ -26,6 +25,7 @@ from typing import Any
 
 from pcache import _memos
 from pcache._hoststate import modules_stamp
+from pcache._records import recorded
 from pcache._usercode import (
     NoReuse,
     is_library_module,
@@ -34,7 +34,6 @@ from pcache._usercode import (
 )
 
 _ATTRIBUTED: dict = _memos.memo("persist.attributed", {})  # module -> (file, ok)
-_RECORDS: dict = _memos.memo("persist.records", {})  # site dir -> (infos, files)
 # modules checked against shadowing: (name, file) pairs, and the count of sys.modules
 _SHADOW: dict = _memos.memo("persist.shadow", {})
 _HOMES: dict = _memos.memo("persist.homes", {})  # id(module) -> (module, a user's?)
@@ -391,33 +390,13 @@ def _stdlib_dirs() -> tuple[str, ...]:
 
 
 def _recorded(root: str) -> dict:
-    """The paths (relative to ``root``) that the RECORD files of the distributions
-    installed in ``root`` list, each with its distribution's ``.dist-info`` name
-    (a path two list: both, sorted): what an installer put there. Memoized per
-    directory and its listing of ``.dist-info`` directories (listed once per
-    `check_unshadowed` pass)."""
-    e = _RECORDS.get(root)
-    if e is not None and _SHADOW.get(("listed", root)) == _SHADOW.get("pass"):
+    """`pcache._records.recorded`, listed once per `check_unshadowed` pass."""
+    e = _SHADOW.get(("recorded", root))
+    if e is not None and e[0] == _SHADOW.get("pass"):
         return e[1]
-    _SHADOW[("listed", root)] = _SHADOW.get("pass")
-    try:
-        with os.scandir(root) as it:
-            infos = tuple(sorted(e.name for e in it if e.name.endswith(".dist-info")))
-    except OSError:
-        return {}
-    if e is not None and e[0] == infos:
-        return e[1]
-    files: dict = {}
-    for info in infos:
-        try:
-            with open(os.path.join(root, info, "RECORD"), newline="", encoding="utf-8") as fh:
-                for row in csv.reader(fh):
-                    if row:
-                        files[row[0]] = f"{files[row[0]]}+{info}" if row[0] in files else info
-        except OSError:
-            continue
-    _RECORDS[root] = (infos, files)
-    return files
+    got = recorded(root)
+    _SHADOW[("recorded", root)] = (_SHADOW.get("pass"), got)
+    return got
 
 
 __all__ = [

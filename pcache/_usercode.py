@@ -16,6 +16,7 @@ import builtins
 import dis
 import importlib.machinery
 import os
+import site
 import sys
 import sysconfig
 import types
@@ -26,6 +27,7 @@ from pcache import _usercode_imports as _imports
 from pcache._introspect import Override, cdict, flags, inst_dict, is_a, mro, names
 from pcache._memos import memo
 from pcache._provenance import defined_by
+from pcache._records import recorded
 from pcache._reflection import (
     _ATTR_BUILTINS,
     _ATTR_WRITES,
@@ -57,13 +59,21 @@ def qualname(t: type) -> str:
 
 # ------------------------------------------------------------ library code
 
+# The interpreter's own library directories: its standard library and the site
+# directories `site` set up (a directory merely *named* site-packages on
+# ``sys.path`` is not one: its files are library code only as a RECORD lists them,
+# `_library_real`; review 61).
 _LIB_DIRS = tuple(
     sorted(
         {
             os.path.realpath(p)
             for p in (
-                *(sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib")),
-                *(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))),
+                *(
+                    sysconfig.get_paths().get(k)
+                    for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                ),
+                *site.getsitepackages(),
+                site.getusersitepackages() if site.ENABLE_USER_SITE else None,
             )
             if p
         }
@@ -93,10 +103,15 @@ def _library_file(file: Any) -> bool:
 def _library_real(real: str) -> bool:
     if real.startswith(_PCACHE_DIR + os.sep):
         return True
-    parts = real.split(os.sep)
-    if "site-packages" in parts or "dist-packages" in parts:
+    if any(real.startswith(d + os.sep) for d in _LIB_DIRS):
         return True
-    return any(real.startswith(d + os.sep) for d in _LIB_DIRS)
+    # (another site directory, another environment's or one the program made: what
+    # an installer put there, as its RECORD says; a loose file is the program's)
+    parts = real.split(os.sep)
+    for k in range(len(parts) - 2, 0, -1):
+        if parts[k] in ("site-packages", "dist-packages"):
+            return "/".join(parts[k + 1 :]) in recorded(os.sep.join(parts[: k + 1]))
+    return False
 
 
 def is_library(g: dict) -> bool:

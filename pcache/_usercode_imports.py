@@ -164,7 +164,7 @@ def fresh_locals(c, ins: list, outer: frozenset) -> tuple[frozenset, str | None]
     # ``self`` is the object under construction, only in a constructor (a method may
     # be called on any object, ``C.m(lib_obj)``; a staticmethod has none: review 61;
     # an explicit ``__init__`` call on an existing object is refused: `local_write`)
-    own = c.co_argcount > 0 and c.co_name in _CONSTRUCTING and c.co_varnames[0] not in c.co_cellvars
+    own = c.co_argcount > 0 and c.co_name in CONSTRUCTING and c.co_varnames[0] not in c.co_cellvars
     if own and any(
         x.opname in ("STORE_FAST", "DELETE_FAST") and x.argval == c.co_varnames[0] for x in ins
     ):
@@ -177,7 +177,7 @@ def fresh_locals(c, ins: list, outer: frozenset) -> tuple[frozenset, str | None]
 CLASS_BODY = "<class body>"  # (`local_write`: every write in a class body refuses)
 
 
-_CONSTRUCTING = frozenset({"__init__", "__post_init__"})
+CONSTRUCTING = frozenset({"__init__", "__post_init__"})
 
 
 def _builds(ins: list, j: int) -> bool:
@@ -215,12 +215,15 @@ def local_write(
         return "writes-through-branch"  # ``(G if c else d).update(e)`` (review 63)
     if me is not None and _setter(ins, i, op, arg) and not _on(ins, i + 1, me):
         return "writes-through-setter"  # a constructor's setattr of another object (review 63)
-    if op in _ATTR_OPS and arg in _CONSTRUCTING and not _super_call(ins, i - 1):
-        return "writes-through-constructor"  # ``o.__post_init__()``
+    if op in _ATTR_OPS and arg in CONSTRUCTING and not _super_call(ins, i - 1):
+        # ``o.__post_init__()``; but a constructor's on its own object (a dataclass's
+        # ``__init__`` calls ``self.__post_init__()``)
+        if not (me is not None and i >= 1 and _on(ins, i - 1, me)):
+            return "writes-through-constructor"
     if op in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"):
         k = i + 1  # (a chain the scan takes whole: ``C.__post_init__(lib_obj)``, review 63)
         while k < len(ins) and ins[k].opname in _ATTR_OPS:
-            if ins[k].argval in _CONSTRUCTING:
+            if ins[k].argval in CONSTRUCTING:
                 return "writes-through-constructor"
             k += 1
     if op in ("STORE_ATTR", "DELETE_ATTR"):

@@ -36,7 +36,8 @@ What is keyed (`Walker.value`), and why each encoding is complete for its type:
   ``itemgetter``/``methodcaller``: their arguments.
 * classes: a library class (`is_library_type`) by identity; a user class by identity
   and everything its user-defined classes of the MRO (and a user metaclass) hold:
-  methods and class attributes by these rules.
+  methods and class attributes by these rules; its ``__init__``/``__post_init__`` only
+  as its own (held elsewhere, it may be called on any object: `_constructor_value`).
 * instances of user classes: only frozen dataclasses (field by field, no attribute
   outside the fields, with the class's code) and NamedTuples (item by item, with the
   class's code); enum members by class, name, value and mixed-in payload. Any other user instance: no
@@ -48,11 +49,9 @@ What is keyed (`Walker.value`), and why each encoding is complete for its type:
 * `LIBRARY_VALUES`: a short list of immutable JAX values compared by their own
   ``__eq__`` and ``__hash__`` (as JAX compares static arguments), each with a reason.
 
-User code is what is not installed library code, decided by what it is: a function
-by its globals being the ``__dict__`` of an imported module whose file lies in the
-standard library or a site-packages directory (or pcache itself), a class by being
-reachable under its name from such a module. A ``__module__`` string decides
-nothing.
+User code is what is not installed library code, decided by what it is
+(`pcache._usercode`): a function by its globals and code, a class by being reachable
+under its name from a library module. A ``__module__`` string decides nothing.
 """
 
 from __future__ import annotations
@@ -91,7 +90,9 @@ from pcache._walk_kinds import (
     NUMPY_MAX_BYTES,
     _abc,
     _annotation,
+    _class_value,
     _complex,
+    _constructor_value,
     _descriptor,
     _Eq,
     _field,
@@ -204,7 +205,7 @@ class Walker:
     key) of every Python function met, for the global guards and the mutation check.
     """
 
-    __slots__ = ("pins", "arrays", "funcs", "bodies", "seen", "nodes", "keep", "registry")
+    __slots__ = ("pins", "arrays", "funcs", "bodies", "seen", "nodes", "keep", "registry", "ctor")
     #: Identity-free (a key comparable across processes: `pcache._persist_key`).
     content = False
 
@@ -217,6 +218,7 @@ class Walker:
         self.seen: dict[int, int] = {}
         self.nodes = 0
         self.keep: list = []  # what `_enter` numbered, alive for the walk
+        self.ctor: Any = None  # the constructor `class_code` is walking (`callable`)
 
     def _enter(self, obj: Any) -> tuple | None:
         """A back-reference if ``obj`` was met already in this walk (shared or cyclic
@@ -544,17 +546,19 @@ class Walker:
                     # code may read it (``.frozen``)
                     enc = ("dcp", self.held(attr), _slots_of(self, attr))
                 else:
-                    enc = self.value(attr)  # (an enum's maps and members too)
+                    enc = _class_value(self, name, attr)  # (an enum's maps and members too)
                 out.append((name, enc))
         return ("code", *out)
 
     # -- callables
 
     def callable(self, f: Any) -> tuple:
+        t = type(f)
+        if t is _FUNCTION and f is not self.ctor:
+            _constructor_value(f)  # (``INIT = C.__init__; INIT(lib_obj)``)
         back = self._enter(f)
         if back is not None:
             return back
-        t = type(f)
         if t is _FUNCTION:
             return self._function(f)
         if is_a(f, _PARTIAL):  # (what partial.__call__ reads, not what a subclass says)

@@ -34,11 +34,13 @@ from pcache._reflection import (
 )
 from pcache._usercode import (
     NoReuse,
+    is_library_code,
     is_library_module,
     is_library_type,
     module_dict,
     qualname,
 )
+from pcache._usercode_imports import CONSTRUCTING
 
 if TYPE_CHECKING:
     from pcache._walk import Walker
@@ -503,3 +505,27 @@ def enum_payload(v: Any) -> Any:
         if c not in _ENUM_BASES and not _FLAGS(c) & _HEAPTYPE:
             raise NoReuse("enum-payload")  # (a tuple, a date: C-level data)
     return None
+
+
+# -- constructors (review 63)
+
+
+def _class_value(w: Walker, name: str, attr: Any) -> Any:
+    """What a user class holds under ``name``; its own ``__init__``/``__post_init__``
+    as its constructor, whose scan trusts its ``self`` as the object under
+    construction (`_usercode_imports.fresh_locals`)."""
+    if name not in CONSTRUCTING:
+        return w.value(attr)
+    w.ctor = attr
+    try:
+        return w.value(attr)
+    finally:
+        w.ctor = None
+
+
+def _constructor_value(f: types.FunctionType) -> None:
+    """A user constructor met as anything but its class's own (a global, a cell, a
+    default, a bound method: ``INIT = C.__init__; INIT(lib_obj)``) may be called on
+    any object, whose attributes its trusted ``self`` then writes: never reused."""
+    if f.__code__.co_name in CONSTRUCTING and not is_library_code(f.__globals__, f.__code__):
+        raise NoReuse(f"constructor-as-value:{f.__qualname__}")

@@ -39,6 +39,8 @@ def test_review_scenarios_match_stock_across_processes(tmp_path, paths):
     # Every scenario's fix makes B differ from A: nothing of theirs is served; but
     # where the fix makes what A stores right (``# served``), and B is served it.
     right = {p.name for p in paths if "# served" in p.read_text()}
-    assert all((served[p.name] > 0) == (p.name in right) for p in paths), served
+    assert all((served[p.name] > 0) == (p.name in right) for p in paths), str(
+        {k: v for k, v in served.items() if (v != 0) != (k in right)}
+    )
     if len(paths) > 1:  # none was masked by what an earlier one left behind
         assert served["canaries"] == [1] * len(paths), served

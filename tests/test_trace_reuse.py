@@ -662,6 +662,36 @@ def test_frozen_dataclass_fields_by_these_rules_not_its_eq(tmp_path):
     assert st["trace_miss_reasons"]["value:Box"] == 2
 
 
+@dataclasses.dataclass(frozen=True)
+class Checked:
+    s: float
+
+    def __post_init__(self):
+        if self.s < 0:
+            raise ValueError("negative")
+
+
+class Scaled:
+    def __init__(self, s):
+        self.s = s * 2
+
+
+def test_a_constructor_on_its_own_object_is_reused(tmp_path):
+    """A dataclass's ``__init__`` calls ``self.__post_init__()``, a class's ``__init__``
+    writes ``self``: both the object under construction, neither a write a reuse
+    skips (review 63's rules refuse an ``__init__`` held as a value, not these)."""
+
+    def scenario():
+        out = []
+        for _ in range(3):
+            c = Checked(2.0)
+            out.append(_bits(jax.jit(lambda x: x * c.s * Scaled(3.0).s)(X)))
+        return out
+
+    _, _, _, traces, st = _compare(tmp_path, scenario)
+    assert st["trace_hits"] == 2 and traces == 1, st["trace_miss_reasons"]
+
+
 def test_registered_dataclass_annotated_with_jax_array_is_reused(tmp_path):
     """``jax.Array`` in a user class's annotations is library code (it once made
     every call of a process with a registered dataclass miss)."""

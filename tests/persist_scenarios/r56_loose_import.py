@@ -21,3 +21,4 @@ def f(a):
 
 show("p1", lambda: jax.jit(f)(x))
 sys.path.remove(root)
+sys.modules.pop("loosemod_r56")  # (a user module now, A's and B's differ: in every later key)
