@@ -21,8 +21,7 @@ module makes both part of what a reuse checks, and fails closed where it cannot:
   and class of every user pytree node type are walked into every key, so their
   state and their globals are compared like the callable's own. A registry that
   grew is scanned again; a rule registered again for a user primitive is a new key.
-  (Replacing a rule of one of JAX's own primitives is monkeypatching library code:
-  not seen.)
+  (Replacing a rule of one of JAX's own primitives is monkeypatching: not seen.)
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ import types
 from typing import Any
 
 from pcache import _canon, _compat, _reach
+from pcache._generated import prove_nodes
 from pcache._introspect import (
     Override,
     cdict,
@@ -558,6 +558,7 @@ def _scan_registries(regs: tuple, tree: dict) -> None:
             if isinstance(p, _compat.Primitive) and p not in prims:
                 if any(_verdict(r)[0] for r in _compat.primitive_rules(p)):
                     prims[p] = None
+    prove_nodes(tree)  # (equinox's generated flatten and unflatten: library code)
     nodes = [
         t
         for t, entry in list(tree.items())

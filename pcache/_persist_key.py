@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from pcache import _canon, _compat, _guards, _hoststate, _memos, _persist_env
+from pcache import _canon, _compat, _guards, _hoststate, _memos, _persist_env, _usercode
 from pcache._errors import Uncacheable
 from pcache._introspect import cdict, is_a, names
 from pcache._persist_env import attributed
@@ -249,6 +249,8 @@ def namespace_name(g: dict) -> tuple:
     name = g.get("__name__")
     m = sys.modules.get(name) if type(name) is str else None
     if m is None or module_dict(m) is not g:
+        if gen := _usercode.generated_namespace(g):  # (equinox's flatten's: `pcache._generated`)
+            return ("generated", gen, attributed(gen))
         raise NoReuse(f"persist-globals-not-a-module:{name}")
     return ("ns", *_module_name(m))
 

@@ -180,7 +180,7 @@ def is_library_code(g: dict, code: types.CodeType) -> bool:
     (``types.FunctionType(code, os.__dict__)``: review 30) or a library file's name
     (review 44)."""
     if not is_library(g):
-        return False
+        return generated_by(g, code) is not None
     e = _CODE_FILES.get((id(code), id(g)))
     if e is None or e[0] is not code or e[1] is not g:
         e = (code, g, defined_by(g, code, _library_file))
@@ -188,6 +188,42 @@ def is_library_code(g: dict, code: types.CodeType) -> bool:
             _CODE_FILES.clear()
         _CODE_FILES[(id(code), id(g))] = e  # (kept alive: their ids stay their own)
     return e[2]
+
+
+# id(code) -> (code, globals, (name, object) of every name it loads, the generator)
+_GENERATED: dict[int, tuple] = memo("usercode.generated", {})
+UNBOUND = object()  # (a name `proven_code` saw unbound)
+
+
+def proven_code(f: types.FunctionType, bound: tuple, generator: str) -> None:
+    """Record ``f``'s code as library code that module ``generator`` generated
+    (`pcache._generated`), while its namespace binds ``bound``'s names as now."""
+    if len(_GENERATED) > 4096:
+        _GENERATED.clear()
+    _GENERATED[id(f.__code__)] = (f.__code__, f.__globals__, bound, generator)
+
+
+def generated_by(g: dict, code: types.CodeType) -> str | None:
+    """The library module that generated ``code`` with namespace ``g``, proven and
+    still bound as it was proven (`proven_code`), or None."""
+    e = _GENERATED.get(id(code))
+    if e is None or e[0] is not code or e[1] is not g:
+        return None
+    if any(g.get(n, UNBOUND) is not v for n, v in e[2]):
+        return None
+    return e[3]
+
+
+def generated_namespace(g: dict) -> str | None:
+    """The library module that generated namespace ``g`` for its ``flatten`` or
+    ``unflatten`` (`generated_by`), or None."""
+    for n in ("flatten", "unflatten"):
+        f = g.get(n)
+        if type(f) is types.FunctionType and f.__globals__ is g:
+            gen = generated_by(g, f.__code__)
+            if gen is not None:
+                return gen
+    return None
 
 
 def module_dict(m: Any) -> dict | None:

@@ -71,10 +71,7 @@ import numpy as np
 from pcache import _canon, _compat, _introspect, _memos
 from pcache._introspect import Override, cdict, class_attr, has, inst_dict, is_a, mro, names
 from pcache._reflection import (
-    REFLECTIVE,
-    REFLECTIVE_ATTRS,
     library_function_reflects,
-    reflective_callable,
     reflective_module,
 )
 from pcache._usercode import (
@@ -90,6 +87,7 @@ from pcache._walk_kinds import (
     NUMPY_MAX_BYTES,
     _abc,
     _annotation,
+    _builtin,
     _class_value,
     _complex,
     _constructor_value,
@@ -102,13 +100,13 @@ from pcache._walk_kinds import (
     _numpy,
     _object,
     _operator,
-    _own_method,
     _property,
     _range,
     _reflective_format,
     _signature,
     _slice,
     _slots_of,
+    _stateless,
     _ufunc,
     _weakref,
     enum_payload,
@@ -334,19 +332,7 @@ class Walker:
         if has(k, np.dtype) and is_library_type(t):
             return self.dtype(v)
         if has(k, _BUILTIN):
-            bound = getattr(v, "__self__", None)
-            if is_a(bound, types.ModuleType) and v.__name__.startswith("__"):
-                raise NoReuse(f"reflective-method:{v.__name__}")  # cfg.__getattribute__
-            if bound is None or type(bound) is types.ModuleType:
-                why = reflective_callable(v)
-                if why is not None:
-                    raise NoReuse(why)
-                return self.ident(v)
-            if v.__name__ in REFLECTIVE or v.__name__ in REFLECTIVE_ATTRS:
-                raise NoReuse(f"reflective-method:{v.__name__}")  # Base.__subclasses__
-            if not _own_method(v, bound):  # int.__repr__.__get__(True): another impl
-                raise NoReuse(f"builtin-method-impl:{v.__name__}")
-            return ("B", v.__name__, self.ident(type(bound)), self.value(bound))
+            return _builtin(self, v)
         if has(k, _PARTIAL):  # subclasses (jax.tree_util.Partial)
             return self.callable(v)
         if has(k, LIBRARY_VALUES) and is_library_type(t):
@@ -375,6 +361,8 @@ class Walker:
         params = class_attr(t, "__dataclass_params__")
         if params is not None and getattr(params, "frozen", False):
             return self._frozen_dataclass(v, t, user)
+        if not user and _stateless(v, t):  # a library's sentinel (equinox's ``MISSING``)
+            return ("sentinel", self.ident(t), self.ident(v))
         raise NoReuse(f"value:{qualname(t)}")
 
     # -- containers and arrays

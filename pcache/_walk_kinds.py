@@ -31,6 +31,7 @@ from pcache._reflection import (
     FORMATS,
     REFLECTIVE,
     REFLECTIVE_ATTRS,
+    reflective_callable,
 )
 from pcache._usercode import (
     NoReuse,
@@ -124,6 +125,7 @@ def module_names(m: types.ModuleType) -> str:
 
 
 _TYPING_BASES = (typing.NamedTuple, typing.TypedDict)
+_SPECIAL_FORMS = {id(v): v for v in vars(typing).values() if isinstance(v, typing._SpecialForm)}
 
 
 def _annotation(w: Walker, a: Any, depth: int = 0) -> Any:
@@ -132,6 +134,8 @@ def _annotation(w: Walker, a: Any, depth: int = 0) -> Any:
     ``TypeVar``'s bound, a generic's arguments: code can read through them)."""
     if depth == 0 and any(a is b for b in _TYPING_BASES):
         return w.ident(a)  # (``NamedTuple`` in a class's ``__orig_bases__``: a marker)
+    if _SPECIAL_FORMS.get(id(a)) is a:
+        return w.ident(a)  # ``Union``, ``Optional``, ``ClassVar``: typing's own, all slots
     try:
         return w.value(a)
     except NoReuse:
@@ -151,7 +155,7 @@ def _annotation(w: Walker, a: Any, depth: int = 0) -> Any:
         # and everything else it holds (a NewType's ``__supertype__``, a TypeVar's
         # variance: review 35), as the interpreter holds it
         try:
-            own = list((inst_dict(a) or {}).items())
+            own = [(n, x) for n, x in (inst_dict(a) or {}).items() if n not in _TYPING_PARTS]
         except Override:
             raise NoReuse(f"dict-override:{qualname(t)}") from None
         own += [(n, x) for n, x in _slot_items(a) if n not in _TYPING_PARTS]
@@ -529,3 +533,38 @@ def _constructor_value(f: types.FunctionType) -> None:
     any object, whose attributes its trusted ``self`` then writes: never reused."""
     if f.__code__.co_name in CONSTRUCTING and not is_library_code(f.__globals__, f.__code__):
         raise NoReuse(f"constructor-as-value:{f.__qualname__}")
+
+
+def _builtin(w: Walker, v: Any) -> tuple:
+    """A builtin function, or a builtin method bound to its object."""
+    bound = getattr(v, "__self__", None)
+    if is_a(bound, types.ModuleType) and v.__name__.startswith("__"):
+        raise NoReuse(f"reflective-method:{v.__name__}")  # cfg.__getattribute__
+    if bound is None or type(bound) is types.ModuleType:
+        why = reflective_callable(v)
+        if why is not None:
+            raise NoReuse(why)
+        return w.ident(v)
+    if v.__name__ in REFLECTIVE or v.__name__ in REFLECTIVE_ATTRS:
+        raise NoReuse(f"reflective-method:{v.__name__}")  # Base.__subclasses__
+    if not _own_method(v, bound):  # int.__repr__.__get__(True): another impl
+        raise NoReuse(f"builtin-method-impl:{v.__name__}")
+    return ("B", v.__name__, w.ident(type(bound)), w.value(bound))
+
+
+def _stateless(v: Any, t: type) -> bool:
+    """Whether ``v``, an instance of library class ``t``, holds no state: no attribute,
+    no slot set, and no builtin base but ``object`` (whose C state a dict's items
+    or a list's would be). What it does is then its class's library code alone, as
+    an ``object()`` sentinel's: keyed by its class and identity (a library's
+    ``MISSING``, equinox's, in a treedef's aux data and an annotation), looked at
+    again on every walk."""
+    k = mro(t)
+    if k[-1] is not object or any(not _FLAGS(c) & _HEAPTYPE for c in k[:-1]):
+        return False
+    try:
+        if inst_dict(v):
+            return False
+    except Override:
+        return False
+    return all(x is _UNSET for _, x in _slot_items(v))

@@ -692,6 +692,38 @@ def test_a_constructor_on_its_own_object_is_reused(tmp_path):
     assert st["trace_hits"] == 2 and traces == 1, st["trace_miss_reasons"]
 
 
+def test_a_stateless_library_sentinel_by_identity_and_emptiness(tmp_path):
+    """A library class's instance that holds nothing (``dataclasses.MISSING``,
+    equinox's ``MISSING``) is keyed by class and identity; given an attribute, it
+    holds state: traced."""
+
+    def scenario():
+        out = []
+        for step in range(4):
+            if step == 2:
+                dataclasses.MISSING.tag = 3.0
+            m = dataclasses.MISSING
+            out.append(_bits(jax.jit(lambda x: x * (getattr(m, "tag", 2.0)))(X)))
+        del dataclasses.MISSING.tag
+        return out
+
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    assert st["trace_hits"] == 1, st["trace_miss_reasons"]
+    assert st["trace_miss_reasons"].get("value:_MISSING_TYPE") == 2
+
+
+def _annotated(x: typing.Literal["a"] | tuple[int, ...]) -> int | None:
+    return x
+
+
+def test_typing_special_forms_and_unions_of_aliases_in_annotations(tmp_path):
+    def scenario():
+        return [_bits(jax.jit(lambda x: _annotated(x) * 2)(X)) for _ in range(3)]
+
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    assert st["trace_hits"] == 2, st["trace_miss_reasons"]
+
+
 def test_registered_dataclass_annotated_with_jax_array_is_reused(tmp_path):
     """``jax.Array`` in a user class's annotations is library code (it once made
     every call of a process with a registered dataclass miss)."""
