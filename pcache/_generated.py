@@ -62,10 +62,9 @@ def prove_node(t: type, entry: Any) -> None:
     if len(_TRIED) > 4096:
         _TRIED.clear()
     _TRIED[(id(t), id(flat))] = (t, flat)  # (both kept alive: their ids stay theirs)
-    qual = names(t)[1]
     if (
         type(flat) is not _FUNCTION
-        or flat.__code__.co_filename != f"<generated_flatten_{qual}>"
+        or not str(flat.__code__.co_filename).startswith("<generated_flatten_")
         or type(unflat) is not functools.partial
         or type(unflat.func) is not _FUNCTION
         or unflat.args != (t,)
@@ -75,9 +74,18 @@ def prove_node(t: type, entry: Any) -> None:
     gen = _generator()
     if gen is None:
         return
+    # The class as it was when equinox generated them: its qualified name then, from
+    # the file name (a class renamed since, as equinox's ``str2jax`` does, generates
+    # other text); what the code does is compared whole, so a stand-in that carries
+    # that name proves the same code or none.
+    qual = flat.__code__.co_filename[len("<generated_flatten_") : -1]
+    module = names(t)[2]
+    stand_in = type(
+        "_", (), {"__qualname__": qual, "__module__": module if type(module) is str else "?"}
+    )
     try:
         fields = dataclasses.fields(t)
-        again = gen(t, fields)
+        again = gen(stand_in, fields)
         flat2, unflat2 = again[0], again[2]
     except Exception:  # (not a class the generator takes: not proven)
         return

@@ -63,6 +63,7 @@ from pcache._usercode import (
     qualname,
 )
 from pcache._walk import Walker, plain_array
+from pcache._walk_kinds import plain_jit
 
 _MISSING: Any = object()
 _PARTIAL_FIELDS = tuple(functools.partial.__dict__[n].__get__ for n in ("func", "args", "keywords"))
@@ -71,8 +72,7 @@ _PARTIAL_FIELDS = tuple(functools.partial.__dict__[n].__get__ for n in ("func", 
 _PY_BUILTINS = dict(vars(builtins))
 _FUNCTION = types.FunctionType
 
-# Guard kinds: (kind, namespace, name, expected[, code]); TYPE: (TYPE, object, None,
-# its type).
+# Guard kinds: (kind, namespace, name, expected[, code]); TYPE: (TYPE, object, None, type).
 IS, FN, VAL, ABSENT, TYPE, ALIASES, ISN, PLAIN, NAMES = 0, 1, 2, 3, 4, 5, 6, 7, 8
 # PLAIN: (PLAIN, a JAX array, None, None): it holds no attribute of the program's.
 # ISN: an identity guard whose object is also numbered by the value guards' walker,
@@ -152,9 +152,9 @@ class _Guarding:
             or t is _compat.ArrayImpl  # immutable; its liveness is checked
             or t is object
         ):
+            if not (plain_array(v) if t is _compat.ArrayImpl else plain_jit(v)):  # review 65
+                raise NoReuse(f"{'array' if t is _compat.ArrayImpl else 'jit'}-attributes:{name}")
             if t is _compat.ArrayImpl:
-                if not plain_array(v):
-                    raise NoReuse(f"array-attributes:{name}")
                 self.w.arrays.append(v)
                 guards.append((PLAIN, v, None, None))
             if t is _compat.PjitFunction:

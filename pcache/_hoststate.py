@@ -11,13 +11,14 @@ import operator
 import os
 import re
 import sys
+import types
 import warnings
 from typing import Any
 
 import numpy as np
 
 from pcache._introspect import is_a, typed
-from pcache._usercode import NoReuse, is_library_type
+from pcache._usercode import NoReuse, is_library_code, is_library_type
 
 
 def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
@@ -34,13 +35,18 @@ def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
     persisted key names the registrations instead)."""
     err = np.geterr()
     call = np.geterrcall()  # what np.seterr(..., "call"/"log") calls or writes to
-    if call is not None and ("call" in err.values() or "log" in err.values()):
+    if call is not None:
         # code run while tracing, over state no key sees (a user object's ``write``,
-        # ``L.index`` of a list that changes: review 32)
+        # ``L.index`` of a list that changes: review 32), now or once the trace itself
+        # enters ``np.errstate(all="call")`` (review 65)
         raise NoReuse("numpy-error-callback")
     opts = np.get_printoptions()
     if opts.get("formatter") is not None or opts.get("override_repr") is not None:
         raise NoReuse("numpy-print-hooks")  # functions ``repr`` runs while tracing
+    if _user_hook(sys.gettrace()) or _user_hook(sys.getprofile()):
+        # the program's own trace or profile function runs at every line it traces
+        # and may skip or rewrite them (review 66); a library's (coverage's, pdb's) not
+        raise NoReuse("trace-hook")
     try:
         return (
             typed((sys.getrecursionlimit(), _int_digits()), strict=True),
@@ -80,6 +86,8 @@ def modules_stamp() -> tuple:
 
 def _decimal(c: Any) -> tuple:
     # (a decimal context's signals are a fixed set, in a fixed order)
+    if type(c) is not decimal.Context:  # a subclass's methods run while tracing (review 65)
+        raise NoReuse("decimal-context-subclass")
     return (
         tuple(map(bool, c.flags.values())),
         tuple(map(bool, c.traps.values())),
@@ -142,3 +150,14 @@ def _pattern(p: Any) -> Any:
 
 
 _int_digits = getattr(sys, "get_int_max_str_digits", lambda: None)
+
+
+def _user_hook(hook: Any) -> bool:
+    """Whether ``hook`` (a ``sys.settrace``/``sys.setprofile`` function) may be user
+    code: anything but an installed library's function, bound method or object."""
+    if hook is None:
+        return False
+    f = getattr(hook, "__func__", hook) if type(hook) is types.MethodType else hook
+    if type(f) is types.FunctionType:
+        return not is_library_code(f.__globals__, f.__code__)
+    return not is_library_type(type(hook))

@@ -118,10 +118,20 @@ def _generated(g: dict) -> dict:
         return e[2]
     ids = {}
     file = g.get("__file__")
-    for v in list(g.values()):
-        if is_a(v, type) and type(file) is str and class_body(file, names(v)[1]):
+    # (a class by its qualified name or the name the module holds it under, renamed
+    # since: optimistix's ``EvalGrad.__qualname__ = "FunctionInfo.EvalGrad"``; and
+    # the classes those hold)
+    todo = list(g.items())
+    seen: set = set()
+    while todo and len(seen) < 4096 and type(file) is str:
+        name, v = todo.pop()
+        if not is_a(v, type) or id(v) in seen:
+            continue
+        if class_body(file, names(v)[1]) or (type(name) is str and class_body(file, name)):
+            seen.add(id(v))
             for m in list(cdict(v).values()):
                 ids.update((id(c), c) for c in _codes_of(m))
+                todo.append((None, m))
     if len(_GENERATED) > 1024:
         _GENERATED.clear()
     _GENERATED[id(g)] = (g, len(g), ids)  # (namespaces are kept alive by sys.modules)

@@ -217,6 +217,11 @@ _MUTATORS = frozenset(
         "symmetric_difference_update", "appendleft", "extendleft", "popleft", "rotate",
         "move_to_end", "fill", "put", "put_nowait", "resize", "itemset", "setflags",
         "byteswap", "__setstate__", "__set__",
+        # (review 65: numpy's and the other in-place operators, array.array's loaders,
+        # Counter.subtract, ndarray.partition/setfield)
+        "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__", "__ilshift__",
+        "__irshift__", "__imatmul__", "__iconcat__", "partition", "setfield", "subtract",
+        "frombytes", "fromlist", "fromunicode", "fromfile",
     }
 )  # fmt: skip
 
@@ -224,6 +229,7 @@ _MUTATORS = frozenset(
 # Functions that set what later code reads: a seed, numpy's error callback and modes.
 _SETS_STATE = frozenset(
     {("random", "seed"), ("random", "setstate"), ("numpy", "seterr"), ("numpy", "seterrcall")}
+    | {(m, n) for m in ("codecs", "_codecs") for n in ("register", "register_error")}
     | {("numpy", "setbufsize"), ("numpy", "set_printoptions"), ("numpy.random", "seed")}
     | {("numpy.random.mtrand", "seed"), ("numpy.random.mtrand", "set_state")}
 )
@@ -244,6 +250,14 @@ _WRITES_ARGUMENT = frozenset(
     }
     | {(m, n) for m in ("bisect", "_bisect") for n in ("insort", "insort_left", "insort_right")}
     | {(m, n) for m in ("random", "_random") for n in ("shuffle",)}
+    | {("copy", "deepcopy")}  # (its ``memo``: review 65)
+    # numpy's that write their first argument (review 65); any ``out=`` is refused by
+    # the scan (`pcache._usercode`)
+    | {
+        (m, n)
+        for m in ("numpy", "numpy.core.multiarray", "numpy._core.multiarray")
+        for n in ("copyto", "put", "place", "putmask", "put_along_axis", "fill_diagonal")
+    }
 )
 
 
@@ -307,6 +321,10 @@ REFLECTIVE_ATTRS = frozenset(
         "vformat",
         "_convert_",  # enum: a member per global of a module named by a string
         "__module__",  # (a class made while tracing names the caller's module: review 28)
+        # decimal's other contexts: only the current one and DefaultContext are keyed,
+        # and an operation given one (``context=``) writes its flags (review 65)
+        "ExtendedContext",
+        "BasicContext",
         "__context__",  # the exception being handled when the jit was called
         "__cause__",
         "exc_info",

@@ -452,8 +452,8 @@ def code_verdict(code: types.CodeType) -> tuple[str | None, tuple, tuple]:
 def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str | None:
     ins = list(dis.get_instructions(c))
     n = len(ins)
-    why = None  # (a constructor sets attributes on its own object: `_SETTERS`)
-    sets = _SETTERS if c.co_name in _CONSTRUCTORS else frozenset()
+    why = "writes-argument:out" if _out_keyword(c, ins) else None  # np.add(a, b, out=G)
+    sets = _SETTERS if c.co_name in _CONSTRUCTORS else frozenset()  # (`own_setter`)
     alias: dict = {}  # local -> the global chain or imported module it holds (review 57)
     fresh, me = _imports.fresh_locals(c, ins, outer)  # what a write may go through
     i = 0
@@ -466,15 +466,14 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             why = why or f"writes-global:{arg}"
         elif op in ("STORE_DEREF", "DELETE_DEREF") and arg in outer:
             why = why or f"writes-nonlocal:{arg}"
-        elif op in _ATTR_OPS and (arg in REFLECTIVE or arg in REFLECTIVE_ATTRS) and arg not in sets:
-            why = why or f"reflection:{arg}"
+        elif op in _ATTR_OPS and (arg in REFLECTIVE or arg in REFLECTIVE_ATTRS):
+            if not (arg in sets and _imports.own_setter(c, ins, i)):
+                why = why or f"reflection:{arg}"
         elif op in _ATTR_OPS and arg in FORMATS and (i == 0 or ins[i - 1].opname != "LOAD_CONST"):
             why = why or "reflection:computed-format"  # a format string built or held
         elif op == "IMPORT_NAME":
             why = why or _imports.import_op(ins, i, reads, alias)
-        elif op == "IMPORT_FROM" and (
-            arg in REFLECTIVE or arg in REFLECTIVE_ATTRS or arg in REFLECTIVE_BUILTINS
-        ):
+        elif op == "IMPORT_FROM" and arg in _IMPORT_REFLECTIVE:
             why = why or f"reflection:import-{arg}"  # from builtins import eval
         elif op == "LOAD_BUILD_CLASS":  # (``class K:`` reads builtins.__build_class__)
             reads[(("__build_class__",), False)] = None
@@ -491,7 +490,7 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             elif test != "const":  # holds only where `_walk` checks it does
                 reads[((f"<{test}-is>",), False)] = None
         if op in _GLOBAL_OPS and arg in _ATTR_WRITES:
-            if arg not in sets:
+            if not (arg in sets and _imports.own_setter(c, ins, i)):
                 why = why or f"writes-{arg}"  # setattr(obj, "name", v): a write, named or not
         elif op in _GLOBAL_OPS and arg in _ATTR_BUILTINS and not _constant_attr_call(ins, i):
             why = why or f"dynamic-{arg}"  # getattr(obj, name) with a computed name
@@ -504,9 +503,9 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             nxt = ins[j].opname if j < n else "RETURN_VALUE"
             if nxt == "LOAD_CONST" and i and _constant_attr_call(ins, i - 1):
                 chain.append(ins[j].argval)  # ``hasattr(m.sub, "name")``: read (review 54)
-            for attr in chain[1:]:
-                if attr in sets:
-                    continue
+            for k, attr in enumerate(chain[1:], 1):
+                if attr in sets and k == len(chain) - 1 and _imports.own_setter(c, ins, i + k):
+                    continue  # ``object.__setattr__(self, ...)`` (not ``type``'s of a class)
                 if attr in REFLECTIVE or attr in UNGUARDABLE or attr in REFLECTIVE_ATTRS:
                     why = why or f"reflection:{attr}"
                 elif attr in FORMATS:
@@ -587,11 +586,23 @@ _NAME_LOADS = frozenset({"LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME"})
 _SIMPLE_LOADS = frozenset({"LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_CONST"})
 
 
+_DUNDER_ATTRS = frozenset(a for a in REFLECTIVE_ATTRS if a.startswith("__"))
+_IMPORT_REFLECTIVE = REFLECTIVE | REFLECTIVE_ATTRS | REFLECTIVE_BUILTINS
+
+
+def _out_keyword(c: types.CodeType, ins: list) -> bool:
+    """Whether ``c`` passes an ``out=`` keyword: a numpy function or ufunc writes
+    that argument, a library-held array among them (review 65)."""
+    return any(x.opname == "KW_NAMES" and "out" in c.co_consts[x.arg] for x in ins)
+
+
 def _reflective_const(c: Any) -> bool:
     if type(c) is bytes:
         c = c.decode("latin-1")
     if type(c) is str:
-        return c in REFLECTIVE or any(p in c for p in _REFLECTIVE_PARTS)
+        if c in REFLECTIVE or c in _DUNDER_ATTRS or any(p in c for p in _REFLECTIVE_PARTS):
+            return True  # (``case KeyError(__context__=...)``'s names: review 65)
+        return "{" in c and any(a in c for a in _DUNDER_ATTRS)  # "{0.__context__}"
     if type(c) in (tuple, frozenset):
         return any(_reflective_const(x) for x in c)
     return False

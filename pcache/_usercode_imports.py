@@ -240,7 +240,7 @@ def local_write(
     if op == "LOAD_CONST" and arg in _MUTATORS and _named_getattr(ins, i):
         return f"writes-through-getattr:{arg}"  # ``getattr(reg, "append")(v)``
     if op == "BINARY_OP":
-        return inplace_target(ins, i, alias, fresh, me)
+        return inplace_target(ins, i, alias, fresh, me, outer)
     if op in ("STORE_SUBSCR", "DELETE_SUBSCR") and not _local_target(ins, i, fresh):
         return "writes-container"
     return None
@@ -277,12 +277,53 @@ def _super_call(ins: list, j: int) -> bool:
     )
 
 
-def _named_getattr(ins: list, i: int) -> bool:
-    """Whether the string constant at ``ins[i]`` is a name ``getattr`` is given."""
-    return any(
-        x.opname in ("LOAD_GLOBAL", "LOAD_NAME") and x.argval == "getattr"
-        for x in ins[max(0, i - 6) : i]
+def own_setter(c, ins: list, i: int) -> bool:
+    """Whether the ``setattr``/``delattr`` load or the ``__setattr__``/``__delattr__``
+    attribute at ``ins[i]``, in a constructor or an attribute hook (`_CONSTRUCTORS`),
+    writes its own object: ``setattr(self, "n", v)``, ``object.__setattr__(self,
+    ...)``, ``super().__setattr__(...)``, ``super(cls, self).__setattr__(...)``; not
+    ``setattr(self.t, ...)``, ``type.__setattr__(lib_cls, ...)``, nor any in
+    ``__new__`` (whose object is a call's result) or where ``self`` is a cell or
+    rebound (review 65)."""
+    if c.co_argcount < 1 or c.co_name == "__new__":
+        return False
+    me = c.co_varnames[0]
+    if me in c.co_cellvars or any(
+        x.opname in ("STORE_FAST", "DELETE_FAST") and x.argval == me for x in ins
+    ):
+        return False
+    if ins[i].opname in _ATTR_OPS and i >= 1 and _super_of(ins, i - 1, me):
+        return True
+    return (
+        i + 2 < len(ins)
+        and ins[i + 1].opname == "LOAD_FAST"
+        and ins[i + 1].argval == me
+        and ins[i + 2].opname not in _ATTR_OPS
     )
+
+
+def _super_of(ins: list, j: int, me: str) -> bool:
+    """Whether ``ins[j]`` ends ``super()`` or ``super(cls, me)``."""
+    if _super_call(ins, j):
+        return True
+    return (
+        j >= 4
+        and ins[j].opname == "CALL"
+        and ins[j].arg == 2
+        and ins[j - 1].opname == "PRECALL"
+        and ins[j - 2].opname == "LOAD_FAST"
+        and ins[j - 2].argval == me
+        and ins[j - 3].opname in ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_FAST", "LOAD_NAME")
+        and ins[j - 4].opname in ("LOAD_GLOBAL", "LOAD_NAME")
+        and ins[j - 4].argval == "super"
+    )
+
+
+def _named_getattr(ins: list, i: int) -> bool:
+    """Whether the string constant at ``ins[i]`` may be a name ``getattr`` is given:
+    the code loads ``getattr`` anywhere (an object expression of any length may come
+    between them: review 65)."""
+    return any(x.opname in ("LOAD_GLOBAL", "LOAD_NAME") and x.argval == "getattr" for x in ins)
 
 
 def _local_target(ins: list, i: int, fresh: frozenset) -> bool:
@@ -340,7 +381,9 @@ def mutator_target(
     return f"writes-through-local:{ins[i].argval}"
 
 
-def inplace_target(ins: list, i: int, alias: dict, fresh: frozenset, me: str | None) -> str | None:
+def inplace_target(
+    ins: list, i: int, alias: dict, fresh: frozenset, me: str | None, outer: frozenset
+) -> str | None:
     """``v |= d`` (``BINARY_OP`` in place, then stored to ``v``) at ``ins[i]``: a write
     when ``v`` holds a mutable container (``env = os.environ; env |= {...}``). Never
     reused where ``v`` holds what a global, an import, a free variable, a loop or an
@@ -349,37 +392,44 @@ def inplace_target(ins: list, i: int, alias: dict, fresh: frozenset, me: str | N
     if not ins[i].argrepr.endswith("=") or i + 1 >= len(ins):
         return None
     nxt = ins[i + 1]
+    if nxt.opname in ("SWAP", "STORE_SUBSCR", "STORE_ATTR"):
+        # ``self.t |= d``, ``d[k] += v``: the old value, anyone's, is changed in place
+        # before it is stored back (review 65)
+        return "writes-in-place-item"
     if nxt.opname not in _STORES or nxt.argval in fresh or nxt.argval == me:
         return None
     name = nxt.argval
     if name in alias:
         return f"writes-through-alias:{name}"
+    if nxt.opname == "STORE_DEREF" and name not in outer:  # (a free one: writes-nonlocal)
+        return f"writes-through-cell:{name}"  # (nested code may rebind it: ``nonlocal``)
     for k, x in enumerate(ins):
         if x.opname in _STORES and x.argval == name and k > 0:
-            if ins[k - 1].opname in _UNKNOWN_SOURCES or x.is_jump_target:
+            if ins[k - 1].opname not in _OWN_SOURCES or x.is_jump_target:
                 return f"writes-through-local:{name}"
     return None
 
 
-# what a local may be bound to that holds someone else's object
-_UNKNOWN_SOURCES = frozenset(
+# What a local bound to is its own new object, or a number or an array (an in-place
+# operator rebinds it): an operator's or a call's result (a call's: documented), a
+# constant, a literal. Anything else (a ``match`` capture, ``x = yield``, a loop, an
+# unpacking, a global, an attribute: review 65) may be anyone's object.
+_OWN_SOURCES = frozenset(
     {
-        "FOR_ITER",
-        "BINARY_SUBSCR",
-        "LOAD_FAST",
-        "UNPACK_SEQUENCE",
-        "UNPACK_EX",
-        "SWAP",
-        "COPY",
-        "STORE_FAST",
-        "STORE_DEREF",
-        "BEFORE_WITH",
-        "LOAD_GLOBAL",
-        "LOAD_NAME",
-        "LOAD_DEREF",
-        "LOAD_CLASSDEREF",
-        "LOAD_ATTR",
-        "IMPORT_NAME",
-        "IMPORT_FROM",
+        "BINARY_OP",
+        "CALL",
+        "LOAD_CONST",
+        "UNARY_NEGATIVE",
+        "UNARY_POSITIVE",
+        "UNARY_INVERT",
+        "UNARY_NOT",
+        "COMPARE_OP",
+        "CONTAINS_OP",
+        "IS_OP",
+        "BUILD_STRING",
+        "FORMAT_VALUE",
+        "LIST_TO_TUPLE",
+        "BUILD_TUPLE",
+        *_BUILDS,
     }
 )

@@ -110,6 +110,7 @@ from pcache._walk_kinds import (
     _ufunc,
     _weakref,
     enum_payload,
+    equinox_module,
     is_library_float,
     library_value_types,
     module_names,
@@ -361,6 +362,8 @@ class Walker:
         params = class_attr(t, "__dataclass_params__")
         if params is not None and getattr(params, "frozen", False):
             return self._frozen_dataclass(v, t, user)
+        if params is not None and (eqx := equinox_module(t)) is not None:
+            return self._frozen_dataclass(v, t, user, eqx)  # (frozen by its __setattr__)
         if not user and _stateless(v, t):  # a library's sentinel (equinox's ``MISSING``)
             return ("sentinel", self.ident(t), self.ident(v))
         raise NoReuse(f"value:{qualname(t)}")
@@ -464,13 +467,16 @@ class Walker:
 
     # -- user data
 
-    def _frozen_dataclass(self, v: Any, t: type, user: bool) -> tuple:
+    def _frozen_dataclass(self, v: Any, t: type, user: bool, eqx: tuple = ()) -> tuple:
         """Field by field, by these rules (not by its ``__eq__``, which says ``1 ==
-        1.0`` and ``0.0 == -0.0``), and, for a user class, with its code."""
+        1.0`` and ``0.0 == -0.0``), and, for a user class, with its code. ``eqx``:
+        an equinox Module's (`equinox_module`: the library bases it may have, the
+        attributes it may hold beside its fields, keyed too)."""
         back = self._enter(v)
         if back is not None:
             return back
-        if any(k is not object and is_library_type(k) for k in mro(t)[1:]):
+        bases, wrapper = eqx or ((), ())
+        if any(k is not object and k not in bases and is_library_type(k) for k in mro(t)[1:]):
             # a dataclass over a list, a dict, a library class: more than its fields
             raise NoReuse(f"dataclass-base:{qualname(t)}")
         fields = class_attr(t, "__dataclass_fields__") or {}
@@ -481,8 +487,9 @@ class Walker:
             except AttributeError:
                 items.append(("unset",))
         extra = self._own(v)
-        if extra and set(extra) - set(fields):
+        if extra and set(extra) - set(fields) - set(wrapper):
             raise NoReuse(f"mutable:{qualname(t)}")  # attributes set outside its fields
+        items += [(k, self.value(extra[k])) for k in wrapper if k in extra]
         for k in mro(t):
             slots = cdict(k).get("__slots__", ())
             if isinstance(slots, str):
@@ -530,6 +537,8 @@ class Walker:
                     continue
                 if name in ("__orig_bases__", "__parameters__") and type(attr) is tuple:
                     enc = ("t", *[_annotation(self, x) for x in attr])  # Base[Cfg], T
+                elif name == "__annotations__" and type(attr) is dict:  # (``x: T``)
+                    enc = ("d", *[(k, _annotation(self, a)) for k, a in attr.items()])
                 elif name == "__dataclass_params__" and type(attr) is _DC_PARAMS:
                     # code may read it (``.frozen``)
                     enc = ("dcp", self.held(attr), _slots_of(self, attr))

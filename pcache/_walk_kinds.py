@@ -568,3 +568,57 @@ def _stateless(v: Any, t: type) -> bool:
     except Override:
         return False
     return all(x is _UNSET for _, x in _slot_items(v))
+
+
+# -- equinox Modules
+
+
+def equinox_module(t: type) -> tuple | None:
+    """(the library bases it may have, the attributes beside its fields it may hold)
+    where ``t`` is a class of equinox Modules (installed equinox's ``Module`` in its
+    MRO, proven library code, whose ``__setattr__`` and ``__delattr__`` are the
+    ones ``Module`` has: an instance's fields are set only while it is built,
+    as a frozen dataclass's are; its wrapped function's names and annotations, which
+    ``module_update_wrapper`` sets, are keyed with them); else None."""
+    m = sys.modules.get("equinox._module._module")
+    d = module_dict(m) if m is not None else None
+    base = d.get("Module") if d is not None and is_library_module(m) else None
+    if not is_a(base, type) or not is_library_type(base):
+        return None
+    k = mro(t)
+    if base not in k or any(
+        _resolved(k, n) is not _resolved(mro(base), n) for n in ("__setattr__", "__delattr__")
+    ):
+        return None
+    bases = {base, *mro(base), typing.Generic, abc.ABC}
+    bases |= {c for c in k if is_library_type(c) and base in mro(c)}  # (diffrax's terms)
+    wrapper = d.get("WRAPPER_FIELD_NAMES")
+    return tuple(bases), wrapper if type(wrapper) is tuple else ()
+
+
+def _resolved(k: tuple, name: str) -> Any:
+    """What ``name`` resolves to along MRO ``k`` (the first class defining it)."""
+    for c in k:
+        got = cdict(c).get(name, _UNSET)
+        if got is not _UNSET:
+            return got
+    return _UNSET
+
+
+# What ``jax.jit`` sets on its object (``functools.wraps``'s names, its function and
+# options): any other attribute is state a function may read through the object
+# where no global chain spells it (``f.scale`` of a jit handed to a helper: review 65).
+_JIT_ATTRS = frozenset(
+    {"__annotations__", "__name__", "__module__", "__doc__", "__qualname__", "__wrapped__"}
+    | {"__type_params__", "__dict__", "_fun", "_jit_info"}
+)
+
+
+def plain_jit(v: Any) -> bool:
+    """Whether ``v`` is no jit object, or one holding only what ``jax.jit`` set."""
+    if type(v) is not _compat.PjitFunction:
+        return True
+    try:
+        return set(inst_dict(v) or ()) <= _JIT_ATTRS
+    except Override:
+        return False

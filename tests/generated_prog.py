@@ -36,7 +36,17 @@ if case == "rebound":  # a name the code loads rebound after the proof would be 
 
 out = []
 x = jnp.arange(3.0)
-for step in range(3):
+if case == "module":  # a Module (equinox's in miniature) captured by the callable
+    from equinox._module._module import Module
+
+    @dataclasses.dataclass
+    class Cfg(Module):
+        k: float
+
+    for k in (2.0, 2.0, 3.0):
+        cfg = Cfg(k)
+        out.append(np.asarray(jax.jit(lambda a, c=cfg: a * c.k)(x)).tobytes().hex())
+for step in range(3 if case != "module" else 0):
     if case == "late" and step == 1:  # rebound after the proof was made
         flat.__globals__["MISSING"] = None
     node = Node(x + step, 2.0)

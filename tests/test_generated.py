@@ -52,6 +52,41 @@ def generate_flatten_functions(cls, fields):
 """
 
 
+# equinox's Module in miniature: fields set once, while the instance is built.
+MODULE = """
+WRAPPER_FIELD_NAMES = ("__module__", "__name__", "__qualname__", "__doc__", "__annotations__")
+
+
+class Module:
+    def __setattr__(self, name, value):
+        if name in self.__dict__:
+            raise AttributeError(f"{name} is frozen")
+        object.__setattr__(self, name, value)
+"""
+
+# A class renamed after its class statement and stored in another class, as
+# optimistix's ``FunctionInfo.EvalGrad``: its dataclass ``__init__`` is generated.
+RENAMED = """
+import dataclasses
+import typing
+
+Y = typing.TypeVar("Y")
+
+
+class Info:
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Grad(Info, typing.Generic[Y]):
+    grad: Y
+
+
+Grad.__qualname__ = "Info.Grad"
+Info.Grad = Grad
+"""
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("gen") / "site-packages"
@@ -60,11 +95,14 @@ def site(tmp_path_factory) -> Path:
     (root / "equinox" / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
     (pkg / "_flatten.py").write_text(GENERATOR)
+    (pkg / "_module.py").write_text(MODULE)
+    (root / "equinox" / "renamed.py").write_text(RENAMED)
     info = root / "equinox-0.13.8.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Name: equinox\nVersion: 0.13.8\n")
     (info / "RECORD").write_text(
         "equinox/__init__.py,,\nequinox/_module/__init__.py,,\nequinox/_module/_flatten.py,,\n"
+        "equinox/_module/_module.py,,\nequinox/renamed.py,,\n"
     )
     return root
 
@@ -87,12 +125,30 @@ def run(site: Path, case: str, cache: Path | None) -> dict:
     return json.loads(proc.stdout.splitlines()[-1])
 
 
-@pytest.mark.parametrize("case", ["proven", "forged", "rebound", "late"])
+@pytest.mark.parametrize("case", ["proven", "forged", "rebound", "late", "module"])
 def test_generated_pytree_functions_are_library_code_only_as_made(tmp_path, site, case):
     stock = run(site, case, None)
     got = run(site, case, tmp_path / "c")
     assert got["out"] == stock["out"]
     if case == "proven":
         assert got["hits"] == 2, got["why"]
+    elif case == "module":  # a Module captured: by its fields (a new value traces)
+        assert got["hits"] == 1 and got["why"].get("default-changed:<lambda>") == 1, got["why"]
     else:  # walked as user code: its ``obj.__dict__`` is reflection
         assert got["hits"] == 0 and "registry-reflection:__dict__" in got["why"], got["why"]
+
+
+def test_a_renamed_library_class_is_library_code(site):
+    """A library class whose ``__qualname__`` was rewritten after its class statement
+    and that another class holds: its generated ``__init__`` is still proven
+    library code by the name the module holds it under."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from equinox import renamed\n"
+        "from pcache._usercode import is_library_type\n"
+        "print(is_library_type(renamed.Info.Grad), is_library_type(renamed.Info))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(site)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert out.stdout.split() == ["True", "True"], out.stderr[-2000:]
