@@ -29,9 +29,9 @@ import types
 from typing import Any
 
 from pcache._introspect import names
-from pcache._memos import memo
 from pcache._usercode import (
     UNBOUND,
+    generated_by,
     is_library_code,
     is_library_module,
     module_dict,
@@ -40,7 +40,7 @@ from pcache._usercode import (
 
 _FUNCTION = types.FunctionType
 _EQX = "equinox._module._flatten"
-_TRIED: dict = memo("generated.tried", {})  # (id(node type), id(flatten)) -> (type, fn)
+_TRIED: dict = {}  # (id(node type), id(flatten)) -> (type, fn): with `proven_code`'s
 
 
 def prove_nodes(tree: dict) -> None:
@@ -58,16 +58,18 @@ def prove_node(t: type, entry: Any) -> None:
         return
     e = _TRIED.get((id(t), id(flat)))
     if e is not None and e[0] is t and e[1] is flat:
-        return
+        if not e[2] or all(generated_by(f.__globals__, f.__code__) for f in (flat, unflat.func)):
+            return  # (tried and not proven; or proven and still bound as then)
     if len(_TRIED) > 4096:
         _TRIED.clear()
-    _TRIED[(id(t), id(flat))] = (t, flat)  # (both kept alive: their ids stay theirs)
+    _TRIED[(id(t), id(flat))] = (t, flat, False)  # (kept alive: their ids stay theirs)
     if (
         type(flat) is not _FUNCTION
         or not str(flat.__code__.co_filename).startswith("<generated_flatten_")
         or type(unflat) is not functools.partial
         or type(unflat.func) is not _FUNCTION
-        or unflat.args != (t,)
+        or len(unflat.args) != 1
+        or unflat.args[0] is not t
         or unflat.keywords
     ):
         return
@@ -89,8 +91,8 @@ def prove_node(t: type, entry: Any) -> None:
         flat2, unflat2 = again[0], again[2]
     except Exception:  # (not a class the generator takes: not proven)
         return
-    for f, f2, name in ((flat, flat2, "flatten"), (unflat.func, unflat2, "unflatten")):
-        _prove(f, f2, name)
+    pairs = ((flat, flat2, "flatten"), (unflat.func, unflat2, "unflatten"))
+    _TRIED[(id(t), id(flat))] = (t, flat, all([_prove(f, f2, n) for f, f2, n in pairs]))
 
 
 def _generator() -> Any:
@@ -105,27 +107,28 @@ def _generator() -> Any:
     return gen
 
 
-def _prove(f: Any, f2: Any, name: str) -> None:
+def _prove(f: Any, f2: Any, name: str) -> bool:
     c, c2 = f.__code__, getattr(f2, "__code__", None)
     if type(f2) is not _FUNCTION or type(c2) is not types.CodeType:
-        return
+        return False
     if c != c2 or (c.co_filename, c.co_qualname) != (c2.co_filename, c2.co_qualname):
-        return  # (code equality: bytecode, constants, names, flags, layout, tables)
+        return False  # (code equality: bytecode, constants, names, flags, layout, tables)
     if any(type(k) is types.CodeType for k in c.co_consts):
-        return  # (nested code: what the generator makes has none)
+        return False  # (nested code: what the generator makes has none)
     if f.__closure__ or f.__defaults__ or f.__kwdefaults__:
-        return
+        return False
     g, g2 = f.__globals__, f2.__globals__
     if type(g) is not dict or g.get(name) is not f or g2.get(name) is not f2:
-        return
+        return False
     bound = []
     for n in ("__builtins__", *c.co_names):
         if n == name:
             continue
         if (n in g) != (n in g2) or g.get(n) is not g2.get(n):
-            return
+            return False
         bound.append((n, g.get(n, UNBOUND)))
     proven_code(f, tuple(bound), _EQX)
+    return True
 
 
 __all__ = ["prove_node", "prove_nodes"]

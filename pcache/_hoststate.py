@@ -5,6 +5,7 @@ JAX-free."""
 from __future__ import annotations
 
 import abc
+import copyreg
 import decimal
 import locale
 import operator
@@ -43,6 +44,8 @@ def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
     opts = np.get_printoptions()
     if opts.get("formatter") is not None or opts.get("override_repr") is not None:
         raise NoReuse("numpy-print-hooks")  # functions ``repr`` runs while tracing
+    if not _copyreg_plain():
+        raise NoReuse("copyreg-user-reducer")  # ``copy.copy`` runs it (review 67)
     if _user_hook(sys.gettrace()) or _user_hook(sys.getprofile()):
         # the program's own trace or profile function runs at every line it traces
         # and may skip or rewrite them (review 66); a library's (coverage's, pdb's) not
@@ -161,3 +164,22 @@ def _user_hook(hook: Any) -> bool:
     if type(f) is types.FunctionType:
         return not is_library_code(f.__globals__, f.__code__)
     return not is_library_type(type(hook))
+
+
+_COPYREG: list = [None]  # the dispatch table's entries last proven a library's
+
+
+def _copyreg_plain() -> bool:
+    """Whether ``copyreg``'s dispatch table holds only library reducers:
+    ``copy.copy``, ``copy.deepcopy`` (and ``dataclasses.asdict`` through it) run a
+    registered reducer, which no key walks (review 67)."""
+    items = tuple(copyreg.dispatch_table.items())
+    last = _COPYREG[0]
+    if last is not None and len(last) == len(items):  # (by identity: no __eq__ runs)
+        if all(a is c and b is d for (a, b), (c, d) in zip(items, last, strict=True)):
+            return True
+    for _, red in items:  # (a library's reducer registered for any type: its code)
+        if _user_hook(red):
+            return False
+    _COPYREG[0] = items
+    return True

@@ -191,7 +191,7 @@ def is_library_code(g: dict, code: types.CodeType) -> bool:
 
 
 # id(code) -> (code, globals, (name, object) of every name it loads, the generator)
-_GENERATED: dict[int, tuple] = memo("usercode.generated", {})
+_GENERATED: dict[int, tuple] = {}  # (a proof, not a memo: the registry is scanned once)
 UNBOUND = object()  # (a name `proven_code` saw unbound)
 
 

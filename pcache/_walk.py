@@ -481,12 +481,15 @@ class Walker:
             raise NoReuse(f"dataclass-base:{qualname(t)}")
         fields = class_attr(t, "__dataclass_fields__") or {}
         items = []
+        extra = self._own(v)
         for name in fields:
-            try:
-                items.append(self.value(object.__getattribute__(v, name)))
+            if name in extra:  # (as a flatten reads it: ``obj.__dict__.get``)
+                items.append(self.value(extra[name]))
+                continue
+            try:  # a slot's, or absent and the class's default (review 68)
+                items.append(("class", self.value(object.__getattribute__(v, name))))
             except AttributeError:
                 items.append(("unset",))
-        extra = self._own(v)
         if extra and set(extra) - set(fields) - set(wrapper):
             raise NoReuse(f"mutable:{qualname(t)}")  # attributes set outside its fields
         items += [(k, self.value(extra[k])) for k in wrapper if k in extra]
@@ -537,8 +540,6 @@ class Walker:
                     continue
                 if name in ("__orig_bases__", "__parameters__") and type(attr) is tuple:
                     enc = ("t", *[_annotation(self, x) for x in attr])  # Base[Cfg], T
-                elif name == "__annotations__" and type(attr) is dict:  # (``x: T``)
-                    enc = ("d", *[(k, _annotation(self, a)) for k, a in attr.items()])
                 elif name == "__dataclass_params__" and type(attr) is _DC_PARAMS:
                     # code may read it (``.frozen``)
                     enc = ("dcp", self.held(attr), _slots_of(self, attr))
@@ -589,7 +590,7 @@ class Walker:
         g = f.__globals__
         if type(g) is not dict:
             raise NoReuse(f"globals-not-a-dict:{f.__qualname__}")
-        if is_library_code(g, code):
+        if lib := is_library_code(g, code):
             if library_function_reflects(str(g.get("__name__")), f.__name__):
                 raise NoReuse(f"reflective-function:{g.get('__name__')}.{f.__name__}")
         else:
@@ -616,8 +617,9 @@ class Walker:
             self.value(f.__kwdefaults__),
             tuple(self._cell(c) for c in cells) if cells else (),
             tuple((k, self.value(x)) for k, x in d.items()) if d else (),
-            # what library code may read at trace time (singledispatch's register)
-            tuple((k, _annotation(self, a)) for k, a in f.__annotations__.items()),
+            # what library code may read at trace time (singledispatch's register) of
+            # a user function (a library's: the library's own state)
+            () if lib else tuple((k, _annotation(self, a)) for k, a in f.__annotations__.items()),
         )
         self.funcs.append((g, code, f, node))
         return node

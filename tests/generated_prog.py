@@ -46,7 +46,26 @@ if case == "module":  # a Module (equinox's in miniature) captured by the callab
     for k in (2.0, 2.0, 3.0):
         cfg = Cfg(k)
         out.append(np.asarray(jax.jit(lambda a, c=cfg: a * c.k)(x)).tobytes().hex())
-for step in range(3 if case != "module" else 0):
+if case == "unset":  # a defaulted field set in one instance, left to the class in another
+    from equinox._module._module import Module
+
+    @dataclasses.dataclass(init=False)
+    class Opt(Module):
+        a: float
+        b: float = 1.0
+
+        def __init__(self, a, setb):
+            self.a = a
+            if setb:
+                self.b = 1.0
+
+    fo, _, uo = gen.generate_flatten_functions(Opt, dataclasses.fields(Opt))
+    jax.tree_util.register_pytree_node(Opt, fo, functools.partial(uo, Opt))
+    for setb in (True, False):
+        m = Opt(2.0, setb)
+        f = jax.jit(lambda a, m=m: a * len(jax.tree_util.tree_leaves(m)))
+        out.append(np.asarray(f(x)).tobytes().hex())
+for step in range(3 if case not in ("module", "unset") else 0):
     if case == "late" and step == 1:  # rebound after the proof was made
         flat.__globals__["MISSING"] = None
     node = Node(x + step, 2.0)

@@ -3,7 +3,8 @@ unflatten) are library code when the installed generator makes them again, equal
 (`pcache._generated`): a program over such a node is reused; code under the
 generator's file name that it does not make, or a name its namespace binds
 rebound, is not. Real subprocesses, a fake distribution in a site directory
-(equinox is no dependency of pcache's), results bitwise stock JAX's."""
+(the fake lets a test forge its code and rebind its names), results bitwise
+stock JAX's."""
 
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ class _Missing:
 
 MISSING = _Missing()
 _NS = {"object": object, "MISSING": MISSING}
+
+import jax.tree_util
+
+jax.tree_util.register_pytree_node(_Missing, lambda _: ((), None), lambda _, __: MISSING)
 
 
 def generate_flatten_functions(cls, fields):
@@ -125,13 +130,15 @@ def run(site: Path, case: str, cache: Path | None) -> dict:
     return json.loads(proc.stdout.splitlines()[-1])
 
 
-@pytest.mark.parametrize("case", ["proven", "forged", "rebound", "late", "module"])
+@pytest.mark.parametrize("case", ["proven", "forged", "rebound", "late", "module", "unset"])
 def test_generated_pytree_functions_are_library_code_only_as_made(tmp_path, site, case):
     stock = run(site, case, None)
     got = run(site, case, tmp_path / "c")
     assert got["out"] == stock["out"]
     if case == "proven":
         assert got["hits"] == 2, got["why"]
+    elif case == "unset":  # a field left to its class default is not the same field set
+        assert got["hits"] == 0, got["why"]
     elif case == "module":  # a Module captured: by its fields (a new value traces)
         assert got["hits"] == 1 and got["why"].get("default-changed:<lambda>") == 1, got["why"]
     else:  # walked as user code: its ``obj.__dict__`` is reflection

@@ -724,6 +724,42 @@ def test_typing_special_forms_and_unions_of_aliases_in_annotations(tmp_path):
     assert st["trace_hits"] == 2, st["trace_miss_reasons"]
 
 
+def test_an_equinox_program_is_reused(tmp_path):
+    """equinox (a test dependency) generates each Module's pytree flatten with
+    ``exec``; proven by generating it again, a program over Modules is reused, and a
+    Module captured is compared field by field (a defaulted field left unset is
+    not the field set: review 68)."""
+    eqx = pytest.importorskip("equinox")
+
+    class Lin(eqx.Module):
+        w: jax.Array
+        b: float = 1.0
+
+        def __init__(self, w, setb=False):
+            self.w = w
+            if setb:
+                self.b = 1.0
+
+        def __call__(self, x):
+            return x @ self.w + self.b
+
+    def scenario():
+        out = []
+        w = jnp.ones((X.shape[-1], 3))  # (a JAX array: by identity)
+        alive = []  # (a trace over a JAX array lives as long as a callable it served)
+        for setb in (False, False, True, False):
+            m = Lin(w, setb)
+            alive.append(jax.jit(lambda x, m=m: m(x) * len(jax.tree_util.tree_leaves(m))))
+            out.append(_bits(alive[-1](X)))
+        for _ in range(2):  # a Module as an argument: its treedef, by the generated flatten
+            out.append(_bits(jax.jit(lambda m, x: m(x))(Lin(w), X)))
+        return out
+
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    # (the second and fourth closure, the second argument call)
+    assert st["trace_hits"] == 3, st["trace_miss_reasons"]
+
+
 def test_registered_dataclass_annotated_with_jax_array_is_reused(tmp_path):
     """``jax.Array`` in a user class's annotations is library code (it once made
     every call of a process with a registered dataclass miss)."""
