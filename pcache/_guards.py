@@ -67,9 +67,8 @@ from pcache._walk_kinds import plain_jit
 
 _MISSING: Any = object()
 _PARTIAL_FIELDS = tuple(functools.partial.__dict__[n].__get__ for n in ("func", "args", "keywords"))
-# Python's own builtins, as they were when pcache was imported (a value a program
-# puts into ``builtins`` later is a global like any other).
-_PY_BUILTINS = dict(vars(builtins))
+# Python's own builtins as at pcache's import (one put there later: a global), and theirs.
+_PY_BUILTINS, _RB = dict(vars(builtins)), vars(builtins)
 _FUNCTION = types.FunctionType
 
 # Guard kinds: (kind, namespace, name, expected[, code]); TYPE: (TYPE, object, None, type).
@@ -613,7 +612,7 @@ def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
     seen.add(id(obj))
     t = type(obj)
     if t is _FUNCTION:
-        if not is_library_code(obj.__globals__, obj.__code__):
+        if not is_library_code(obj.__globals__, obj.__code__) or obj.__builtins__ is not _RB:
             return True
         inner = [c.cell_contents for c in obj.__closure__ or () if cell_bound(c)]
         inner += list(obj.__defaults__ or ())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import abc
 import copyreg
 import decimal
+import importlib.machinery
 import locale
 import operator
 import os
@@ -46,6 +47,8 @@ def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
         raise NoReuse("numpy-print-hooks")  # functions ``repr`` runs while tracing
     if not _copyreg_plain():
         raise NoReuse("copyreg-user-reducer")  # ``copy.copy`` runs it (review 67)
+    if _user_hook(sys.breakpointhook) or not all(map(_library_finder, sys.meta_path)):
+        raise NoReuse("interpreter-hook")  # user code run on ``breakpoint()``, an import
     if _user_hook(sys.gettrace()) or _user_hook(sys.getprofile()):
         # the program's own trace or profile function runs at every line it traces
         # and may skip or rewrite them (review 66); a library's (coverage's, pdb's) not
@@ -183,3 +186,19 @@ def _copyreg_plain() -> bool:
             return False
     _COPYREG[0] = items
     return True
+
+
+def _library_finder(finder: Any) -> bool:
+    """Whether an entry of ``sys.meta_path`` is an installed library's (a class, as the
+    interpreter's own finders are, or an instance of one): a program's own finder
+    decides what a library's import loads while tracing (review 70)."""
+    if any(finder is f for f in _FINDERS):
+        return True
+    return is_library_type(finder if is_a(finder, type) else type(finder))
+
+
+_FINDERS = (
+    importlib.machinery.BuiltinImporter,
+    importlib.machinery.FrozenImporter,
+    importlib.machinery.PathFinder,
+)

@@ -34,6 +34,9 @@ from pcache._usercode import (
 )
 
 _ATTRIBUTED: dict = _memos.memo("persist.attributed", {})  # module -> (file, ok)
+# pcache's own files: its package's directory's neighbours too (a checkout installs
+# ``store/`` and ``schemas/`` as ``pcache.store`` and ``pcache.store.schemas``)
+_PCACHE_HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # modules checked against shadowing: (name, file) pairs, and the count of sys.modules
 _SHADOW: dict = _memos.memo("persist.shadow", {})
 _HOMES: dict = _memos.memo("persist.homes", {})  # id(module) -> (module, a user's?)
@@ -240,11 +243,15 @@ def user_module(name: str, m: Any) -> bool:
     pcache's, or under a site directory, nor part of a library package (a module
     ``six.moves`` makes), nor library code by `is_library_module`."""
     top = name.partition(".")[0]
-    if top in sys.stdlib_module_names or top in ("pcache", "builtins", "cython_runtime"):
-        return False
-    if top.startswith("_cython_"):  # (Cython's shared runtime, made by its extensions)
-        return False
     file = (module_dict(m) or {}).get("__file__")
+    if top in sys.stdlib_module_names:
+        return False
+    if top in ("pcache", "builtins", "cython_runtime") or top.startswith("_cython_"):
+        # (Cython's shared runtime, made by its extensions, has no file; a module of
+        # the program's own under such a name is the program's: review 70)
+        own = top == "pcache" and type(file) is str and file.startswith(_PCACHE_HOME)
+        if type(file) is not str or own:
+            return False
     if type(file) is str:
         if file.startswith(_provided()[1]):
             return False

@@ -119,19 +119,13 @@ def _generated(g: dict) -> dict:
     ids = {}
     file = g.get("__file__")
     # (a class by its qualified name or the name the module holds it under, renamed
-    # since: optimistix's ``EvalGrad.__qualname__ = "FunctionInfo.EvalGrad"``; and
-    # the classes those hold)
-    todo = list(g.items())
-    seen: set = set()
-    while todo and len(seen) < 4096 and type(file) is str:
-        name, v = todo.pop()
-        if not is_a(v, type) or id(v) in seen:
-            continue
-        if class_body(file, names(v)[1]) or (type(name) is str and class_body(file, name)):
-            seen.add(id(v))
-            for m in list(cdict(v).values()):
-                ids.update((id(c), c) for c in _codes_of(m))
-                todo.append((None, m))
+    # since: optimistix's ``EvalGrad.__qualname__ = "FunctionInfo.EvalGrad"``; not a
+    # class another class holds: a library may store a user class there, review 69)
+    for name, v in list(g.items()):
+        if is_a(v, type) and type(file) is str:
+            if class_body(file, names(v)[1]) or (type(name) is str and class_body(file, name)):
+                for m in list(cdict(v).values()):
+                    ids.update((id(c), c) for c in _codes_of(m))
     if len(_GENERATED) > 1024:
         _GENERATED.clear()
     _GENERATED[id(g)] = (g, len(g), ids)  # (namespaces are kept alive by sys.modules)

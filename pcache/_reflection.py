@@ -251,6 +251,7 @@ _WRITES_ARGUMENT = frozenset(
     | {(m, n) for m in ("bisect", "_bisect") for n in ("insort", "insort_left", "insort_right")}
     | {(m, n) for m in ("random", "_random") for n in ("shuffle",)}
     | {("copy", "deepcopy")}  # (its ``memo``: review 65)
+    | {(m, "pack_into") for m in ("struct", "_struct")}  # (its buffer: review 69)
     # numpy's that write their first argument (review 65); any ``out=`` is refused by
     # the scan (`pcache._usercode`)
     | {

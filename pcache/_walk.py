@@ -56,6 +56,7 @@ under its name from a library module. A ``__module__`` string decides nothing.
 
 from __future__ import annotations
 
+import builtins
 import collections
 import dataclasses
 import enum
@@ -137,6 +138,7 @@ MAX_PLAIN_TREES = 1024
 LIBRARY_VALUES: tuple = library_value_types()
 
 _FUNCTION, _METHOD, _PARTIAL = types.FunctionType, types.MethodType, functools.partial
+_BUILTINS = vars(builtins)  # (what library code runs with; not a function made with others)
 
 _DC_PARAMS = type(dataclasses.dataclass(type("_P", (), {})).__dataclass_params__)
 _PARTIAL_FIELD = {n: _PARTIAL.__dict__[n].__get__ for n in ("func", "args", "keywords")}
@@ -468,10 +470,9 @@ class Walker:
     # -- user data
 
     def _frozen_dataclass(self, v: Any, t: type, user: bool, eqx: tuple = ()) -> tuple:
-        """Field by field, by these rules (not by its ``__eq__``, which says ``1 ==
-        1.0`` and ``0.0 == -0.0``), and, for a user class, with its code. ``eqx``:
-        an equinox Module's (`equinox_module`: the library bases it may have, the
-        attributes it may hold beside its fields, keyed too)."""
+        """Field by field, by these rules (not by its ``__eq__``: ``1 == 1.0``), and,
+        for a user class, with its code. ``eqx``: an equinox Module's (`equinox_module`:
+        the library bases it may have, the attributes beside its fields, keyed too)."""
         back = self._enter(v)
         if back is not None:
             return back
@@ -590,7 +591,7 @@ class Walker:
         g = f.__globals__
         if type(g) is not dict:
             raise NoReuse(f"globals-not-a-dict:{f.__qualname__}")
-        if lib := is_library_code(g, code):
+        if lib := is_library_code(g, code) and f.__builtins__ is _BUILTINS:  # (review 69)
             if library_function_reflects(str(g.get("__name__")), f.__name__):
                 raise NoReuse(f"reflective-function:{g.get('__name__')}.{f.__name__}")
         else:

@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 from pcache import _compat, _memos
-from pcache._introspect import Override, cdict, inst_dict, is_a, mro, type_ids
+from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names, type_ids
 from pcache._reflection import (
     _MUTATORS,
     FORMAT_REFLECTIVE,
@@ -32,6 +32,7 @@ from pcache._reflection import (
     REFLECTIVE,
     REFLECTIVE_ATTRS,
     reflective_callable,
+    reflective_module,
 )
 from pcache._usercode import (
     NoReuse,
@@ -562,12 +563,28 @@ def _stateless(v: Any, t: type) -> bool:
     k = mro(t)
     if k[-1] is not object or any(not _FLAGS(c) & _HEAPTYPE for c in k[:-1]):
         return False
+    # A class statement's layout: an object's, with a dict and weak references. A C
+    # type made by ``PyType_FromSpec`` is a heap type too, its state in C
+    # (``threading.local``, ``array.array``, a hashlib object: review 69).
+    if _BASICSIZE(t) != _PLAIN_SIZE or not _DICTOFFSET(t):
+        return False
+    if any(reflective_module(str(names(c)[2])) for c in k[:-1]):
+        return False  # (weakref.finalize: its state in a class-level registry, review 69)
     try:
-        if inst_dict(v):
+        if inst_dict(v) != {}:  # (none: no dict of its own; a dict with entries: state)
             return False
     except Override:
         return False
     return all(x is _UNSET for _, x in _slot_items(v))
+
+
+class _Plain:  # (the layout of a class statement's instances)
+    pass
+
+
+_BASICSIZE = type.__dict__["__basicsize__"].__get__
+_DICTOFFSET = type.__dict__["__dictoffset__"].__get__
+_PLAIN_SIZE = _BASICSIZE(_Plain)
 
 
 # -- equinox Modules
