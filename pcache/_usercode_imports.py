@@ -185,13 +185,13 @@ def _builds(ins: list, j: int) -> bool:
         return True
     # a comprehension: its function called on the iterator (``GET_ITER`` then a call
     # of no argument is nothing else)
-    return (
-        j >= 2
-        and ins[j].opname == "CALL"
-        and ins[j].arg == 0
-        and ins[j - 1].opname == "PRECALL"
-        and ins[j - 2].opname == "GET_ITER"
-    )
+    return j >= 2 and _call(ins, j, 0) and ins[j - 2].opname == "GET_ITER"
+
+
+def _call(ins: list, j: int, nargs: int) -> bool:
+    """Whether ``ins[j]`` ends a call of ``nargs`` arguments (``PRECALL``, ``CALL``)."""
+    x = ins[j]
+    return j >= 1 and x.opname == "CALL" and x.arg == nargs and ins[j - 1].opname == "PRECALL"
 
 
 def _root(ins: list, i: int) -> int:
@@ -269,9 +269,7 @@ def _super_call(ins: list, j: int) -> bool:
     """Whether ``ins[j]`` ends ``super()`` (its own ``__init__`` is the object's)."""
     return (
         j >= 2
-        and ins[j].opname == "CALL"
-        and ins[j].arg == 0
-        and ins[j - 1].opname == "PRECALL"
+        and _call(ins, j, 0)
         and ins[j - 2].opname in ("LOAD_GLOBAL", "LOAD_NAME")
         and ins[j - 2].argval == "super"
     )
@@ -308,9 +306,7 @@ def _super_of(ins: list, j: int, me: str) -> bool:
         return True
     return (
         j >= 4
-        and ins[j].opname == "CALL"
-        and ins[j].arg == 2
-        and ins[j - 1].opname == "PRECALL"
+        and _call(ins, j, 2)
         and ins[j - 2].opname == "LOAD_FAST"
         and ins[j - 2].argval == me
         and ins[j - 3].opname in ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_FAST", "LOAD_NAME")
