@@ -119,6 +119,14 @@ def parse_count(text: str | int) -> int:
     return int(t)
 
 
+def parse_positive(text: str | int) -> int:
+    """A positive integer such as ``2``."""
+    n = parse_count(text)
+    if n < 1:
+        raise ConfigError(f"invalid count {text!r}; expected a positive integer such as 2")
+    return n
+
+
 DEFAULT_PRELOAD = 256
 DEFAULT_MAX_DISK = 10 * 1000**3
 DEFAULT_MAX_MEMORY = 1024**3
@@ -314,6 +322,15 @@ OPTIONS: tuple[Option, ...] = (
         "environment variables that change nothing a trace does, left out of persisted "
         "traces' keys (comma-separated names, a trailing * for a prefix: SLURM_*); every "
         "other variable is in the key but the shell's and the terminal's",
+    ),
+    Option(
+        "trace_record_after",
+        "JAX_PCACHE_TRACE_RECORD_AFTER",
+        parse_positive,
+        2,
+        "record a trace for reuse when its callable key is traced for the Nth time (a "
+        "positive integer); default 2: a program traced once, as most of a library's "
+        "are, pays no recording; 1 with trace_persist",
     ),
     Option(
         "remote",

@@ -33,12 +33,23 @@ def evict_walked(fun: Any, *walkers: Walker) -> None:
     # (and a frozen dataclass with a ``__call__`` as a scan body: by that object)
     fs.update((id(o), o) for wk in walkers for o in wk.keep if callable(o))
     spare = (_state.ORIG.get("infer_params"), fun)
-    _compat.evict_traces(fs.values(), spare=spare)
-    # Every function JAX holds a trace of that compares by value (a bound method, a
-    # dataclass with a ``__call__``): an equal one the trace makes (``obj.f``,
-    # ``A(0.0)`` for ``A(-0.0)``) would be handed that trace (review 22).
-    for cache, evict, o in _compat.cached_functions():
-        if not identity_eq(type(o)) and (o is not fun or cache is not spare[0]):
+    held, blind = _compat.cached_functions()
+    if blind:  # caches whose keys cannot be read: every walked function, blindly
+        _compat.evict_traces(fs.values(), spare=spare, evictors=blind)
+    # (one that compares by value may match a key it is not: blindly, everywhere)
+    _compat.evict_traces([f for f in fs.values() if not identity_eq(type(f))], spare=spare)
+    # The caches hold far fewer functions than the walks meet (library code, mostly):
+    # only those held are evicted (the evictor matches a weak reference by ``==``,
+    # as listing its referent here does). And every function JAX holds a trace of
+    # that compares by value (a bound method, a dataclass with a ``__call__``): an
+    # equal one the trace makes (``obj.f``, ``A(0.0)`` for ``A(-0.0)``) would be
+    # handed that trace (review 22).
+    done = set()
+    for cache, evict, o in held:
+        if o is fun and cache is spare[0]:
+            continue
+        if (id(o) in fs or not identity_eq(type(o))) and (k := (id(cache), id(o))) not in done:
+            done.add(k)
             evict(o)
 
 

@@ -12,10 +12,9 @@ module makes both part of what a reuse checks, and fails closed where it cannot:
   attribute, transitively through the user functions found there. A user module
   whose object escapes (handed to a call such as ``getattr``, returned, stored) or
   is of a ``ModuleType`` subclass, an import of a user module, a global that is a
-  module's computed ``__getattr__``, and the builtins that read namespaces
-  (``globals``, ``vars``, ``locals``, ``eval``, ``exec``, ``__import__``) mean no
-  reuse; so does reflection (`pcache._reflection.REFLECTIVE`), found when the code is
-  scanned. Attributes of library modules and objects are taken as fixed.
+  module's computed ``__getattr__``, the builtins that read namespaces (``globals``,
+  ``vars``, ``locals``, ``eval``, ``exec``, ``__import__``) and reflection (found by
+  the code scan) mean no reuse. Library modules' and objects' attributes are fixed.
 * registries (`registry_key`): the rules of every user primitive (a primitive any
   of whose registered rules reaches user code) and the flatten/unflatten functions
   and class of every user pytree node type are walked into every key, so their
@@ -684,6 +683,8 @@ def holds_state(obj: Any, depth: int = 0) -> bool:
         return any(holds_state(x, depth + 1) for x in (obj.func, *obj.args, *obj.keywords.values()))
     if t is tuple or t is frozenset:
         return any(holds_state(x, depth + 1) for x in obj)
+    if t is _compat.LoweringRuleEntry:  # frozen, slotted: a rule and a bool
+        return holds_state((obj.rule, obj.inline), depth + 1)
     if t is types.BuiltinFunctionType:  # a builtin, or a method bound to its object
         bound = getattr(obj, "__self__", None)  # (``FLAT.get``: review 34)
         return not (bound is None or is_a(bound, types.ModuleType)) and holds_state(

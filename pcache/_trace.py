@@ -33,8 +33,6 @@ trace's lowering would have issued are issued again on a reuse
 
 from __future__ import annotations
 
-import collections
-import dataclasses
 import logging
 import threading
 import types
@@ -44,18 +42,17 @@ from typing import Any, NamedTuple
 from pcache import _canon, _compat, _guards, _hoststate, _late, _memos, _persist, _replay, _state
 from pcache._errors import CheckError, Uncacheable
 from pcache._evict import evict_walked
+from pcache._trace_memo import (
+    ENTRY_COST,
+    MEMO,
+    RECORDED,
+    Recorded,
+    TraceMemo,
+)
 from pcache._walk import NoReuse, Walker
 
 logger = logging.getLogger("pcache")
 
-#: Bounds of the trace memo: entries, and bytes. A recorded jaxpr keeps alive what
-#: JAX's own caches hold for it (its MeshComputation and executable, keyed on the
-#: jaxpr object), so each entry counts `ENTRY_COST` (measured: ~0.75 MB of RSS per
-#: small CPU program) plus its constants, against a quarter of the memory tier's
-#: bound (`configure`).
-MAX_ENTRIES = 1024
-ENTRY_COST = 768 * 1024
-MAX_BYTES = 256 * 1024**2
 #: Distinct miss reasons counted by name (then under "other").
 MAX_REASONS = 256
 
@@ -133,135 +130,12 @@ def _weak_refs(objs: list) -> tuple:
 # ------------------------------------------------------------ the memo
 
 
-@dataclasses.dataclass
-class Recorded:
-    """One reusable trace and what it was made from."""
-
-    params: Any  # JAX's PjitParams
-    guards: list[tuple]
-    arrays: tuple  # the jaxpr's user numpy buffers, with snapshots (_canon.jaxpr_arrays)
-    pins: list  # objects whose ids are in the key or the guards
-    callable_key: tuple
-    rest: tuple
-    codes: dict[int, types.CodeType]  # id -> code, to name what changed on a miss
-    nbytes: int
-    jax_arrays: tuple = ()  # weak references to the JAX arrays the key names by id
-    holders: list | None = None  # weak refs to the callables served (see `_hold`)
-
-    def stale(self, callable_walk: Walker | None = None) -> str | None:
-        """Why this trace no longer fits its key (a global, a buffer or an array
-        changed); ``callable_walk``: this call's walk of its callable."""
-        for r in self.jax_arrays:
-            a = r()
-            if a is None or a.is_deleted():
-                return "array-deleted"
-        if self.arrays and not _canon.same_contents(self.arrays):
-            return "constant-changed"
-        name = _guards.failed_guard(self.guards, callable_walk)
-        return None if name is None else f"global-changed:{name}"
-
-
-class TraceMemo:
-    """Callable key -> `Recorded`, LRU, bounded in entries and constant bytes; plus,
-    per function skeleton (the code objects a walk met), the last key recorded,
-    to say what changed on a miss."""
-
-    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES):
-        self.max_entries, self.max_bytes = max_entries, max_bytes
-        self._d: collections.OrderedDict[Any, Recorded] = collections.OrderedDict()
-        # skeleton -> (callable key, rest, codes) of the last trace recorded for it
-        self._last: collections.OrderedDict[Any, tuple] = collections.OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        # skeletons whose globals changed since a trace of them: never recorded again
-        self._refused: collections.OrderedDict[Any, None] = collections.OrderedDict()
-
-    def never_record(self, skeleton) -> None:
-        with self._lock:
-            self._refused[skeleton] = None
-            while len(self._refused) > self.max_entries:
-                self._refused.popitem(last=False)
-
-    def recording_refused(self, skeleton) -> bool:
-        return skeleton in self._refused
-
-    def get(self, key) -> Recorded | None:
-        with self._lock:
-            rec = self._d.get(key)
-            if rec is not None:
-                self._d.move_to_end(key)
-            return rec
-
-    def drop(self, key, rec: Recorded) -> None:
-        """Forget ``key`` if it still names ``rec``."""
-        with self._lock:
-            if self._d.get(key) is rec:
-                del self._d[key]
-                self._bytes -= rec.nbytes
-
-    def drop_jaxpr(self, jaxpr) -> None:
-        """Forget every trace of ``jaxpr`` (its lowering holds state of its own)."""
-        with self._lock:
-            for key in [k for k, r in self._d.items() if r.params.params["jaxpr"] is jaxpr]:
-                self._bytes -= self._d.pop(key).nbytes
-
-    def last(self, skeleton) -> tuple | None:
-        with self._lock:
-            return self._last.get(skeleton)
-
-    def put(self, key, skeleton, rec: Recorded) -> bool:
-        if rec.nbytes > self.max_bytes // 4:
-            return False
-        with self._lock:
-            old = self._d.pop(key, None)
-            if old is not None:
-                self._bytes -= old.nbytes
-            self._d[key] = rec
-            self._bytes += rec.nbytes
-            self._last[skeleton] = (rec.callable_key, rec.rest, rec.codes)
-            self._last.move_to_end(skeleton)
-            while len(self._d) > self.max_entries or self._bytes > self.max_bytes:
-                _, dropped = self._d.popitem(last=False)
-                self._bytes -= dropped.nbytes
-            while len(self._last) > self.max_entries:
-                self._last.popitem(last=False)
-        return True
-
-    def clear(self) -> None:
-        with self._lock:
-            self._d.clear()
-            self._last.clear()
-            self._refused.clear()
-            self._bytes = 0
-
-    def configure(self, memory_bytes: int) -> None:
-        """Bound the memo by a quarter of the memory tier's bound."""
-        with self._lock:
-            self.max_bytes = max(4 * ENTRY_COST, min(memory_bytes // 4, 1 << 40))
-
-    def __len__(self) -> int:
-        return len(self._d)
-
-    @property
-    def bytes(self) -> int:
-        return self._bytes
-
-
-MEMO = _memos.memo("trace.memo", TraceMemo())
-
-
 @_memos.after_fork
 def _after_fork_in_child() -> None:
-    # A fork while another thread held one of these would leave the child waiting
-    # forever on a lock nobody will release.
+    # A fork while another thread held this lock would leave the child waiting
+    # forever on a lock nobody will release (the memo's: `pcache._trace_memo`).
     global _STATE_LOCK
-    MEMO._lock = threading.Lock()
     _STATE_LOCK = threading.Lock()
-
-
-#: The jaxprs of recorded traces (weakly): a reuse hands JAX this very object, whose
-#: lowering JAX's own `_pjit_lower` cache holds (`_jit_seam.pjit_lower_wrapper`).
-RECORDED: weakref.WeakSet = weakref.WeakSet()
 
 
 # ------------------------------------------------------------ why a miss
@@ -397,7 +271,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     try:
         ck, rest = _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh)
         key = (ck, rest)
-        hash(key)
+        key_hash = hash(key)
     except NoReuse as e:
         # Its functions may be traced by JAX's identity caches now: their state
         # from here on is what a later recording is compared with.
@@ -446,6 +320,9 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     mutated = note_states(w.funcs + gw.funcs, w.bodies + gw.bodies)
     if mutated is not None or MEMO.recording_refused(skeleton):
         return entry
+    after = 1 if rt.settings.trace_persist else rt.settings.trace_record_after
+    if not MEMO.sighted(key_hash, after):
+        return entry  # traced as JAX traces it: recorded if it comes again
     call = (fun, jit_info, signature, in_avals, ctx_mesh)
     persisted = _persist.lookup(rt, *call) if rt.settings.trace_persist else (None, None)
     if persisted[1] is None or rt.check_mode:  # (a served trace is not made of JAX's caches)

@@ -13,6 +13,11 @@ import pytest
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ["JAX_PCACHE_RAISE_ERRORS"] = "1"
+# A trace is recorded the first time its key is traced (the default waits for the
+# second): the tests' re-created callables are served from their second call on.
+# (Subprocess tests that leave out JAX_PCACHE_* run the default:
+# tests/test_trace_reuse.py's test_zero_code_process.)
+os.environ.setdefault("JAX_PCACHE_TRACE_RECORD_AFTER", "1")
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,7 @@ def run(cache: Path | None, *argv: str) -> tuple[list[str], dict]:
     if cache is not None:
         env["JAX_PCACHE_DIR"] = str(cache)
         env["JAX_PCACHE_RAISE_ERRORS"] = "1"
+        env["JAX_PCACHE_TRACE_RECORD_AFTER"] = "1"
     proc = subprocess.run(
         [sys.executable, str(PROG), *argv],
         cwd=ROOT,

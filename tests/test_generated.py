@@ -118,6 +118,7 @@ def run(site: Path, case: str, cache: Path | None) -> dict:
     if cache is not None:
         env["JAX_PCACHE_DIR"] = str(cache)
         env["JAX_PCACHE_RAISE_ERRORS"] = "1"
+        env["JAX_PCACHE_TRACE_RECORD_AFTER"] = "1"
     proc = subprocess.run(
         [sys.executable, str(PROG), str(site), case],
         cwd=ROOT,

@@ -69,13 +69,15 @@ def test_each_pattern_compiles_once_per_process(pattern_runs):
     assert len(cold) == 3 * len({r["pattern"] for r in cold}) == 21
     for r in cold:
         assert r["compiles"] == 1, r
-        # After the first call, a re-created callable reuses the first call's trace
-        # (then JAX's own caches, keyed on that jaxpr, serve it; under
-        # JAX_PCACHE_CHECK it is traced too, and that trace hits the memory tier).
-        st = r["stats"]
-        assert st["misses"] == 1 and st["trace_hits"] == r["n"] - 1, r
+        # The second call traces again (by default a trace is recorded when its key
+        # comes a second time), and its program is a memory hit; from the third on,
+        # a re-created callable reuses that trace (then JAX's own caches, keyed on
+        # that jaxpr, serve it; under JAX_PCACHE_CHECK it is traced too, and that
+        # trace hits the memory tier).
+        st, n = r["stats"], r["n"]
+        assert st["misses"] == 1 and st["trace_hits"] == max(n - 2, 0), r
         check = os.environ.get("JAX_PCACHE_CHECK") == "1"
-        assert st["memory_hits"] == (r["n"] - 1 if check else 0), r
+        assert st["memory_hits"] == (n - 1 if check else min(n - 1, 1)), r
 
 
 def test_warm_process_compiles_and_lowers_nothing(pattern_runs):

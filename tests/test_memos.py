@@ -37,7 +37,7 @@ NOT_MEMOS = {
     ("_canon_values.py", "_DTYPE_CACHE"): "keyed by a dtype: a pure function of it",
     ("_canon_values.py", "_DEFAULT_EXTRAS"): "keyed by ndim: a pure function of it",
     ("_guards.py", "_PY_BUILTINS"): "Python's builtins as they were at import",
-    ("_trace.py", "RECORDED"): "weak: the jaxprs of live recorded traces",
+    ("_trace_memo.py", "RECORDED"): "weak: the jaxprs of live recorded traces",
     ("_trace.py", "_LOWERING_WARNINGS"): "weak: keyed by the jaxprs of live recorded traces",
     ("_trace.py", "_FN_STATE"): "cleared with JAX's caches by trace.function_states",
     ("_trace.py", "_MUTATED"): "cleared with JAX's caches by trace.function_states",

@@ -24,6 +24,7 @@ def run(cache: Path | None, *argv: str, extra_env: dict | None = None) -> dict:
     if cache is not None:
         env["JAX_PCACHE_DIR"] = str(cache)
         env["JAX_PCACHE_RAISE_ERRORS"] = "1"
+        env["JAX_PCACHE_TRACE_RECORD_AFTER"] = "1"
     env.update(extra_env or {})
     proc = subprocess.run(
         [sys.executable, str(PROG), *argv],

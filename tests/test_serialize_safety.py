@@ -173,6 +173,7 @@ def run(case: str, cache: Path | None = None, **env_extra: str) -> dict:
     if cache is not None:
         env["JAX_PCACHE_DIR"] = str(cache)
         env["JAX_PCACHE_RAISE_ERRORS"] = "1"
+        env["JAX_PCACHE_TRACE_RECORD_AFTER"] = "1"
     env.update(env_extra)
     proc = subprocess.run(
         [sys.executable, "-c", PROG, case],

@@ -25,6 +25,7 @@ SAMPLES = {
     _config.parse_size: ("3MiB", 3 * 1024**2),
     _config.parse_age: ("90s", 90.0),
     _config.parse_count: ("12", 12),
+    _config.parse_positive: ("3", 3),
     _config.parse_flag: ("yes", True),
     os.fspath: ("/some/key", "/some/key"),
     _config.parse_names: (" PHASE, SLURM_* ", ("PHASE", "SLURM_*")),

@@ -368,7 +368,7 @@ def _py(code: str, cache: Path | None, **env: str) -> dict:
         if not k.startswith("JAX_PCACHE_") or k == "JAX_PCACHE_CHECK"
     }
     full.pop("XLA_FLAGS", None)
-    full.update(env, JAX_PCACHE_RAISE_ERRORS="1")
+    full.update(env, JAX_PCACHE_RAISE_ERRORS="1", JAX_PCACHE_TRACE_RECORD_AFTER="1")
     if cache is not None:
         full["JAX_PCACHE_DIR"] = str(cache)
     proc = subprocess.run(

@@ -135,10 +135,13 @@ if JIT_SEAM:
     #: their options) are all they are: compared by value, attribute by attribute.
     CUSTOM_DERIVATIVE_TYPES: tuple = (_custom_jvp, _custom_vjp)
     MeshComputation = _pxla.MeshComputation
+    #: A registered lowering rule and its inline flag (a frozen, slotted dataclass).
+    LoweringRuleEntry = getattr(_mlir, "LoweringRuleEntry", Absent)
     HLO_SEAM = True
 else:  # pragma: no cover - exercised by scripts/compat.sh on other JAX lines
     _pxla = _mlir = _pjit = _dispatch = _effects = _core = _cache_key = None
     ArrayImpl = PjitFunction = Tracer = Primitive = AbstractToken = DeviceList = Absent
+    LoweringRuleEntry = Absent
     CUSTOM_DERIVATIVE_TYPES = ()
     try:
         from jax._src import compilation_cache as _cc

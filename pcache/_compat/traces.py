@@ -38,12 +38,11 @@ def _evictors() -> tuple:
 _EVICTORS: list = [-1, ()]
 
 
-def evict_traces(fs: Any, spare: tuple = (None, None)) -> None:
-    """Drop every trace of each of ``fs`` from those caches, but ``spare``: (a
-    cache, the function whose entry there stays)."""
-    evictors = _evictors()
+def evict_traces(fs: Any, spare: tuple = (None, None), evictors: tuple | None = None) -> None:
+    """Drop every trace of each of ``fs`` from those caches (or ``evictors``), but
+    ``spare``: (a cache, the function whose entry there stays)."""
     for f in fs:
-        for cache, evict in evictors:
+        for cache, evict in _evictors() if evictors is None else evictors:
             if f is not spare[1] or cache is not spare[0]:
                 try:
                     evict(f)
@@ -51,10 +50,11 @@ def evict_traces(fs: Any, spare: tuple = (None, None)) -> None:
                     pass
 
 
-def cached_functions() -> list:
+def cached_functions() -> tuple[list, tuple]:
     """(cache, its evictor, function) for every live function those caches hold a
-    trace of (a weak reference's referent, an `lu.cache`'s weak keys)."""
-    out = []
+    trace of (a weak reference's referent, an `lu.cache`'s weak keys); and the
+    evictors of caches whose keys cannot be read (none on this JAX line)."""
+    out, blind = [], []
     for cache, evict in _evictors():
         if (keys := getattr(cache, "cache_keys", None)) is not None:
             refs = [k[0] if type(k) is tuple and k else k for k in keys()]
@@ -62,7 +62,9 @@ def cached_functions() -> list:
                     and (o := r()) is not None]  # fmt: skip
         elif type(d := getattr(cache.cache_clear, "__self__", None)) is weakref.WeakKeyDictionary:
             out += [(cache, evict, o) for o in list(d.keys())]
-    return out
+        else:
+            blind.append((cache, evict))
+    return out, tuple(blind)
 
 
 def served_entry(params) -> Any:
