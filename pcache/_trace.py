@@ -190,7 +190,7 @@ def miss_reason(last: tuple | None, callable_key: tuple, rest: tuple) -> str:
     (`TraceMemo.last`)."""
     if last is None:
         return "first-trace"
-    last_key, last_rest, codes = last
+    last_key, last_rest, codes, recorded = last
     why = _first_difference(last_key, callable_key, codes, "")
     if why is not None:
         return why
@@ -198,7 +198,7 @@ def miss_reason(last: tuple | None, callable_key: tuple, rest: tuple) -> str:
     for name, x, y in zip(names, last_rest, rest, strict=True):
         if x != y:
             return f"{name}-changed"
-    return "evicted"
+    return "evicted" if recorded else "traced-once"  # (recorded now: `TraceMemo.sighted`)
 
 
 # ------------------------------------------------------------ the seam
@@ -321,8 +321,9 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     if mutated is not None or MEMO.recording_refused(skeleton):
         return entry
     after = 1 if rt.settings.trace_persist else rt.settings.trace_record_after
-    if not MEMO.sighted(key_hash, after):
-        return entry  # traced as JAX traces it: recorded if it comes again
+    if not MEMO.sighted(key_hash, after):  # traced as JAX traces it: recorded if it comes again
+        MEMO.saw(skeleton, ck, rest, {id(c): c for _, c, *_ in w.funcs})
+        return entry
     call = (fun, jit_info, signature, in_avals, ctx_mesh)
     persisted = _persist.lookup(rt, *call) if rt.settings.trace_persist else (None, None)
     if persisted[1] is None or rt.check_mode:  # (a served trace is not made of JAX's caches)

@@ -60,7 +60,7 @@ class TraceMemo:
     def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES):
         self.max_entries, self.max_bytes = max_entries, max_bytes
         self._d: collections.OrderedDict[Any, Recorded] = collections.OrderedDict()
-        # skeleton -> (callable key, rest, codes) of the last trace recorded for it
+        # skeleton -> (callable key, rest, codes, recorded) of the last trace of it
         self._last: collections.OrderedDict[Any, tuple] = collections.OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -112,6 +112,14 @@ class TraceMemo:
             for key in [k for k, r in self._d.items() if r.params.params["jaxpr"] is jaxpr]:
                 self._bytes -= self._d.pop(key).nbytes
 
+    def saw(self, skeleton, callable_key: tuple, rest: tuple, codes: dict) -> None:
+        """A key traced but not recorded: the last one of ``skeleton`` (`last`)."""
+        with self._lock:
+            self._last[skeleton] = (callable_key, rest, codes, False)
+            self._last.move_to_end(skeleton)
+            while len(self._last) > self.max_entries:
+                self._last.popitem(last=False)
+
     def last(self, skeleton) -> tuple | None:
         with self._lock:
             return self._last.get(skeleton)
@@ -125,7 +133,7 @@ class TraceMemo:
                 self._bytes -= old.nbytes
             self._d[key] = rec
             self._bytes += rec.nbytes
-            self._last[skeleton] = (rec.callable_key, rec.rest, rec.codes)
+            self._last[skeleton] = (rec.callable_key, rec.rest, rec.codes, True)
             self._last.move_to_end(skeleton)
             while len(self._d) > self.max_entries or self._bytes > self.max_bytes:
                 _, dropped = self._d.popitem(last=False)

@@ -1107,6 +1107,7 @@ _PROG = textwrap.dedent(
     import pcache
     st = pcache.stats()
     print(json.dumps({"traces": n.traces, "hits": st.get("trace_hits"),
+                      "why": st.get("trace_miss_reasons"), "entries": st.get("trace_entries"),
                       "bits": [o.tobytes().hex() for o in map(jax.numpy.asarray, outs)][:1]}))
     """
 )
@@ -1128,3 +1129,4 @@ def test_zero_code_process(tmp_path, reuse):
         assert got["traces"] == 5 and got["hits"] == 0
     else:  # (by default a trace is recorded when its key is traced a second time)
         assert got["traces"] == 2 and got["hits"] == 3
+        assert got["why"]["traced-once"] == 1, got["why"]  # (the second: recorded then)
