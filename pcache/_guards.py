@@ -316,19 +316,16 @@ def aliases(callable_walk: Walker | tuple | None, w: Walker) -> tuple:
     return tuple(sorted((seen[k], n) for k, n in w.seen.items() if k in seen))
 
 
-def guards_for(
-    funcs: list[tuple],
-    callable_walk: Walker | None = None,
-    more_roots: list = (),
-    walker: type = Walker,
-) -> tuple:
+def guards_for(funcs: list[tuple], callable_walk: Walker | None = None, more_roots: list = (),
+               walker: type = Walker, reach: bool = True) -> tuple:  # fmt: skip
     """The global guards of a walk's functions, and the walker that keyed their
     values (its pins, arrays and functions belong to the guards). Raises `NoReuse`
-    for a read that cannot be guarded, or for a reflective object user code can
-    reach from a library object it holds (`pcache._reach`; ``more_roots``: what
-    other walks of the call pinned). ``callable_walk``: the walk of the callable,
-    whose objects' identity with the globals' is guarded too (`aliases`). ``walker``:
-    the kind of walk (`pcache._persist_key.ContentWalker` for a key without ids)."""
+    for a read that cannot be guarded, or (``reach``: a trace to record) for a
+    reflective object user code can reach from a library object it holds
+    (`pcache._reach`; ``more_roots``: what other walks of the call pinned).
+    ``callable_walk``: the walk of the callable, whose objects' identity with the
+    globals' is guarded too (`aliases`). ``walker``: the kind of walk
+    (`pcache._persist_key.ContentWalker` for a key without ids)."""
     run = _Guarding(callable_walk, walker)
     for g, _c, f, *_ in funcs:
         if not is_library_code(g, f.__code__) and f.__builtins__ is not _builtins_of(g):
@@ -354,7 +351,8 @@ def guards_for(
     walks = callable_walk if type(callable_walk) is tuple else (callable_walk,)
     roots += run.w.pins + [p for cw in walks if cw is not None for p in cw.pins]
     roots += list(more_roots)
-    _reach.check(roots, _reach.spelled(funcs + run.w.funcs))
+    if reach:
+        _reach.check(roots, _reach.spelled(funcs + run.w.funcs))
     # which objects the globals share with the callable: one guard, checked last
     run.guards.append((ALIASES, None, None, aliases(callable_walk, run.vw)))
     return run.guards, run.w

@@ -30,7 +30,6 @@ from typing import Any, NamedTuple
 
 from pcache import _canon, _compat, _persist_key
 from pcache._errors import CheckError
-from pcache._evict import evict_walked
 from pcache._usercode import NoReuse
 
 TRACE_FORMAT = 1
@@ -79,10 +78,9 @@ def lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str | None
     got = rt.local.read(key, lambda raw, _replay: decode(raw, key))
     if got is None:
         _miss(rt, "absent")
-        # What JAX holds traces of by identity, the content walks met too (an inner
-        # global jit, whose function an in-process key does not walk: review 60): a
-        # stored trace is made afresh from what the key describes.
-        evict_walked(fun, *walks)
+        # (a stored trace is made afresh from what the key describes, never of a
+        # trace JAX cached by identity: an inner global jit, whose function an
+        # in-process key does not walk, review 60; `_trace._begin_recording`)
         return key, None
     return key, got[0]
 

@@ -54,14 +54,13 @@ from pcache._introspect import cdict, is_a, names
 from pcache._persist_env import attributed
 from pcache._usercode import NoReuse, is_library_module, is_library_type, module_dict, qualname
 from pcache._walk import Walker
-from pcache._walk_kinds import is_library_float
+from pcache._walk_kinds import is_library_float, library_holders
 
 #: The key's own domain: never an executable key.
 DOMAIN = b"pcache-trace-1\n"
 _BUILTINS = vars(builtins)
 _CODE: dict = _memos.memo("persist.code", {})  # id(code) -> (code, its digest)
 _LIB_NAMES: dict = _memos.memo("persist.library_names", {})  # (id, any) -> (obj, name, n)
-_HOLDERS: dict = _memos.memo("persist.library_holders", {})  # index, modules indexed
 _NODES: dict = _memos.memo("persist.pytree_nodes", {})  # "nodes" -> (registry, digest)
 _SETTINGS: dict = _memos.memo("persist.settings", {})  # typed settings -> digests
 _MISSING = object()
@@ -193,7 +192,7 @@ def _library_name(v: Any, any_module: bool = False) -> tuple | None:
                 return None
         elif _resolve(*e[1]) is v:
             return e[1]
-    found = _library_holders(v)
+    found = library_holders(v)
     if any_module and not found:
         # (a library's sentinel is named by the library even where the program holds
         # it too: a program's own ``object()`` under the same user name is another
@@ -210,31 +209,6 @@ def _library_name(v: Any, any_module: bool = False) -> tuple | None:
     best = min(found)
     _LIB_NAMES[(id(v), any_module)] = (v, best, 0)
     return best
-
-
-def _library_holders(v: Any) -> list:
-    """Every (module, attribute) of a loaded library module holding ``v``: from an
-    index of library namespaces, each module indexed once when first seen loaded
-    (not a walk of them all per value asked), each hit read back."""
-    index = _HOLDERS.setdefault("index", {})
-    done = _HOLDERS.setdefault("done", {})
-    if len(done) != len(sys.modules):  # (modules loaded since: indexed now)
-        for name, m in list(sys.modules.items()):
-            if done.get(name) is m:
-                continue
-            spec = (module_dict(m) or {}).get("__spec__")
-            if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
-                continue  # (still running its body: indexed when done)
-            done[name] = m
-            if is_library_module(m):
-                for k, x in list(module_dict(m).items()):
-                    index.setdefault(id(x), []).append((name, k))
-    found = []
-    for name, k in index.get(id(v), ()):
-        d = module_dict(sys.modules.get(name))
-        if d is not None and d.get(k, _MISSING) is v:
-            found.append((name, k))
-    return found
 
 
 def namespace_name(g: dict) -> tuple:

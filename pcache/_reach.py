@@ -161,7 +161,8 @@ def _attr(v: Any, name: str) -> Any:
     if type(v) is types.ModuleType:
         d = module_dict(v)
         got = d.get(name, _MISSING)
-        if got is _MISSING and "__getattr__" in d:
+        # (a name the module type has, ``m.__init__``, never reaches ``__getattr__``)
+        if got is _MISSING and "__getattr__" in d and not hasattr(types.ModuleType, name):
             got = sys.modules.get(f"{d.get('__name__')}.{name}", _MISSING)
             if got is _MISSING and _submodule_file(d, name):
                 got = _UNLOADED  # ``np.ctypeslib`` before numpy imported it: unknown

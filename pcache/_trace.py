@@ -41,7 +41,6 @@ from typing import Any, NamedTuple
 
 from pcache import _canon, _compat, _guards, _hoststate, _late, _memos, _persist, _replay, _state
 from pcache._errors import CheckError, Uncacheable
-from pcache._evict import evict_walked
 from pcache._trace_memo import (
     ENTRY_COST,
     MEMO,
@@ -60,12 +59,12 @@ MAX_REASONS = 256
 # ------------------------------------------------------------ mutation
 
 # Function object -> (its key, weak references to what its ids name) when a miss
-# last walked it. JAX's identity-keyed trace
-# caches (jit's, checkpoint's, the control-flow bodies', custom_jvp's) keep a trace
-# of a function object for as long as it lives, whatever happens to its closure
-# cells, defaults or attributes since: stock JAX serves that trace to every
-# callable built on that object. A trace that consumed one must not be recorded
-# for a new object whose state merely equals the old object's new state.
+# last walked it. JAX's identity-keyed trace caches (jit's, checkpoint's, the
+# control-flow bodies', custom_jvp's) keep a trace of a function object for as long
+# as it lives, whatever happens to its closure cells, defaults or attributes since:
+# stock JAX serves that trace to every callable built on that object. A recording
+# is made afresh (`_begin_recording`), so it would differ from what stock JAX
+# computes from then on for a function whose state changed: none is recorded.
 _FN_STATE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MUTATED: weakref.WeakSet = weakref.WeakSet()
 _STATE_LOCK = threading.Lock()
@@ -105,12 +104,7 @@ def note_states(funcs: list[tuple], bodies: list = ()) -> str | None:
             except (NoReuse, RecursionError):
                 continue
             seen = _FN_STATE.get(f)
-            if seen is None:
-                # Met for the first time: a trace JAX made of it before (eagerly, or
-                # before pcache was on) may be of an older state, which pcache never
-                # saw. Dropped, so that the trace that follows is of this state.
-                _compat.evict_traces((f,), spare=(_state.ORIG.get("infer_params"), f))
-            elif seen[0] != node or any(r() is None for r in seen[1]):
+            if seen is not None and (seen[0] != node or any(r() is None for r in seen[1])):
                 _MUTATED.add(f)
                 found = found or name
             _FN_STATE[f] = (node, _weak_refs(w.pins))
@@ -217,12 +211,37 @@ class _Recorder:
 
     @property
     def pjit_params(self) -> Any:
+        _begin_recording()  # (JAX traces next)
         return None
 
     @pjit_params.setter
     def pjit_params(self, p: Any) -> None:
+        _end_recording()
         self._entry.pjit_params = p
         self._record(p)
+
+
+_RECORDING = threading.local()  # ``cm``: the recording context this thread is in
+
+
+def _begin_recording() -> None:
+    """Enter a trace context no other trace had (`_compat.recording_trace`) for the
+    trace JAX makes next, which pcache records (or check mode compares): every JAX
+    cache keyed on a function misses, whatever its key holds, so the trace is made of
+    the states pcache keyed and noted, never of one JAX cached before (eagerly, in a
+    call pcache did not key, of an object that compares equal: reviews 20-22, 73).
+    Left in `_Recorder`'s setter; no pcache frame is on the stack while JAX traces."""
+    _end_recording()  # (one a trace that raised left)
+    cm = _compat.recording_trace()
+    cm.__enter__()
+    _RECORDING.cm = cm
+
+
+def _end_recording() -> None:
+    cm = getattr(_RECORDING, "cm", None)
+    if cm is not None:
+        _RECORDING.cm = None
+        cm.__exit__(None, None, None)
 
 
 def infer_params_cached_wrapper(*args, **kwargs):
@@ -234,6 +253,10 @@ def infer_params_cached_wrapper(*args, **kwargs):
     rt = _state.rt
     if rt is None or not rt.trace_reuse or entry.pjit_params is not None:
         return entry
+    if _compat.recording():  # (inside a recording: afresh, never served nor recorded)
+        if not _compat.trace_state_clean():
+            return entry
+        _end_recording()  # (at top level: left by a recording whose trace raised)
     try:
         return _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh)
     except CheckError:
@@ -291,11 +314,6 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         why = rec.stale((w, rw))
         if why is None:
             if rt.check_mode:  # trace anyway (afresh, as a recording), and compare
-                try:
-                    _, gw = _guards.guards_for(w.funcs + rw.funcs, (w, rw), rw.pins)
-                except NoReuse:
-                    gw = Walker()
-                evict_walked(fun, w, rw, gw)
                 return _Recorder(entry, lambda p: _checked(rt, rec, p))
             if rec.holders is not None and not _hold(rec, key, fun):
                 return _missed(rt, entry, fun, "unreferenceable-callable")
@@ -311,8 +329,11 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     # whose globals changed): that trace must not reach a new, equal callable.
     if why.startswith("global-changed:"):
         MEMO.never_record(skeleton)
+    # (traced as JAX traces it, its functions' states noted: recorded if it comes again)
+    settings = rt.settings
+    record = MEMO.sighted(key_hash, 1 if settings.trace_persist else settings.trace_record_after)
     try:
-        guards, gw = _guards.guards_for(w.funcs + rw.funcs, (w, rw), rw.pins)
+        guards, gw = _guards.guards_for(w.funcs + rw.funcs, (w, rw), rw.pins, reach=record)
     except NoReuse as e:
         note_states(w.funcs, w.bodies)
         return _missed(rt, entry, fun, e.reason)  # why it can never be reused
@@ -320,14 +341,11 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     mutated = note_states(w.funcs + gw.funcs, w.bodies + gw.bodies)
     if mutated is not None or MEMO.recording_refused(skeleton):
         return entry
-    after = 1 if rt.settings.trace_persist else rt.settings.trace_record_after
-    if not MEMO.sighted(key_hash, after):  # traced as JAX traces it: recorded if it comes again
+    if not record:
         MEMO.saw(skeleton, ck, rest, {id(c): c for _, c, *_ in w.funcs})
         return entry
     call = (fun, jit_info, signature, in_avals, ctx_mesh)
     persisted = _persist.lookup(rt, *call) if rt.settings.trace_persist else (None, None)
-    if persisted[1] is None or rt.check_mode:  # (a served trace is not made of JAX's caches)
-        evict_walked(fun, w, rw, gw)
     codes = {id(c): c for _, c, *_ in w.funcs}
     try:
         jax_arrays = tuple(weakref.ref(a) for a in (*w.arrays, *rw.arrays, *gw.arrays))

@@ -43,9 +43,9 @@ What is keyed (`Walker.value`), and why each encoding is complete for its type:
   class's code); enum members by class, name, value and mixed-in payload. Any other user instance: no
   reuse (its ``__eq__`` may ignore what the trace reads).
 * library modules, ``np.ufunc``, JAX primitives, builtin functions and ``object()``
-  sentinels: by identity (immutable, or JAX's registry singletons; what code reaches
-  from them by attribute: `pcache._reach`); a builtin method bound to an object: by
-  name and that object.
+  sentinels: by identity (immutable, or JAX's registry singletons; `pcache._reach`);
+  a builtin method bound to an object: by name and that object; a library's plain
+  instance a library module holds: by identity and attributes (`_library_instance`).
 * `LIBRARY_VALUES`: a short list of immutable JAX values compared by their own
   ``__eq__`` and ``__hash__`` (as JAX compares static arguments), each with a reason.
 
@@ -98,6 +98,7 @@ from pcache._walk_kinds import (
     _float,
     _free_write,
     _held_state,
+    _library_instance,
     _numpy,
     _object,
     _operator,
@@ -107,7 +108,6 @@ from pcache._walk_kinds import (
     _signature,
     _slice,
     _slots_of,
-    _stateless,
     _ufunc,
     _weakref,
     enum_payload,
@@ -366,8 +366,8 @@ class Walker:
             return self._frozen_dataclass(v, t, user)
         if params is not None and (eqx := equinox_module(t)) is not None:
             return self._frozen_dataclass(v, t, user, eqx)  # (frozen by its __setattr__)
-        if not user and _stateless(v, t):  # a library's sentinel (equinox's ``MISSING``)
-            return ("sentinel", self.ident(t), self.ident(v))
+        if not user and (node := _library_instance(self, v, t)) is not None:
+            return node  # (a library's sentinel, a library's singleton)
         raise NoReuse(f"value:{qualname(t)}")
 
     # -- containers and arrays

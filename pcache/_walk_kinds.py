@@ -18,6 +18,7 @@ import sys
 import types
 import typing
 import weakref
+from importlib.machinery import ModuleSpec
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -390,6 +391,37 @@ def is_library_float(v: float) -> bool:
     return any(type(m) is types.ModuleType and is_library_module(m) for m in mods)
 
 
+_HOLDERS: dict = _memos.memo("persist.library_holders", {})  # index, modules indexed
+
+
+def library_holders(v: Any) -> list:
+    """Every (module, attribute) of a loaded library module holding ``v``: from an
+    index of library namespaces, each module indexed once when first seen loaded
+    (not a walk of them all per value asked), each hit read back."""
+    index = _HOLDERS.setdefault("index", {})
+    done = _HOLDERS.setdefault("done", {})
+    # (modules loaded since: indexed now; one loaded as another was removed is not,
+    # and what it holds has no library name: not keyed)
+    if _HOLDERS.get("n") != len(sys.modules):
+        _HOLDERS["n"] = len(sys.modules)
+        for name, m in list(sys.modules.items()):
+            if done.get(name) is m:
+                continue
+            spec = (module_dict(m) or {}).get("__spec__")
+            if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
+                continue  # (still running its body: indexed when done)
+            done[name] = m
+            if is_library_module(m):
+                for k, x in list(module_dict(m).items()):
+                    index.setdefault(id(x), []).append((name, k))
+    found = []
+    for name, k in index.get(id(v), ()):
+        d = module_dict(sys.modules.get(name))
+        if d is not None and d.get(k, _HOLDERS) is v:
+            found.append((name, k))
+    return found
+
+
 def _reflective_format(v: str | bytes) -> bool:
     """A format string that reaches frames, globals or dunders (``str.format`` reads
     attributes by the names it holds)."""
@@ -462,9 +494,11 @@ def _numpy(w: Walker, a: np.ndarray) -> tuple:
         return node
     # a view: what it shares memory with, and where in it (``a.base[7]``,
     # ``np.shares_memory(a, BUF)``)
-    offset = None
-    if isinstance(base, np.ndarray):
-        offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    try:  # (a ``bytes`` or other buffer too: ``np.frombuffer(B, offset=8)``, review 74)
+        buf = base if isinstance(base, np.ndarray) else np.frombuffer(base, np.uint8)
+    except (TypeError, ValueError, BufferError):
+        raise NoReuse(f"numpy-base:{qualname(type(base))}") from None
+    offset = a.__array_interface__["data"][0] - buf.__array_interface__["data"][0]
     return (*node, "base", w.value(base), offset)
 
 
@@ -553,29 +587,40 @@ def _builtin(w: Walker, v: Any) -> tuple:
     return ("B", v.__name__, w.ident(type(bound)), w.value(bound))
 
 
-def _stateless(v: Any, t: type) -> bool:
-    """Whether ``v``, an instance of library class ``t``, holds no state: no attribute,
-    no slot set, and no builtin base but ``object`` (whose C state a dict's items
-    or a list's would be). What it does is then its class's library code alone, as
-    an ``object()`` sentinel's: keyed by its class and identity (a library's
-    ``MISSING``, equinox's, in a treedef's aux data and an annotation), looked at
-    again on every walk."""
+def _library_instance(w: Walker, v: Any, t: type) -> tuple | None:
+    """An instance of library class ``t`` whose state is its attributes alone (else
+    None): no builtin base but ``object`` (whose C state a dict's items or a list's
+    would be), no slot, no module of reflection. What it does is then its class's
+    library code over those attributes. One holding none (a library's ``MISSING``,
+    equinox's, in a treedef's aux data and an annotation) is keyed by its class and
+    identity; one holding some, only if a library module holds it (a singleton such
+    as numpyro's ``constraints.real_vector``, a user distribution's ``support``; an
+    instance the program made would be kept alive by its key), by its class,
+    identity and attributes, walked again on every walk."""
     k = mro(t)
     if k[-1] is not object or any(not _FLAGS(c) & _HEAPTYPE for c in k[:-1]):
-        return False
+        return None
     # A class statement's layout: an object's, with a dict and weak references. A C
     # type made by ``PyType_FromSpec`` is a heap type too, its state in C
     # (``threading.local``, ``array.array``, a hashlib object: review 69).
     if _BASICSIZE(t) != _PLAIN_SIZE or not _DICTOFFSET(t):
-        return False
-    if any(reflective_module(str(names(c)[2])) for c in k[:-1]):
-        return False  # (weakref.finalize: its state in a class-level registry, review 69)
+        return None
+    if any(reflective_module(str(names(c)[2])) for c in k[:-1] if c is not typing.Generic):
+        return None  # (weakref.finalize: its state in a class-level registry, review 69)
     try:
-        if inst_dict(v) != {}:  # (none: no dict of its own; a dict with entries: state)
-            return False
+        d = inst_dict(v)  # (none: no dict of its own)
     except Override:
-        return False
-    return all(x is _UNSET for _, x in _slot_items(v))
+        return None
+    if d is None or any(x is not _UNSET for _, x in _slot_items(v)):
+        return None
+    if not d:
+        return ("sentinel", w.ident(t), w.ident(v))
+    if any(type(n) is not str for n in d) or not library_holders(v):
+        return None
+    back = w._enter(v)
+    if back is not None:
+        return back
+    return ("plain", w.ident(t), w.ident(v), tuple((n, w.value(x)) for n, x in list(d.items())))
 
 
 class _Plain:  # (the layout of a class statement's instances)

@@ -310,8 +310,10 @@ def test_changed_attribute_of_a_user_module(tmp_path):
 def test_nonlocal_rebinding_and_a_new_equal_function(tmp_path):
     """JAX's checkpoint caches its trace on the function object: after ``bump()``
     stock serves the old trace to the same ``f``, and a fresh one to a new ``f2``
-    equal to ``f``'s new state. pcache must give both the same, so a trace of the
-    mutated ``f`` may never serve ``f2``."""
+    equal to ``f``'s new state. A trace of the mutated ``f`` may never serve ``f2``.
+    (pcache's recordings are made afresh, in a trace context of their own: JAX's
+    caches hold no trace of ``f`` from them, so the same ``f`` after ``bump()`` is
+    traced afresh where stock serves its stale trace, as the README says.)"""
 
     def outer():
         k = 1.0
@@ -337,8 +339,14 @@ def test_nonlocal_rebinding_and_a_new_equal_function(tmp_path):
         out += [_bits(jax.jit(jax.grad(lambda x: f(x)))(X))]  # f without checkpoint: fresh
         return out
 
-    stock, *_ = _compare(tmp_path, scenario)
+    jax.clear_caches()
+    _trace.forget_states()
+    stock = scenario()
     assert stock[2] == stock[0] and stock[4] != stock[0]  # what stock does, shown
+    with pcache.enabled(tmp_path / "cache", raise_errors=True, check=False):
+        cached = scenario()
+    assert cached[:2] == stock[:2] and cached[4:] == stock[4:]
+    assert cached[2] == cached[3] == stock[4]  # afresh: f's new state, as f2's
 
 
 def test_numpy_array_captured_and_mutated_in_place(tmp_path):
@@ -450,8 +458,16 @@ def test_captured_jax_arrays_by_identity_and_tracers_never(tmp_path):
         for w in (a, a, b):
             live.append(jax.jit(lambda x, w=w: (_traced(), x.sum() + w)[1]))
             out.append(_bits(live[-1](X)))
+        return out
 
-        for i in range(2):
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    assert st["trace_hits"] == 1  # a's repeat
+
+
+def test_a_captured_tracer_is_never_reused(tmp_path):
+    def scenario():
+        out = []
+        for i in range(3):
 
             def outer(x):  # re-created; its inner callable captures the outer tracer
                 return jax.jit(lambda y: y * x)(x)
@@ -459,9 +475,11 @@ def test_captured_jax_arrays_by_identity_and_tracers_never(tmp_path):
             out.append(_bits(jax.jit(outer)(X + i)))
         return out
 
-    _, _, _, _, st = _compare(tmp_path, scenario)
-    assert st["trace_hits"] >= 2  # a's repeat, and outer's repeat
-    assert st["trace_miss_reasons"].get("captured-tracer", 0) >= 1
+    # (the first trace of outer's key is not recorded, so its inner call is keyed;
+    # inside a recording, calls trace as JAX traces them)
+    _, _, _, _, st = _compare(tmp_path, scenario, trace_record_after=2)
+    assert st["trace_hits"] == 1  # outer's third call
+    assert st["trace_miss_reasons"].get("captured-tracer", 0) == 1
 
 
 def test_a_deleted_or_donated_captured_array_is_never_reused(tmp_path):
@@ -694,8 +712,8 @@ def test_a_constructor_on_its_own_object_is_reused(tmp_path):
 
 def test_a_stateless_library_sentinel_by_identity_and_emptiness(tmp_path):
     """A library class's instance that holds nothing (``dataclasses.MISSING``,
-    equinox's ``MISSING``) is keyed by class and identity; given an attribute, it
-    holds state: traced."""
+    equinox's ``MISSING``) is keyed by class and identity; given an attribute (a
+    library module holds it), by its attributes too."""
 
     def scenario():
         out = []
@@ -708,8 +726,30 @@ def test_a_stateless_library_sentinel_by_identity_and_emptiness(tmp_path):
         return out
 
     _, _, _, _, st = _compare(tmp_path, scenario)
-    assert st["trace_hits"] == 1, st["trace_miss_reasons"]
-    assert st["trace_miss_reasons"].get("value:_MISSING_TYPE") == 2
+    assert st["trace_hits"] == 2, st["trace_miss_reasons"]  # (steps 1 and 3)
+
+
+def test_a_library_singleton_by_identity_and_attributes(tmp_path):
+    """A library's plain instance a library module holds (numpyro's
+    ``constraints.real_vector`` as a user distribution's ``support``; here json's
+    default encoder) is keyed by identity and attributes; one the program made is
+    not (its key would keep it alive)."""
+
+    def scenario():
+        out = []
+        enc = json._default_encoder
+        for step in range(4):
+            if step == 2:
+                enc.indent = 4
+            out.append(_bits(jax.jit(lambda x: x * (3.0 if enc.indent else 2.0))(X)))
+            made = json.JSONEncoder()
+            out.append(_bits(jax.jit(lambda x: x * (3.0 if made.indent else 2.0))(X)))
+        enc.indent = None
+        return out
+
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    assert st["trace_hits"] == 2, st["trace_miss_reasons"]  # (steps 1 and 3)
+    assert st["trace_miss_reasons"].get("value:JSONEncoder") == 4
 
 
 def _annotated(x: typing.Literal["a"] | tuple[int, ...]) -> int | None:

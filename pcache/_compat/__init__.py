@@ -666,12 +666,11 @@ InferParamsCall = _call_type(
 if JIT_SEAM:
     from pcache._compat import traces as _traces
 
-    cached_functions = _traces.cached_functions
+    recording, recording_trace = _traces.recording, _traces.recording_trace
     config_items, default_backend = _traces.config_items, _traces.default_backend
     trace_state_clean, traced = _traces.trace_state_clean, _traces.traced
     out_tree_bytes, out_tree_from = _traces.out_tree_bytes, _traces.out_tree_from
     config_snapshot = _traces.config_snapshot
-    evict_traces = _traces.evict_traces
     jit_info_key = _traces.jit_info_key
     jit_parts = _traces.jit_parts
     primitive_rules = _traces.primitive_rules
@@ -685,10 +684,9 @@ else:  # pragma: no cover - trace reuse runs behind the jit seam only
     def _no_jit_seam(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("trace reuse needs the jit seam (a supported JAX line)")
 
-    cached_functions = config_items = default_backend = _no_jit_seam
+    recording = recording_trace = config_items = default_backend = _no_jit_seam
     trace_state_clean = traced = out_tree_bytes = out_tree_from = _no_jit_seam
     config_snapshot = _no_jit_seam
-    evict_traces = _no_jit_seam
     jit_info_key = _no_jit_seam
     jit_parts = _no_jit_seam
     primitive_rules = _no_jit_seam

@@ -7,14 +7,13 @@ Imported by the package on a JAX line it supports (`JIT_SEAM`) only.
 
 from __future__ import annotations
 
+import itertools
 import operator
-import weakref
 from typing import Any
 
 from jax._src import config as _config
 from jax._src import core as _core
 from jax._src import pjit as _pjit
-from jax._src import util as _util
 from jax._src.interpreters import mlir as _mlir
 from jax._src.state.types import AbstractRef
 from jaxlib._jax import PjitFunction
@@ -25,46 +24,31 @@ from pcache._introspect import typed
 # ------------------------------------------------------------------ trace reuse
 
 
-def _evictors() -> tuple:
-    """(cache, its evictor) of every cache JAX registers that is keyed on a function
-    (`weakref_lru_cache` by weak reference, `lu.cache` by ``fun.f``)."""
-    if _EVICTORS[0] != len(_util._caches):  # (registered as JAX's modules load)
-        got = [(c, getattr(c, "evict_weakref", None) or getattr(c, "evict_function", None))
-               for c in list(_util._caches.keys())]  # fmt: skip
-        _EVICTORS[:] = [len(got), tuple((c, e) for c, e in got if e is not None)]
-    return _EVICTORS[1]
+#: A trace pcache records runs under a value of its own of this setting, which is in
+#: JAX's trace context: every JAX cache keyed on a function (`weakref_lru_cache`,
+#: `lu.cache`, `util.cache`: a jit's, a checkpoint's, a cond or scan body's,
+#: `closure_convert`'s) misses, whatever its key holds, so the recorded trace is made
+#: of the states pcache keyed, never of a trace JAX cached of another state or of an
+#: equal object (reviews 20-22, 73). 0 (the default) everywhere else.
+#: (Made as JAX's own options are, but not added to ``jax.config``: enabling pcache
+#: changes no JAX setting, JAX's own test base class asserts so.)
+RECORDING = _config.config_states.get("jax_pcache_recording") or _config.State(
+    "jax_pcache_recording",
+    0,
+    "pcache: nonzero while a trace pcache records for reuse is made",
+    include_in_trace_context=True,
+)
+_TOKENS = itertools.count(1)
 
 
-_EVICTORS: list = [-1, ()]
+def recording_trace() -> Any:
+    """A context for one trace pcache records: a trace context no other trace had."""
+    return RECORDING(next(_TOKENS))
 
 
-def evict_traces(fs: Any, spare: tuple = (None, None), evictors: tuple | None = None) -> None:
-    """Drop every trace of each of ``fs`` from those caches (or ``evictors``), but
-    ``spare``: (a cache, the function whose entry there stays)."""
-    for f in fs:
-        for cache, evict in _evictors() if evictors is None else evictors:
-            if f is not spare[1] or cache is not spare[0]:
-                try:
-                    evict(f)
-                except TypeError:  # not weakly referenceable: never a key there
-                    pass
-
-
-def cached_functions() -> tuple[list, tuple]:
-    """(cache, its evictor, function) for every live function those caches hold a
-    trace of (a weak reference's referent, an `lu.cache`'s weak keys); and the
-    evictors of caches whose keys cannot be read (none on this JAX line)."""
-    out, blind = [], []
-    for cache, evict in _evictors():
-        if (keys := getattr(cache, "cache_keys", None)) is not None:
-            refs = [k[0] if type(k) is tuple and k else k for k in keys()]
-            out += [(cache, evict, o) for r in refs if isinstance(r, weakref.ref)
-                    and (o := r()) is not None]  # fmt: skip
-        elif type(d := getattr(cache.cache_clear, "__self__", None)) is weakref.WeakKeyDictionary:
-            out += [(cache, evict, o) for o in list(d.keys())]
-        else:
-            blind.append((cache, evict))
-    return out, tuple(blind)
+def recording() -> bool:
+    """Whether this thread is making a trace pcache records."""
+    return RECORDING.value != 0
 
 
 def served_entry(params) -> Any:
