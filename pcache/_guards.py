@@ -179,7 +179,7 @@ class _Guarding:
             self.w.pins += w.pins[mark[0] :]
             self.w.arrays += w.arrays[mark[1] :]
             self.w.funcs += w.funcs[mark[2] :]
-            # (what JAX may hold traces of: evicted before a recorded trace)
+            # (what JAX may hold traces of: their states noted, `_trace.note_states`)
             self.w.bodies += w.bodies[mark[3] :]
             self.w.keep += w.keep[mark[4] :]
             self.more(before)

@@ -80,7 +80,7 @@ def lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str | None
         _miss(rt, "absent")
         # (a stored trace is made afresh from what the key describes, never of a
         # trace JAX cached by identity: an inner global jit, whose function an
-        # in-process key does not walk, review 60; `_trace._begin_recording`)
+        # in-process key does not walk, review 60; `_trace._Recorder`)
         return key, None
     return key, got[0]
 

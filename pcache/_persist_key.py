@@ -140,6 +140,11 @@ def named(v: Any) -> tuple:
         lib = _library_name(v)  # (a class whose names say otherwise: ``jax.Array``)
         if lib is not None:
             return ("lib", *lib, _provider(lib[0]))
+        # a class a library function made, whose instance a library module holds
+        # (lineax's tokens: ``_qr_token = eqxi.str2jax("qr_token")``), by that name
+        held = library_holders(v, of_type=True)
+        if held:
+            return ("libtype", *min(held), _provider(min(held)[0]))
         raise NoReuse(f"persist-local-class:{qual}")
     prim = _canon.jax_primitive_name(v) if is_a(v, _compat.Primitive) else None
     if prim is not None:

@@ -63,7 +63,7 @@ MAX_REASONS = 256
 # control-flow bodies', custom_jvp's) keep a trace of a function object for as long
 # as it lives, whatever happens to its closure cells, defaults or attributes since:
 # stock JAX serves that trace to every callable built on that object. A recording
-# is made afresh (`_begin_recording`), so it would differ from what stock JAX
+# is made afresh (`_Recorder`), so it would differ from what stock JAX
 # computes from then on for a function whose state changed: none is recorded.
 _FN_STATE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MUTATED: weakref.WeakSet = weakref.WeakSet()
@@ -201,47 +201,58 @@ def miss_reason(last: tuple | None, callable_key: tuple, rest: tuple) -> str:
 class _Recorder:
     """Stands in for JAX's `InferParamsCacheEntry` on a miss: `_infer_params` reads
     ``pjit_params`` (None: it traces) and then sets it, which fills JAX's own entry
-    and records the trace for equal callables."""
+    and records the trace for equal callables.
 
-    __slots__ = ("_entry", "_record")
+    The read enters a trace context no other trace had (`_compat.recording_trace`)
+    for the trace JAX makes next: every JAX cache keyed on a function misses in it,
+    whatever its key holds, so the trace is made of the states pcache keyed and
+    noted, never of one JAX cached before (eagerly, in a call pcache did not key, of
+    an object that compares equal: reviews 20-22, 73), and no pcache frame is on the
+    stack while JAX traces. The set leaves it, and records only if the context was
+    this recording's all along (review 75: a call under `ensure_compile_time_eval`
+    looks like a top-level one)."""
+
+    __slots__ = ("_entry", "_record", "_cm", "_token", "__weakref__")
 
     def __init__(self, entry: Any, record: Any) -> None:
         self._entry = entry
         self._record = record
+        self._cm = self._token = None
 
     @property
     def pjit_params(self) -> Any:
-        _begin_recording()  # (JAX traces next)
+        if self._cm is None and not _compat.recording():
+            self._cm, self._token = _compat.recording_trace()
+            self._cm.__enter__()
+            _RECORDING.active = (weakref.ref(self), self._cm)
         return None
 
     @pjit_params.setter
     def pjit_params(self, p: Any) -> None:
-        _end_recording()
+        cm, self._cm = self._cm, None
+        own = cm is not None and _compat.recording_token() == self._token
+        if cm is not None:
+            _RECORDING.active = None
+            cm.__exit__(None, None, None)
         self._entry.pjit_params = p
-        self._record(p)
+        if own:
+            self._record(p)
 
 
-_RECORDING = threading.local()  # ``cm``: the recording context this thread is in
+# ``active``: (a weak reference to the `_Recorder` whose context this thread is in, it)
+_RECORDING = threading.local()
 
 
-def _begin_recording() -> None:
-    """Enter a trace context no other trace had (`_compat.recording_trace`) for the
-    trace JAX makes next, which pcache records (or check mode compares): every JAX
-    cache keyed on a function misses, whatever its key holds, so the trace is made of
-    the states pcache keyed and noted, never of one JAX cached before (eagerly, in a
-    call pcache did not key, of an object that compares equal: reviews 20-22, 73).
-    Left in `_Recorder`'s setter; no pcache frame is on the stack while JAX traces."""
-    _end_recording()  # (one a trace that raised left)
-    cm = _compat.recording_trace()
-    cm.__enter__()
-    _RECORDING.cm = cm
-
-
-def _end_recording() -> None:
-    cm = getattr(_RECORDING, "cm", None)
-    if cm is not None:
-        _RECORDING.cm = None
-        cm.__exit__(None, None, None)
+def _left_behind() -> bool:
+    """Whether this thread's recording context is one a recording whose trace raised
+    left entered (its recorder is gone: the exception let go of it), left now. While
+    the recorder lives (a trace in progress, or an exception kept), it is not."""
+    active = getattr(_RECORDING, "active", None)
+    if active is None or active[0]() is not None:
+        return False  # (a recording in progress; or a context not pcache's: left alone)
+    _RECORDING.active = None
+    active[1].__exit__(None, None, None)
+    return True
 
 
 def infer_params_cached_wrapper(*args, **kwargs):
@@ -253,10 +264,8 @@ def infer_params_cached_wrapper(*args, **kwargs):
     rt = _state.rt
     if rt is None or not rt.trace_reuse or entry.pjit_params is not None:
         return entry
-    if _compat.recording():  # (inside a recording: afresh, never served nor recorded)
-        if not _compat.trace_state_clean():
-            return entry
-        _end_recording()  # (at top level: left by a recording whose trace raised)
+    if _compat.recording() and not _left_behind():
+        return entry  # (inside a recording: traced afresh, never served nor recorded)
     try:
         return _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh)
     except CheckError:

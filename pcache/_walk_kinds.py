@@ -394,10 +394,11 @@ def is_library_float(v: float) -> bool:
 _HOLDERS: dict = _memos.memo("persist.library_holders", {})  # index, modules indexed
 
 
-def library_holders(v: Any) -> list:
-    """Every (module, attribute) of a loaded library module holding ``v``: from an
-    index of library namespaces, each module indexed once when first seen loaded
-    (not a walk of them all per value asked), each hit read back."""
+def library_holders(v: Any, of_type: bool = False) -> list:
+    """Every (module, attribute) of a loaded library module holding ``v`` (``of_type``:
+    an instance of class ``v``): from an index of library namespaces, each module
+    indexed once when first seen loaded (not a walk of them all per value asked),
+    each hit read back."""
     index = _HOLDERS.setdefault("index", {})
     done = _HOLDERS.setdefault("done", {})
     # (modules loaded since: indexed now; one loaded as another was removed is not,
@@ -414,10 +415,12 @@ def library_holders(v: Any) -> list:
             if is_library_module(m):
                 for k, x in list(module_dict(m).items()):
                     index.setdefault(id(x), []).append((name, k))
+                    index.setdefault(("type", id(type(x))), []).append((name, k))
     found = []
-    for name, k in index.get(id(v), ()):
+    for name, k in index.get(("type", id(v)) if of_type else id(v), ()):
         d = module_dict(sys.modules.get(name))
-        if d is not None and d.get(k, _HOLDERS) is v:
+        x = d.get(k, _HOLDERS) if d is not None else _HOLDERS
+        if (type(x) if of_type else x) is v:
             found.append((name, k))
     return found
 

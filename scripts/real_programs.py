@@ -97,12 +97,7 @@ def diffrax_workload():
     import equinox as eqx
     import jax
     import jax.numpy as jnp
-
-    class Field(eqx.Module):
-        mlp: eqx.nn.MLP
-
-        def __call__(self, t, y, args):
-            return self.mlp(y)
+    from diffrax_models import Field  # (module level, as upstream)
 
     field = Field(eqx.nn.MLP(2, 2, 32, 2, activation=jnp.tanh, key=jax.random.PRNGKey(0)))
     ts = jnp.linspace(0.0, 1.0, 10)
@@ -140,28 +135,8 @@ def neural_ode_workload():
     import jax
     import jax.numpy as jnp
     import optax
-
-    class Func(eqx.Module):
-        mlp: eqx.nn.MLP
-
-        def __call__(self, t, y, args):
-            return self.mlp(y)
-
-    class NeuralODE(eqx.Module):
-        func: Func
-
-        def __call__(self, ts, y0):
-            sol = diffrax.diffeqsolve(
-                diffrax.ODETerm(self.func),
-                diffrax.Tsit5(),
-                t0=ts[0],
-                t1=ts[-1],
-                dt0=ts[1] - ts[0],
-                y0=y0,
-                stepsize_controller=diffrax.PIDController(rtol=1e-3, atol=1e-6),
-                saveat=diffrax.SaveAt(ts=ts),
-            )
-            return sol.ys
+    from diffrax_models import Field as Func  # (module level, as upstream)
+    from diffrax_models import NeuralODE
 
     key = jax.random.PRNGKey(5678)
     dkey, mkey = jax.random.split(key)
@@ -218,29 +193,12 @@ def neutra_workload():
     pinned PYTHONHASHSEED, about half the processes trace the SVI step as another
     program (scripts/key_stability.py)."""
     import jax
-    import jax.numpy as jnp
     import numpyro
-    import numpyro.distributions as dist
-    from jax.scipy.special import logsumexp
+    from neutra_model import DualMoon  # (module level, as upstream)
     from numpyro import optim
-    from numpyro.distributions import constraints
     from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO
     from numpyro.infer.autoguide import AutoBNAFNormal
     from numpyro.infer.reparam import NeuTraReparam
-
-    class DualMoon(dist.Distribution):
-        support = constraints.real_vector
-
-        def __init__(self):
-            super().__init__(event_shape=(2,))
-
-        def sample(self, key, sample_shape=()):
-            return jnp.zeros(sample_shape + self.event_shape)
-
-        def log_prob(self, x):
-            term1 = 0.5 * ((jnp.linalg.norm(x, axis=-1) - 2) / 0.4) ** 2
-            term2 = -0.5 * ((x[..., :1] + jnp.array([-2.0, 2.0])) / 0.6) ** 2
-            return -(term1 - logsumexp(term2, axis=-1))
 
     def model():
         numpyro.sample("x", DualMoon())

@@ -303,6 +303,59 @@ def test_a_library_version_changed_traces_again(tmp_path):
     assert second["digests"] == first["digests"]
 
 
+def test_a_class_a_library_function_made_is_named_by_its_held_instance(tmp_path):
+    """lineax's ``_qr_token = eqxi.str2jax("qr_token")``: a class made in a library
+    function, registered as a pytree node, that no module holds by name; every key
+    walks the user pytree nodes, so it is named by the module attribute holding its
+    instance (before: no trace of the process was stored). Its content is walked:
+    another token text in B traces again."""
+    cache, site = tmp_path / "cache", tmp_path / "lib" / "site-packages"
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "pmod.py").write_text(
+        "import jax.numpy as jnp\nimport toklib  # noqa: F401\n\n\n"
+        "def step(x):\n    return jnp.cos(x) * 2.0\n"
+    )
+
+    def install(text: str) -> None:
+        if site.exists():
+            shutil.rmtree(site)
+        (site / "toklib").mkdir(parents=True)
+        (site / "toklib" / "__init__.py").write_text(
+            textwrap.dedent(
+                f"""
+                import jax
+
+                def make(msg):
+                    class M:
+                        def __repr__(self):
+                            return msg
+
+                    M.__name__ = M.__qualname__ = msg
+                    jax.tree_util.register_pytree_node(M, lambda m: ((), None), lambda a, c: m)
+                    return M()
+
+                _tok = make({text!r})
+                """
+            )
+        )
+        info = site / "toklib-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toklib\nVersion: 1.0\n")
+        (info / "RECORD").write_text("toklib/__init__.py,,\n")
+
+    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
+    install("qr_token")
+    first = run("module", str(src), cache=cache, **env)
+    again = run("module", str(src), cache=cache, **env)
+    install("lu_token")
+    other = run("module", str(src), cache=cache, **env)
+    assert first["stats"]["trace_persist_writes"] == 1, first["stats"]
+    assert again["stats"]["trace_persist_hits"] == 1, again["stats"]
+    assert other["stats"]["trace_persist_hits"] == 0, other["stats"]
+    assert other["digests"] == first["digests"]
+
+
 def test_a_library_imported_at_another_time_is_served(tmp_path):
     """scipy registers its Cython arrays on ``Sequence`` when imported, and when it
     is imported varies between processes (a served trace skips the lowering that

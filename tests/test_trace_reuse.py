@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import pcache
-from pcache import _trace, _walk
+from pcache import _compat, _trace, _walk
 from tests.trace_mods import usercfg
 from tests.trace_mods.userparams import Params
 
@@ -462,6 +462,27 @@ def test_captured_jax_arrays_by_identity_and_tracers_never(tmp_path):
 
     _, _, _, _, st = _compare(tmp_path, scenario)
     assert st["trace_hits"] == 1  # a's repeat
+
+
+def test_a_recording_whose_trace_raised_leaves_its_context(tmp_path):
+    """A trace pcache records is made in a trace context of its own, entered when
+    JAX asks for the trace and left when JAX hands it over; one whose trace raised
+    is left by the next call once the exception has let go of its recorder (until
+    then every trace on the thread is made afresh, none served)."""
+
+    def scenario():
+        out = []
+        try:
+            jax.jit(lambda a: a @ jnp.ones((3, 3)))(jnp.ones(2))
+        except TypeError as e:
+            out.append([type(e).__name__.encode()])
+        out += [_bits(jax.jit(lambda a: a * 2.0)(X)) for _ in range(3)]
+        out.append([str(_compat.recording()).encode()])
+        return out
+
+    stock, cached, _, _, st = _compare(tmp_path, scenario)
+    assert cached[0] == [b"TypeError"] and cached[-1] == [b"False"]
+    assert st["trace_hits"] == 2, st["trace_miss_reasons"]
 
 
 def test_a_captured_tracer_is_never_reused(tmp_path):

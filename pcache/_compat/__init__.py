@@ -667,6 +667,7 @@ if JIT_SEAM:
     from pcache._compat import traces as _traces
 
     recording, recording_trace = _traces.recording, _traces.recording_trace
+    recording_token = _traces.recording_token
     config_items, default_backend = _traces.config_items, _traces.default_backend
     trace_state_clean, traced = _traces.trace_state_clean, _traces.traced
     out_tree_bytes, out_tree_from = _traces.out_tree_bytes, _traces.out_tree_from
@@ -685,6 +686,7 @@ else:  # pragma: no cover - trace reuse runs behind the jit seam only
         raise RuntimeError("trace reuse needs the jit seam (a supported JAX line)")
 
     recording = recording_trace = config_items = default_backend = _no_jit_seam
+    recording_token = _no_jit_seam
     trace_state_clean = traced = out_tree_bytes = out_tree_from = _no_jit_seam
     config_snapshot = _no_jit_seam
     jit_info_key = _no_jit_seam

@@ -41,9 +41,16 @@ RECORDING = _config.config_states.get("jax_pcache_recording") or _config.State(
 _TOKENS = itertools.count(1)
 
 
-def recording_trace() -> Any:
-    """A context for one trace pcache records: a trace context no other trace had."""
-    return RECORDING(next(_TOKENS))
+def recording_trace() -> tuple[Any, int]:
+    """(a context for one trace pcache records: a trace context no other trace had,
+    its token)."""
+    token = next(_TOKENS)
+    return RECORDING(token), token
+
+
+def recording_token() -> int:
+    """This thread's recording token (0: not recording)."""
+    return RECORDING.value
 
 
 def recording() -> bool:
