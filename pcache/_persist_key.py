@@ -50,11 +50,12 @@ import numpy as np
 
 from pcache import _canon, _compat, _guards, _hoststate, _memos, _persist_env, _usercode
 from pcache._errors import Uncacheable
+from pcache._holders import library_holders
 from pcache._introspect import cdict, is_a, names
 from pcache._persist_env import attributed
 from pcache._usercode import NoReuse, is_library_module, is_library_type, module_dict, qualname
 from pcache._walk import Walker
-from pcache._walk_kinds import is_library_float, library_holders
+from pcache._walk_kinds import is_library_float
 
 #: The key's own domain: never an executable key.
 DOMAIN = b"pcache-trace-1\n"

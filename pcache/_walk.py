@@ -13,7 +13,8 @@ What is keyed (`Walker.value`), and why each encoding is complete for its type:
 * ``None``, ``bool``, ``int``, ``str``, ``bytes``, ``Ellipsis``, ``NotImplemented``
   (exact types only: a subclass may carry state or behaviour): by type and value;
   ``float`` and ``complex`` by their IEEE bits (NaN sign and payload, signed zero);
-  ``range`` and ``slice`` by their start, stop and step, not by ``==``.
+  ``range`` and ``slice`` by their start, stop and step, not by ``==``; one a library
+  module holds (and a NaN) also by identity (`pcache._holders`: ``mode is FAST``).
 * ``tuple``, ``list``, ``dict``, ``set``, ``frozenset`` (exact types): element by
   element, in iteration order (a trace that iterates follows it), shared and cyclic
   structure by back-references. Recomputed on every call, so mutation is seen.
@@ -70,11 +71,9 @@ from typing import Any
 import numpy as np
 
 from pcache import _canon, _compat, _introspect, _memos
+from pcache._holders import library_held
 from pcache._introspect import Override, cdict, class_attr, has, inst_dict, is_a, mro, names
-from pcache._reflection import (
-    library_function_reflects,
-    reflective_module,
-)
+from pcache._reflection import library_function_reflects, reflective_module
 from pcache._usercode import (
     NoReuse,
     code_verdict,
@@ -285,16 +284,17 @@ class Walker:
                 return back
             if (t is str or t is bytes) and _reflective_format(v):
                 raise NoReuse("reflective-format-string")  # "{0.gi_frame.f_globals[S]}"
-            if v != v or (t is float and is_library_float(v)):
-                # a NaN, or a library's constant: also by its identity beyond this
-                # walk (``nan in xs``, ``lim is np.inf``)
-                return (*enc(v), self.ident(v))
+            if v != v or (t is float and is_library_float(v)) or library_held(v, t):
+                # a NaN, or a library's constant: also by its identity beyond this walk
+                # (``nan in xs``, ``lim is np.inf``, ``mode is FAST``: review 76)
+                return ("is", enc(v), self.ident(v))
             return enc(v)
         if t is tuple:
             back = self._enter(v)  # (its identity: ``axes is DEFAULT_AXES``)
             if back is not None:
                 return back
-            return ("t", *[self.value(x) for x in v])
+            node = ("t", *[self.value(x) for x in v])
+            return ("is", node, self.ident(v)) if library_held(v, t) else node
         method = _DISPATCH_ID.get(id(t))
         if method is not None:
             if id(t) in _NUMBERED_IDS:  # compared by identity in Python: ``len(set(getters))``

@@ -18,13 +18,13 @@ import sys
 import types
 import typing
 import weakref
-from importlib.machinery import ModuleSpec
 from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
 
 from pcache import _compat, _memos
+from pcache._holders import library_holders
 from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names, type_ids
 from pcache._reflection import (
     _MUTATORS,
@@ -116,13 +116,18 @@ def module_names(m: types.ModuleType) -> str:
     is monkeypatching library state, documented)."""
     d = module_dict(m) or {}
     e = _MODULE_NAMES.get(id(m))
-    if e is not None and e[0] is m and e[2] == (len(d), *map(len, e[1])):
+    lens = (len(d), len(sys.modules))
+    if e is not None and e[0] is m and e[2] == (*lens, *map(len, e[1])):
         return e[3]
     subs = [(k, module_dict(s) or {}) for k, s in d.items() if type(s) is types.ModuleType]
-    names = (tuple(d), tuple((k, tuple(sd)) for k, sd in subs))
+    # and which of its submodules are loaded, at any depth (``hasattr(m.a.b, "c")``:
+    # review 76; in process, which modules are loaded is keyed too)
+    name = d.get("__name__")
+    deep = sorted(k for k in list(sys.modules) if type(k) is str and k.startswith(f"{name}."))
+    names = (tuple(d), tuple((k, tuple(sd)) for k, sd in subs), tuple(deep))
     got = hashlib.sha256(repr(names).encode()).hexdigest()
     dicts = [sd for _, sd in subs]
-    _MODULE_NAMES[id(m)] = (m, dicts, (len(d), *map(len, dicts)), got)
+    _MODULE_NAMES[id(m)] = (m, dicts, (*lens, *map(len, dicts)), got)
     return got
 
 
@@ -389,40 +394,6 @@ def is_library_float(v: float) -> bool:
         return False
     mods = [sys.modules.get(n) for n in e[1]]
     return any(type(m) is types.ModuleType and is_library_module(m) for m in mods)
-
-
-_HOLDERS: dict = _memos.memo("persist.library_holders", {})  # index, modules indexed
-
-
-def library_holders(v: Any, of_type: bool = False) -> list:
-    """Every (module, attribute) of a loaded library module holding ``v`` (``of_type``:
-    an instance of class ``v``): from an index of library namespaces, each module
-    indexed once when first seen loaded (not a walk of them all per value asked),
-    each hit read back."""
-    index = _HOLDERS.setdefault("index", {})
-    done = _HOLDERS.setdefault("done", {})
-    # (modules loaded since: indexed now; one loaded as another was removed is not,
-    # and what it holds has no library name: not keyed)
-    if _HOLDERS.get("n") != len(sys.modules):
-        _HOLDERS["n"] = len(sys.modules)
-        for name, m in list(sys.modules.items()):
-            if done.get(name) is m:
-                continue
-            spec = (module_dict(m) or {}).get("__spec__")
-            if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
-                continue  # (still running its body: indexed when done)
-            done[name] = m
-            if is_library_module(m):
-                for k, x in list(module_dict(m).items()):
-                    index.setdefault(id(x), []).append((name, k))
-                    index.setdefault(("type", id(type(x))), []).append((name, k))
-    found = []
-    for name, k in index.get(("type", id(v)) if of_type else id(v), ()):
-        d = module_dict(sys.modules.get(name))
-        x = d.get(k, _HOLDERS) if d is not None else _HOLDERS
-        if (type(x) if of_type else x) is v:
-            found.append((name, k))
-    return found
 
 
 def _reflective_format(v: str | bytes) -> bool:
