@@ -212,16 +212,17 @@ class _Recorder:
     this recording's all along (review 75: a call under `ensure_compile_time_eval`
     looks like a top-level one)."""
 
-    __slots__ = ("_entry", "_record", "_cm", "_token", "__weakref__")
+    __slots__ = ("_entry", "_record", "_cm", "_token", "_fresh", "__weakref__")
 
-    def __init__(self, entry: Any, record: Any) -> None:
+    def __init__(self, entry: Any, record: Any, fresh: bool = True) -> None:
         self._entry = entry
         self._record = record
         self._cm = self._token = None
+        self._fresh = fresh  # (False: check mode's trace of a reuse, as stock makes it)
 
     @property
     def pjit_params(self) -> Any:
-        if self._cm is None and not _compat.recording():
+        if self._fresh and self._cm is None and not _compat.recording():
             self._cm, self._token = _compat.recording_trace()
             self._cm.__enter__()
             _RECORDING.active = (weakref.ref(self), self._cm)
@@ -235,7 +236,7 @@ class _Recorder:
             _RECORDING.active = None
             cm.__exit__(None, None, None)
         self._entry.pjit_params = p
-        if own:
+        if own or not self._fresh:
             self._record(p)
 
 
@@ -322,8 +323,8 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     if rec is not None:
         why = rec.stale((w, rw))
         if why is None:
-            if rt.check_mode:  # trace anyway (afresh, as a recording), and compare
-                return _Recorder(entry, lambda p: _checked(rt, rec, p))
+            if rt.check_mode:  # trace anyway, as stock JAX would now, and compare
+                return _Recorder(entry, lambda p: _checked(rt, rec, p), fresh=False)
             if rec.holders is not None and not _hold(rec, key, fun):
                 return _missed(rt, entry, fun, "unreferenceable-callable")
             rt.stats.trace_hit()

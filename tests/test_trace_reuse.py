@@ -485,6 +485,42 @@ def test_a_recording_whose_trace_raised_leaves_its_context(tmp_path):
     assert st["trace_hits"] == 2, st["trace_miss_reasons"]
 
 
+def _stale_global_jit():
+    k = [2.0]
+
+    def g(a):
+        return a * k[0]
+
+    return jax.jit(g), k
+
+
+_G_STALE, _G_BOX = _stale_global_jit()
+
+
+def _reads_global_jit(a):
+    return a * _G_STALE(jnp.float32(1.0))
+
+
+def test_check_mode_compares_with_what_stock_traces_now(tmp_path):
+    """A global jit object is guarded by identity: JAX keeps its trace whatever its
+    closure holds since, and so does a reuse. Check mode's trace of a reuse is made
+    as stock JAX makes it (its caches, not a recording's fresh context), so it
+    raises only where a reuse differs from that (review 77: it raised here)."""
+
+    def scenario():
+        out = []
+        for i in range(4):
+            out.append(_bits(jax.jit(lambda a: _reads_global_jit(a))(X)))
+            if i == 1:
+                _G_BOX[0] = 5.0
+        _G_BOX[0] = 2.0
+        return out
+
+    stock, _, _, _, st = _compare(tmp_path, scenario, check=True)
+    assert stock[3] == stock[0]  # (stock: G's cached trace, as before the change)
+    assert st["trace_hits"] == 3, st["trace_miss_reasons"]
+
+
 def test_a_captured_tracer_is_never_reused(tmp_path):
     def scenario():
         out = []
