@@ -661,6 +661,7 @@ def _held(obj: Any) -> list | None:
     return held
 
 
+_GETTERS = (operator.attrgetter, operator.itemgetter, operator.methodcaller)
 _STATELESS = type_ids((type(None), bool, int, float, complex, str, bytes, type(...)))
 
 
@@ -683,11 +684,11 @@ def holds_state(obj: Any, depth: int = 0) -> bool:
         return any(holds_state(x, depth + 1) for x in obj)
     if t is _compat.LoweringRuleEntry:  # frozen, slotted: a rule and a bool
         return holds_state((obj.rule, obj.inline), depth + 1)
+    if t in _GETTERS:  # (C objects: a name and arguments, as their reducer gives them)
+        return holds_state(t.__reduce__(obj), depth + 1)
     if t is types.BuiltinFunctionType:  # a builtin, or a method bound to its object
-        bound = getattr(obj, "__self__", None)  # (``FLAT.get``: review 34)
-        return not (bound is None or is_a(bound, types.ModuleType)) and holds_state(
-            bound, depth + 1
-        )
+        b = getattr(obj, "__self__", None)  # (``FLAT.get``: review 34)
+        return not (b is None or is_a(b, types.ModuleType)) and holds_state(b, depth + 1)
     if is_a(obj, (type, types.ModuleType, _compat.Primitive)):
         return False
     if t is types.MethodType:
