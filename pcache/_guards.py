@@ -625,8 +625,8 @@ def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
     elif is_library_type(t) and hasattr(obj, "f_transformed") and hasattr(obj, "f"):
         # JAX's WrappedFun
         inner = [obj.f, obj.f_transformed]
-    elif t is _compat.PjitFunction:
-        inner = [obj._fun]
+    elif t is _compat.PjitFunction or t is _compat.LoweringRuleEntry:  # (review 78)
+        inner = [obj._fun] if t is _compat.PjitFunction else [obj.rule]
     elif is_a(obj, _compat.CUSTOM_DERIVATIVE_TYPES):
         inner = _held(obj)
     elif is_a(obj, type):

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import sys
 from importlib.machinery import ModuleSpec
+from types import FunctionType as _FUNCTION
+from types import ModuleType
 from typing import Any
 
+from pcache._introspect import cdict, is_a
 from pcache._memos import memo
 from pcache._usercode import is_library_module, module_dict
 
@@ -21,47 +24,68 @@ _HOLDERS: dict = memo("persist.library_holders", {})  # index, modules indexed
 
 
 def library_held(v: Any, t: type) -> bool:
-    """Whether ``v`` (a string, number, bytes, tuple) is the very object a library
-    module holds (``FAST = "fast mode!"``, ``AXES = (0, 1)``): library code may
-    compare a value with it by identity (review 76). Not those whose identity the
-    value decides (CPython's cached small ints, empty and one-character strings)."""
+    """Whether ``v`` is the very object a library holds, as a module attribute or a
+    class attribute of a class a library module holds (``FAST = "fast mode!"``,
+    ``Mode.FAST``): library code may compare a value with it by identity (reviews 76,
+    79; an item of a library's container, ``MODES["fast"]``, is not seen). Not those
+    whose identity the value decides (CPython's cached small ints, empty and
+    one-character strings), nor functions, classes and modules (keyed by identity)."""
     if t is int:
         if -5 <= v <= 256:
             return False
-    elif t in (str, bytes, tuple) and len(v) <= (1 if t is not tuple else 0):
+    elif t in (str, bytes, tuple) and (not v or (len(v) == 1 and t is not tuple and
+                                              (t is bytes or ord(v) < 256))):  # fmt: skip
+        return False  # (CPython's cached empty and Latin-1 one-character ones)
+    elif v is None or t is bool or t is _FUNCTION or t is ModuleType or is_a(v, type):
         return False
-    return bool(library_holders(v))
+    return any(_holds(h, v) for h in _index().get(id(v), ()))
 
 
 def library_holders(v: Any, of_type: bool = False) -> list:
-    """Every (module, attribute) of a loaded library module holding ``v`` (``of_type``:
-    an instance of class ``v``): from an index of library namespaces, each module
-    indexed once when first seen loaded (not a walk of them all per value asked),
-    each hit read back."""
+    """Every (module, attribute or ``Class.attribute``) of a loaded library module
+    holding ``v`` (``of_type``: an instance of class ``v``, as a module attribute),
+    each read back."""
+    key = ("type", id(v)) if of_type else id(v)
+    return [h for h in _index().get(key, ()) if _holds(h, v, of_type)]
+
+
+def _holds(h: tuple, v: Any, of_type: bool = False) -> bool:
+    d = module_dict(sys.modules.get(h[0]))
+    name, _, attr = h[1].partition(".")
+    x = d.get(name, _HOLDERS) if d is not None else _HOLDERS
+    if attr:
+        x = cdict(x).get(attr, _HOLDERS) if is_a(x, type) else _HOLDERS
+    return (type(x) if of_type else x) is v
+
+
+def _index() -> dict:
+    """id -> holders, each library module indexed once when first seen loaded (not
+    a walk of them all per value asked; one loaded as another was removed is not,
+    and what it holds has no library name: not keyed)."""
     index = _HOLDERS.setdefault("index", {})
     done = _HOLDERS.setdefault("done", {})
-    # (modules loaded since: indexed now; one loaded as another was removed is not,
-    # and what it holds has no library name: not keyed)
-    if _HOLDERS.get("n") != len(sys.modules):
-        _HOLDERS["n"] = len(sys.modules)
-        for name, m in list(sys.modules.items()):
-            if done.get(name) is m:
+    if _HOLDERS.get("n") == len(sys.modules):
+        return index
+    _HOLDERS["n"] = len(sys.modules)
+    for name, m in list(sys.modules.items()):
+        if done.get(name) is m:
+            continue
+        spec = (module_dict(m) or {}).get("__spec__")
+        if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
+            continue  # (still running its body: indexed when done)
+        done[name] = m
+        if not is_library_module(m):
+            continue
+        for k, x in list(module_dict(m).items()):
+            if type(k) is not str:
                 continue
-            spec = (module_dict(m) or {}).get("__spec__")
-            if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
-                continue  # (still running its body: indexed when done)
-            done[name] = m
-            if is_library_module(m):
-                for k, x in list(module_dict(m).items()):
-                    index.setdefault(id(x), []).append((name, k))
-                    index.setdefault(("type", id(type(x))), []).append((name, k))
-    found = []
-    for name, k in index.get(("type", id(v)) if of_type else id(v), ()):
-        d = module_dict(sys.modules.get(name))
-        x = d.get(k, _HOLDERS) if d is not None else _HOLDERS
-        if (type(x) if of_type else x) is v:
-            found.append((name, k))
-    return found
+            index.setdefault(id(x), []).append((name, k))
+            index.setdefault(("type", id(type(x))), []).append((name, k))
+            if is_a(x, type):
+                for a, y in list(cdict(x).items()):
+                    if type(a) is str and not a.startswith("__"):  # (not its bookkeeping)
+                        index.setdefault(id(y), []).append((name, f"{k}.{a}"))
+    return index
 
 
 __all__ = ["library_held", "library_holders"]

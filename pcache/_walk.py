@@ -274,6 +274,10 @@ class Walker:
         return ("E", self.klass(t), *map(self.value, (name, val, payload, extra)))
 
     def value(self, v: Any) -> Any:
+        node = self._value(v)  # (one a library holds: also by identity, ``mode is FAST``)
+        return ("is", node, self.ident(v)) if library_held(v, type(v)) else node
+
+    def _value(self, v: Any) -> Any:
         t = type(v)
         enc = _EXACT_ID.get(id(t))  # (tables by the type's identity: `_introspect.by_id`)
         if enc is not None:
@@ -284,17 +288,14 @@ class Walker:
                 return back
             if (t is str or t is bytes) and _reflective_format(v):
                 raise NoReuse("reflective-format-string")  # "{0.gi_frame.f_globals[S]}"
-            if v != v or (t is float and is_library_float(v)) or library_held(v, t):
-                # a NaN, or a library's constant: also by its identity beyond this walk
-                # (``nan in xs``, ``lim is np.inf``, ``mode is FAST``: review 76)
+            if v != v or (t is float and is_library_float(v)):  # (``nan in xs``, ``is np.inf``)
                 return ("is", enc(v), self.ident(v))
             return enc(v)
         if t is tuple:
             back = self._enter(v)  # (its identity: ``axes is DEFAULT_AXES``)
             if back is not None:
                 return back
-            node = ("t", *[self.value(x) for x in v])
-            return ("is", node, self.ident(v)) if library_held(v, t) else node
+            return ("t", *[self.value(x) for x in v])
         method = _DISPATCH_ID.get(id(t))
         if method is not None:
             if id(t) in _NUMBERED_IDS:  # compared by identity in Python: ``len(set(getters))``
@@ -305,8 +306,7 @@ class Walker:
         return self._other(v, t)
 
     def _other(self, v: Any, t: type) -> Any:
-        # (kinds by the real type: a ``__class__`` property or a weakref proxy makes
-        # ``isinstance`` answer for another class; `pcache._introspect`)
+        # (kinds by the real type, never ``isinstance``, which a proxy fools: `_introspect`)
         if t is _compat.PyTreeDef:  # its own == says 2 == 2.0, functions by identity
             return self.treedef(v)
         if id(t) in _LIBRARY_VALUE_IDS:  # (exact types first: the common ones)
