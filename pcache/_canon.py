@@ -35,7 +35,7 @@ import hashlib
 import itertools
 from typing import Any, NamedTuple
 
-from pcache import _canon_values, _compat, _memos
+from pcache import _canon_rules, _canon_values, _compat, _memos
 from pcache._canon_memo import BoundedMemo, IdMemo, fresh, memos_on
 from pcache._canon_params import CALLBACK_LOWERING_PRIMS, STATEFUL_PRIMS, enc_params
 from pcache._canon_rules import RULE_KEYS, RuleKey, lowering_rule_key
@@ -394,7 +394,12 @@ def jaxpr_fingerprint(closed_jaxpr: Any) -> JaxprDigest:
         hexd = _digest_jaxpr(closed_jaxpr, jaxpr, consts, ctx)
     except Unknown as e:  # e.g. an aval of an extended dtype the encoder does not know
         raise Uncacheable(f"unknown-value:{e.qualname}") from None
-    d = hashlib.sha256(f"{CANON_VERSION}\n{hexd}".encode()).digest()
+    handlers, plain = _canon_rules.constant_handlers_key()
+    if not plain:  # (a program's constant handler: its lowering, keyed by its module)
+        ctx.persistent, ctx.relower = False, True
+        ctx.local_why = ctx.local_why or "user-constant-handler"
+    text = f"{CANON_VERSION}\n{hexd}" + (f"\n{handlers}" if handlers else "")
+    d = hashlib.sha256(text.encode()).digest()
     return JaxprDigest(d, ctx.persistent, "" if ctx.persistent else ctx.local_why, ctx.relower)
 
 

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from pcache import _compat, _memos
 from pcache._canon_memo import local_token, memos_on
+from pcache._introspect import items
 
 
 class RuleKey(NamedTuple):
@@ -92,6 +93,32 @@ def lowering_rule_key(prim) -> RuleKey:
             RULE_KEYS.clear()
         RULE_KEYS[prim] = key
     return key
+
+
+_CONSTANTS: list = [(), ("", True)]  # the handlers last seen, and their verdict
+
+
+def constant_handlers_key() -> tuple[str, bool]:
+    """``(token, persistent)`` of the constant handlers lowering makes every literal
+    and constant with (`mlir.register_constant_handler`), as registered now. JAX's
+    own (which ones are registered follows from JAX's version and what is imported):
+    ``("", True)``. Any other (a program's changes how ``2.0`` lowers; a library's
+    may be over data): a token unique to these handler objects in this process, and
+    the program is keyed by its lowered module too (review 80). Revalidated by the
+    handlers' identity (kept alive here)."""
+    now = tuple(items(_compat.constant_handlers()))
+    last, verdict = _CONSTANTS
+    if len(now) == len(last) and all(
+        a is c and b is d for (a, b), (c, d) in zip(now, last, strict=True)
+    ):
+        return verdict
+    if any(_describe_rule(h, 0) is None for _, h in now):
+        token = ";".join(local_token(h) for _, h in now)
+        verdict = ("local:" + hashlib.sha256(token.encode()).hexdigest()[:32], False)
+    else:
+        verdict = ("", True)
+    _CONSTANTS[:] = [now, verdict]
+    return verdict
 
 
 def is_jax_module(name) -> bool:

@@ -29,7 +29,7 @@ from pcache import _compat, _memos
 from pcache._canon_memo import IdMemo, local_eq_token, local_token
 from pcache._canon_rules import is_jax_module
 from pcache._errors import Uncacheable
-from pcache._introspect import Override, by_id, cdict, class_attr, inst_dict, is_a, mro
+from pcache._introspect import Override, by_id, cdict, class_attr, inst_dict, is_a, items, mro
 
 logger = logging.getLogger("pcache")
 
@@ -531,17 +531,21 @@ def _scan_jax_primitives() -> None:
     with _JAX_PRIMS_LOCK:
         new = sorted(
             (n, m)
-            for n, m in list(sys.modules.items())
-            if m is not None and n not in _JAX_PRIMS_SEEN and is_jax_module(n)
+            for n, m in items(sys.modules)
+            if m is not None
+            and n not in _JAX_PRIMS_SEEN
+            and is_jax_module(n)
+            # (one still running its body, on another thread: scanned when done)
+            and not getattr(getattr(m, "__spec__", None), "_initializing", False)
         )
         found: dict[int, tuple[Any, str]] = {}
         for n, m in new:
             _JAX_PRIMS_SEEN.add(n)
             try:
-                items = sorted((k, v) for k, v in vars(m).items() if type(k) is str)
+                attrs = sorted((k, v) for k, v in items(vars(m)) if type(k) is str)
             except TypeError:
                 continue
-            for k, v in items:
+            for k, v in attrs:
                 if isinstance(v, _compat.Primitive) and id(v) not in _JAX_PRIMS:
                     path = f"{n}:{k}"
                     got = found.get(id(v))

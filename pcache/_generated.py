@@ -28,7 +28,7 @@ import sys
 import types
 from typing import Any
 
-from pcache._introspect import names
+from pcache._introspect import items, names
 from pcache._usercode import (
     UNBOUND,
     generated_by,
@@ -45,7 +45,7 @@ _TRIED: dict = {}  # (id(node type), id(flatten)) -> (type, fn): with `proven_co
 
 def prove_nodes(tree: dict) -> None:
     """`prove_node` for every node type of JAX's pytree registry ``tree``."""
-    for t, entry in list(tree.items()):
+    for t, entry in items(tree):
         prove_node(t, entry)
 
 

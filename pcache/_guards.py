@@ -41,6 +41,7 @@ from pcache._introspect import (
     class_attr,
     inst_dict,
     is_a,
+    items,
     mro,
     names,
     type_ids,
@@ -51,6 +52,7 @@ from pcache._reflection import (
     UNGUARDABLE,
     reflective_module,
 )
+from pcache._rule_state import holds_program_data, holds_state
 from pcache._usercode import (
     NoReuse,
     code_verdict,
@@ -538,16 +540,25 @@ def _verdict(rule: Any) -> tuple[bool, bool]:
     return e[1], e[2]
 
 
+def _data(rule: Any) -> bool:
+    """`holds_program_data`, memoized with `_verdict`'s (asked of rules holding state)."""
+    e = _VERDICTS[id(rule)]
+    if len(e) == 3:
+        e = _VERDICTS[id(rule)] = (*e, holds_program_data(rule))
+    return e[3]
+
+
 def _scan_registries(regs: tuple, tree: dict) -> None:
     prims: dict = {}
     for d in regs:
-        for p, rule in list(d.items()):
+        for p, rule in items(d):
             if not isinstance(p, _compat.Primitive) or p in prims:
                 continue
             user, state = _verdict(rule)
-            if user or (state and _canon.jax_primitive_name(p) is None):
+            if user or (state and (_canon.jax_primitive_name(p) is None or _data(rule))):
                 # a user's rule, or library code over data someone can change
-                # (``lower_fun(partial(jnp.multiply, FACT))`` for a user primitive)
+                # (``lower_fun(partial(jnp.multiply, FACT))`` for a user primitive,
+                # or registered on one of JAX's: review 80)
                 prims[p] = None
     for d in regs:
         for p in list(d):
@@ -557,7 +568,7 @@ def _scan_registries(regs: tuple, tree: dict) -> None:
     prove_nodes(tree)  # (equinox's generated flatten and unflatten: library code)
     nodes = [
         t
-        for t, entry in list(tree.items())
+        for t, entry in items(tree)
         # a user's node, or one over user code or state (``FLAT.get`` of a user dict
         # registered for ``range``: review 34)
         if not is_library_type(t) or any(user_code(f) or holds_state(f) for f in entry)
@@ -659,41 +670,6 @@ def _held(obj: Any) -> list | None:
             if name not in ("__dict__", "__weakref__"):
                 held.append(getattr(obj, name, None))
     return held
-
-
-_GETTERS = (operator.attrgetter, operator.itemgetter, operator.methodcaller)
-_STATELESS = type_ids((type(None), bool, int, float, complex, str, bytes, type(...)))
-
-
-def holds_state(obj: Any, depth: int = 0) -> bool:
-    """Whether ``obj`` (a rule: a function, a partial) holds anything beyond code and
-    immutable scalars, through its closure, defaults and arguments: data a trace
-    reads that can change while the rule stays the same object."""
-    if depth > 8:
-        return True
-    t = type(obj)
-    if id(t) in _STATELESS:  # (by identity: `_introspect.by_id`)
-        return False
-    if t is _FUNCTION:
-        inner = [c.cell_contents for c in obj.__closure__ or () if cell_bound(c)]
-        inner += [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]
-        return any(holds_state(x, depth + 1) for x in inner)
-    if t is functools.partial:
-        return any(holds_state(x, depth + 1) for x in (obj.func, *obj.args, *obj.keywords.values()))
-    if t is tuple or t is frozenset:
-        return any(holds_state(x, depth + 1) for x in obj)
-    if t is _compat.LoweringRuleEntry:  # frozen, slotted: a rule and a bool
-        return holds_state((obj.rule, obj.inline), depth + 1)
-    if t in _GETTERS:  # (C objects: a name and arguments, as their reducer gives them)
-        return holds_state(t.__reduce__(obj), depth + 1)
-    if t is types.BuiltinFunctionType:  # a builtin, or a method bound to its object
-        b = getattr(obj, "__self__", None)  # (``FLAT.get``: review 34)
-        return not (b is None or is_a(b, types.ModuleType)) and holds_state(b, depth + 1)
-    if is_a(obj, (type, types.ModuleType, _compat.Primitive)):
-        return False
-    if t is types.MethodType:
-        return holds_state(obj.__self__, depth + 1) or holds_state(obj.__func__, depth + 1)
-    return True  # lists, dicts, arrays, objects: state
 
 
 __all__ = ["failed_guard", "guards_for", "registry_key", "user_code"]

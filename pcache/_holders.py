@@ -16,7 +16,7 @@ from types import FunctionType as _FUNCTION
 from types import ModuleType
 from typing import Any
 
-from pcache._introspect import cdict, is_a
+from pcache._introspect import cdict, is_a, items
 from pcache._memos import memo
 from pcache._usercode import is_library_module, module_dict
 
@@ -67,7 +67,7 @@ def _index() -> dict:
     if _HOLDERS.get("n") == len(sys.modules):
         return index
     _HOLDERS["n"] = len(sys.modules)
-    for name, m in list(sys.modules.items()):
+    for name, m in items(sys.modules):
         if done.get(name) is m:
             continue
         spec = (module_dict(m) or {}).get("__spec__")
@@ -76,13 +76,13 @@ def _index() -> dict:
         done[name] = m
         if not is_library_module(m):
             continue
-        for k, x in list(module_dict(m).items()):
+        for k, x in items(module_dict(m)):
             if type(k) is not str:
                 continue
             index.setdefault(id(x), []).append((name, k))
             index.setdefault(("type", id(type(x))), []).append((name, k))
             if is_a(x, type):
-                for a, y in list(cdict(x).items()):
+                for a, y in items(cdict(x)):
                     if type(a) is str and not a.startswith("__"):  # (not its bookkeeping)
                         index.setdefault(id(y), []).append((name, f"{k}.{a}"))
     return index

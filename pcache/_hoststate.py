@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from pcache._introspect import is_a, typed
+from pcache._introspect import is_a, items, typed
 from pcache._usercode import NoReuse, is_library_code, is_library_type
 
 
@@ -176,15 +176,15 @@ def _copyreg_plain() -> bool:
     """Whether ``copyreg``'s dispatch table holds only library reducers:
     ``copy.copy``, ``copy.deepcopy`` (and ``dataclasses.asdict`` through it) run a
     registered reducer, which no key walks (review 67)."""
-    items = tuple(copyreg.dispatch_table.items())
+    table = tuple(items(copyreg.dispatch_table))
     last = _COPYREG[0]
-    if last is not None and len(last) == len(items):  # (by identity: no __eq__ runs)
-        if all(a is c and b is d for (a, b), (c, d) in zip(items, last, strict=True)):
+    if last is not None and len(last) == len(table):  # (by identity: no __eq__ runs)
+        if all(a is c and b is d for (a, b), (c, d) in zip(table, last, strict=True)):
             return True
-    for _, red in items:  # (a library's reducer registered for any type: its code)
+    for _, red in table:  # (a library's reducer registered for any type: its code)
         if _user_hook(red):
             return False
-    _COPYREG[0] = items
+    _COPYREG[0] = table
     return True
 
 

@@ -14,6 +14,7 @@ JAX-free.
 
 from __future__ import annotations
 
+import collections
 import struct
 import types
 from typing import Any
@@ -27,6 +28,7 @@ __all__ = [
     "flags",
     "inst_dict",
     "is_a",
+    "items",
     "mro",
     "names",
     "subclass",
@@ -42,6 +44,24 @@ _qualname = type.__dict__["__qualname__"].__get__
 _module = type.__dict__["__module__"].__get__
 _DICT_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
 _MISSING = object()
+
+
+def items(d: Any) -> list[tuple[Any, Any]]:
+    """The items of a dict or a class's namespace, as one snapshot. ``dict.copy``
+    copies in C without allocating per item, so no other thread runs mid-way; a
+    tuple allocated per item, as ``list(d.items())`` does, can start the garbage
+    collector, its finalizers and a thread switch, and another thread's import then
+    grows ``sys.modules`` or a module's namespace mid-iteration ("dictionary changed
+    size during iteration", a preload thread initializing LAPACK kernels). A dict
+    subclass's storage, as the interpreter reads it (no override runs); an
+    ``OrderedDict`` (whose order is its own, not its storage's) or any other mapping:
+    its ``items()``."""
+    t = type(d)
+    if t is types.MappingProxyType:
+        return list(d.copy().items())
+    if subclass(t, dict) and not subclass(t, collections.OrderedDict):
+        return list(dict.copy(d).items())
+    return list(d.items())
 
 
 class Override(Exception):

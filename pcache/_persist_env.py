@@ -25,6 +25,7 @@ from typing import Any
 
 from pcache import _memos
 from pcache._hoststate import modules_stamp
+from pcache._introspect import items
 from pcache._records import recorded
 from pcache._usercode import (
     NoReuse,
@@ -114,7 +115,7 @@ def check_unshadowed() -> None:
     _SHADOW["pass"] = _SHADOW.get("pass", 0) + 1  # (site directories listed again)
     provided, homes = _provided()
     seen: dict = {}  # module name -> a user module's?
-    for name, m in list(mods.items()):
+    for name, m in items(mods):
         d = module_dict(m) or {}
         file = d.get("__file__")
         if type(file) is not str or _SHADOW.get((name, file)):

@@ -51,7 +51,7 @@ import numpy as np
 from pcache import _canon, _compat, _guards, _hoststate, _memos, _persist_env, _usercode
 from pcache._errors import Uncacheable
 from pcache._holders import library_holders
-from pcache._introspect import cdict, is_a, names
+from pcache._introspect import cdict, is_a, items, names
 from pcache._persist_env import attributed
 from pcache._usercode import NoReuse, is_library_module, is_library_type, module_dict, qualname
 from pcache._walk import Walker
@@ -203,11 +203,11 @@ def _library_name(v: Any, any_module: bool = False) -> tuple | None:
         # (a library's sentinel is named by the library even where the program holds
         # it too: a program's own ``object()`` under the same user name is another
         # object to the library's identity tests: review 50)
-        for name, m in list(sys.modules.items()):
+        for name, m in items(sys.modules):
             d = module_dict(m)
             if d is None:
                 continue
-            found += [(name, k) for k, x in list(d.items()) if x is v]
+            found += [(name, k) for k, x in items(d) if x is v]
     if not found:
         if not any_module:  # (library namespaces are taken as fixed; a program's are not)
             _LIB_NAMES[(id(v), any_module)] = (v, None, len(sys.modules))
@@ -247,7 +247,7 @@ def _user_code() -> str:
     if got is not None and got[0] == stamp:
         return got[1]
     out = []
-    for name, m in list(sys.modules.items()):
+    for name, m in items(sys.modules):
         d = module_dict(m)
         if d is None or not _persist_env.user_module(name, m):
             continue

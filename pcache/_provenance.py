@@ -28,7 +28,7 @@ import sys
 import types
 from typing import Any
 
-from pcache._introspect import cdict, is_a, names
+from pcache._introspect import cdict, is_a, items, names
 from pcache._memos import memo
 
 _CODE = types.CodeType
@@ -121,7 +121,7 @@ def _generated(g: dict) -> dict:
     # (a class by its qualified name or the name the module holds it under, renamed
     # since: optimistix's ``EvalGrad.__qualname__ = "FunctionInfo.EvalGrad"``; not a
     # class another class holds: a library may store a user class there, review 69)
-    for name, v in list(g.items()):
+    for name, v in items(g):
         if is_a(v, type) and type(file) is str:
             if class_body(file, names(v)[1]) or (type(name) is str and class_body(file, name)):
                 for m in list(cdict(v).values()):

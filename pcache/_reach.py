@@ -37,7 +37,7 @@ import types
 from typing import Any
 
 from pcache import _memos
-from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names
+from pcache._introspect import Override, cdict, inst_dict, is_a, items, mro, names
 from pcache._reflection import (
     reflective_callable,
     reflective_module,
@@ -187,7 +187,7 @@ def _children(v: Any, spell: list) -> Any:
     a container (an index or key may be computed), else the attributes it spells."""
     t = type(v)
     if t is dict:
-        yield from ((f"[{k!r}]" if type(k) is str else "[]", a) for k, a in list(v.items()))
+        yield from ((f"[{k!r}]" if type(k) is str else "[]", a) for k, a in items(v))
     elif t in _CONTAINERS:
         yield from (("[]", a) for a in list(v))
     else:

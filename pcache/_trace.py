@@ -40,6 +40,7 @@ import weakref
 from typing import Any, NamedTuple
 
 from pcache import _canon, _compat, _guards, _hoststate, _late, _memos, _persist, _replay, _state
+from pcache._canon_rules import constant_handlers_key
 from pcache._errors import CheckError, Uncacheable
 from pcache._trace_memo import (
     ENTRY_COST,
@@ -297,6 +298,10 @@ def _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple:
 
 def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     blocked = _compat.trace_reuse_blocked()
+    if blocked is None and not constant_handlers_key()[1]:
+        # (JAX's lowering caches hold a served trace's lowering by the jaxpr's
+        # identity: one made with another handler would be served: review 80)
+        blocked = "user-constant-handler"
     if blocked is not None:
         return _missed(rt, entry, fun, blocked)
     w = Walker()

@@ -24,7 +24,7 @@ import weakref
 from typing import Any
 
 from pcache import _usercode_imports as _imports
-from pcache._introspect import Override, cdict, flags, inst_dict, is_a, mro, names
+from pcache._introspect import Override, cdict, flags, inst_dict, is_a, items, mro, names
 from pcache._memos import memo
 from pcache._provenance import defined_by
 from pcache._records import recorded
@@ -371,7 +371,7 @@ def _compiled(t: type) -> bool:
     for k in mro(t):
         if not flags(k) & _HEAPTYPE:
             continue
-        for name, a in cdict(k).items():
+        for name, a in items(cdict(k)):
             if name in ("__module__", "__doc__", "__qualname__"):
                 continue
             if not is_a(a, _C_ATTRS) or _bound_to_data(a):

@@ -72,7 +72,7 @@ import numpy as np
 
 from pcache import _canon, _compat, _introspect, _memos
 from pcache._holders import library_held
-from pcache._introspect import Override, cdict, class_attr, has, inst_dict, is_a, mro, names
+from pcache._introspect import Override, cdict, class_attr, has, inst_dict, is_a, items, mro, names
 from pcache._reflection import library_function_reflects, reflective_module
 from pcache._usercode import (
     NoReuse,
@@ -269,7 +269,7 @@ class Walker:
 
     def _enum(self, v: Any, t: type) -> tuple:
         d = self._own(v)
-        extra = {k: x for k, x in d.items() if k not in _ENUM_MEMBER}
+        extra = {k: x for k, x in items(d) if k not in _ENUM_MEMBER}
         name, val, payload = d.get("_name_"), d.get("_value_"), enum_payload(v)
         return ("E", self.klass(t), *map(self.value, (name, val, payload, extra)))
 
@@ -378,11 +378,11 @@ class Walker:
             return back
         t = type(v)
         if t is dict:
-            return ("d", *[(self.value(k), self.value(x)) for k, x in v.items()])
+            return ("d", *[(self.value(k), self.value(x)) for k, x in items(v)])
         if t is list:
             return ("l", *[self.value(x) for x in v])
         # in iteration order: a trace that loops over a set follows it
-        return ("s" if t is set else "fs", *[self.value(x) for x in v])
+        return ("s" if t is set else "fs", *[self.value(x) for x in tuple(v)])
 
     def _jax_array(self, v: Any) -> tuple:
         if not plain_array(v):
@@ -536,7 +536,7 @@ class Walker:
         for k in mro(t):
             if k is object or is_library_type(k):
                 continue
-            for name, attr in cdict(k).items():
+            for name, attr in items(cdict(k)):
                 if name in CLASS_BOOKKEEPING:
                     continue
                 if name in ("__orig_bases__", "__parameters__") and type(attr) is tuple:
@@ -570,7 +570,7 @@ class Walker:
                 self.value(func),
                 self.value(args),
                 self.value(keywords),
-                tuple((k, self.value(x)) for k, x in d.items()) if d else (),
+                tuple((k, self.value(x)) for k, x in items(d)) if d else (),
             )
         if t is _METHOD:
             self.bodies.append(f)
@@ -579,11 +579,11 @@ class Walker:
         if jit is not None:
             fun, ji = jit
             d = self._own(f)
-            attrs = tuple((k, self.value(x)) for k, x in d.items()) if d else ()
+            attrs = tuple((k, self.value(x)) for k, x in items(d)) if d else ()
             return ("J", self.value(fun), self.value(_compat.jit_info_key(ji)), attrs)
         if is_a(f, _compat.CUSTOM_DERIVATIVE_TYPES):
-            items = [(k, self.value(x)) for k, x in self._own(f).items() if k not in _DOC_ATTRS]
-            return ("C", self.klass(t), *items)
+            own = [(k, self.value(x)) for k, x in items(self._own(f)) if k not in _DOC_ATTRS]
+            return ("C", self.klass(t), *own)
         raise NoReuse(f"callable:{qualname(t)}")
 
     def _function(self, f: types.FunctionType) -> tuple:
@@ -617,7 +617,7 @@ class Walker:
             self.value(f.__defaults__),
             self.value(f.__kwdefaults__),
             tuple(self._cell(c) for c in cells) if cells else (),
-            tuple((k, self.value(x)) for k, x in d.items()) if d else (),
+            tuple((k, self.value(x)) for k, x in items(d)) if d else (),
             # what library code may read at trace time (singledispatch's register) of
             # a user function (a library's: the library's own state)
             () if lib else tuple((k, _annotation(self, a)) for k, a in f.__annotations__.items()),

@@ -25,7 +25,7 @@ import numpy as np
 
 from pcache import _compat, _memos
 from pcache._holders import library_holders
-from pcache._introspect import Override, cdict, inst_dict, is_a, mro, names, type_ids
+from pcache._introspect import Override, cdict, inst_dict, is_a, items, mro, names, type_ids
 from pcache._reflection import (
     _MUTATORS,
     FORMAT_REFLECTIVE,
@@ -119,7 +119,7 @@ def module_names(m: types.ModuleType) -> str:
     lens = (len(d), len(sys.modules))
     if e is not None and e[0] is m and e[2] == (*lens, *map(len, e[1])):
         return e[3]
-    subs = [(k, module_dict(s) or {}) for k, s in d.items() if type(s) is types.ModuleType]
+    subs = [(k, module_dict(s) or {}) for k, s in items(d) if type(s) is types.ModuleType]
     # and which of its submodules are loaded, at any depth (``hasattr(m.a.b, "c")``:
     # review 76; in process, which modules are loaded is keyed too)
     name = d.get("__name__")
@@ -287,7 +287,7 @@ def _held_state(w: Walker, v: Any, t: type) -> tuple:
         d = inst_dict(v) or {}
     except Override:
         raise NoReuse(f"dict-override:{qualname(t)}") from None
-    out += [(k, _held(w, x)) for k, x in d.items()]
+    out += [(k, _held(w, x)) for k, x in items(d)]
     out += [(n, ("unset",) if x is _UNSET else _held(w, x)) for n, x in _slot_items(v)]
     return tuple(out)
 
@@ -302,12 +302,12 @@ def _held(w: Walker, x: Any, depth: int = 0) -> Any:
     if t is np.ndarray and x.dtype == object:
         if x.size > 65536:
             raise NoReuse("library-value-too-large")
-        items = tuple(_held(w, e, depth + 1) for e in x.flat)
-        return ("oa", x.shape, x.strides, items)
+        elems = tuple(_held(w, e, depth + 1) for e in x.flat)
+        return ("oa", x.shape, x.strides, elems)
     if t is _compat.DeviceList or t is tuple or t is list:
         return (t.__name__, *[_held(w, e, depth + 1) for e in x])
     if t is collections.OrderedDict or t is dict:
-        return ("od", *[(w.value(k), _held(w, e, depth + 1)) for k, e in x.items()])
+        return ("od", *[(w.value(k), _held(w, e, depth + 1)) for k, e in items(x)])
     return w.value(x)
 
 
@@ -378,7 +378,7 @@ def is_library_float(v: float) -> bool:
     library code is asked only for the holders of a float met (a new process meets
     few: asking it of every module cost 0.3 s)."""
     if len(_LIB_SCANNED) != len(sys.modules):
-        for name, m in list(sys.modules.items()):
+        for name, m in items(sys.modules):
             if name in _LIB_SCANNED:
                 continue
             _LIB_SCANNED.add(name)
@@ -594,7 +594,7 @@ def _library_instance(w: Walker, v: Any, t: type) -> tuple | None:
     back = w._enter(v)
     if back is not None:
         return back
-    return ("plain", w.ident(t), w.ident(v), tuple((n, w.value(x)) for n, x in list(d.items())))
+    return ("plain", w.ident(t), w.ident(v), tuple((n, w.value(x)) for n, x in items(d)))
 
 
 class _Plain:  # (the layout of a class statement's instances)

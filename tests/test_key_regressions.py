@@ -113,6 +113,31 @@ def test_user_lowering_rules_are_never_persisted(cache):
         assert not [e for e in s.entries() if not e.key.startswith("hlo-")]
 
 
+def test_a_program_s_constant_handler_keys_by_the_lowered_module(cache):
+    """A constant handler (``mlir.register_constant_handler``) decides how every
+    literal lowers: one of the program's, registered between two calls, makes the
+    next call's key its lowered module's (review 80: it served the old executable),
+    never a persisted one; JAX's own handler back, the first executable again."""
+    from jax._src import literals
+    from jax._src.interpreters import mlir
+
+    x = jax.device_put(np.arange(3.0, dtype=np.float32))
+    stock = np.asarray(x) * np.float32(2.0)
+    t = literals.TypedNdArray
+    saved, nd = mlir._constant_handlers[t], mlir.get_constant_handler(np.ndarray)
+    assert np.asarray(jax.jit(lambda a: a * 2.0)(x)).tobytes() == stock.tobytes()
+    mlir.register_constant_handler(t, lambda val, aval=None: nd(np.asarray(val) * 3, aval))
+    try:
+        k = pcache.key(lambda a: a * 2.0, x)
+        assert not k.persistent and k.local_why == "user-constant-handler"
+        tripled = np.asarray(jax.jit(lambda a: a * 2.0)(x))
+    finally:
+        mlir._constant_handlers[t] = saved
+    assert tripled.tobytes() == (np.asarray(x) * np.float32(6.0)).tobytes()
+    assert np.asarray(jax.jit(lambda a: a * 2.0)(x)).tobytes() == stock.tobytes()
+    assert pcache.key(lambda a: a * 2.0, x).persistent
+
+
 def test_lower_fun_rules_are_keyed_by_what_they_lower(cache):
     """`mlir.lower_fun(f)` over user code (equinox's unvmap_any, ...) lowers what
     tracing `f` gives when the program is lowered: such a program is stored under

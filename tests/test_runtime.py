@@ -633,3 +633,59 @@ def test_an_unknown_pcache_variable_is_logged_once_and_ignored(tmp_path):
     assert int(out.stdout.strip().splitlines()[-1]) >= 1  # pcache is on
     warned = [ln for ln in out.stderr.splitlines() if "JAX_PCACHE_MAX_DSK" in ln]
     assert len(warned) == 1 and "JAX_PCACHE_MAX_DISK" in warned[0], out.stderr
+
+
+IMPORTING_THREAD = """
+import sys, threading, types
+sys.setswitchinterval(1e-6)  # (a thread switch at nearly every bytecode)
+import jax, jax.numpy as jnp, math, numpy as np, pcache
+stop = threading.Event()
+
+def imports():  # what an import on another thread does: modules appear, grow, go
+    i = 0
+    while not stop.is_set():
+        for prefix in ("jax._pcache_test_", "numpy._pcache_test_", "pcache_test_mod_"):
+            m = sys.modules[f"{prefix}{i}"] = types.ModuleType(f"{prefix}{i}")
+            for j in range(300):
+                setattr(m, f"a{j}", j + 0.5)
+        i += 1
+        if i % 50 == 0:
+            for k in [k for k in list(sys.modules) if "_pcache_test_" in k or "test_mod_" in k]:
+                sys.modules.pop(k, None)
+
+t = threading.Thread(target=imports, daemon=True)
+t.start()
+x = jnp.arange(4.0)
+for step in range(12):
+    k = float(step % 3)
+    jax.jit(lambda a: a * k + jnp.sin(a))(x)
+    jax.jit(jax.grad(lambda a: (a * a * k).sum()))(x)
+    jax.jit(lambda a: a + math.pi)(x)
+    jax.jit(lambda a, m=np: a * m.float32(2))(x)
+    jax.jit(jnp.linalg.inv)(jnp.eye(3) * (step + 1))
+stop.set()
+s = pcache.stats()
+print(s["errors"], s["trace_hits"] + s["trace_misses"])
+"""
+
+
+def test_modules_imported_on_another_thread_never_fail_a_key(tmp_path):
+    """pcache reads ``sys.modules``, module and class namespaces and JAX's registries
+    while another thread imports (the preload thread initializing LAPACK kernels, a
+    program's own threads): each read is one snapshot, never "dictionary changed
+    size during iteration" (raised, under ``JAX_PCACHE_RAISE_ERRORS``)."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    env.update(JAX_PCACHE_DIR=str(tmp_path / "c"), JAX_PCACHE_RAISE_ERRORS="1")
+    out = subprocess.run(
+        [sys.executable, "-c", IMPORTING_THREAD],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    errors, keyed = map(int, out.stdout.split())
+    assert errors == 0 and keyed >= 60  # (every call keyed; the imports make them misses)

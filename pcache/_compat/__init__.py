@@ -600,14 +600,16 @@ def config_value(name: str):
     return _config.config._value_holders[name].value
 
 
-def lowering_platform_names() -> tuple[str, ...]:
-    """``"*"`` (the default registry), then each platform with rules of its own."""
+def lowering_platform_names() -> tuple[str, ...]:  # "*" (the default), then by platform
     return ("*", *_mlir._platform_specific_lowerings)
 
 
-def lowering_registries() -> tuple[dict, ...]:
-    """JAX's lowering-rule registries, in `lowering_platform_names` order."""
+def lowering_registries() -> tuple[dict, ...]:  # in `lowering_platform_names` order
     return (_mlir._lowerings, *_mlir._platform_specific_lowerings.values())
+
+
+def constant_handlers() -> dict:  # type -> how lowering makes a constant of its values
+    return _mlir._constant_handlers
 
 
 _LOWER_FUN_CODE = _mlir.lower_fun(lambda: None).__code__ if JIT_SEAM else None
@@ -626,8 +628,7 @@ def lower_fun_parts(rule) -> tuple[Any, bool] | None:
     return (fun, multiple) if callable(fun) and type(multiple) is bool else None
 
 
-def lowering_entries(prim) -> tuple:
-    """The lowering-rule entries registered for ``prim`` now (default, per platform)."""
+def lowering_entries(prim) -> tuple:  # registered for it now (default, per platform)
     return tuple(d.get(prim) for d in lowering_registries())
 
 
@@ -671,7 +672,7 @@ if JIT_SEAM:
     config_items, default_backend = _traces.config_items, _traces.default_backend
     trace_state_clean, traced = _traces.trace_state_clean, _traces.traced
     out_tree_bytes, out_tree_from = _traces.out_tree_bytes, _traces.out_tree_from
-    config_snapshot = _traces.config_snapshot
+    config_snapshot, CONFIG_DECORATOR = _traces.config_snapshot, _traces.CONFIG_DECORATOR
     jit_info_key = _traces.jit_info_key
     jit_parts = _traces.jit_parts
     primitive_rules = _traces.primitive_rules
@@ -688,7 +689,7 @@ else:  # pragma: no cover - trace reuse runs behind the jit seam only
     recording = recording_trace = config_items = default_backend = _no_jit_seam
     recording_token = _no_jit_seam
     trace_state_clean = traced = out_tree_bytes = out_tree_from = _no_jit_seam
-    config_snapshot = _no_jit_seam
+    config_snapshot, CONFIG_DECORATOR = _no_jit_seam, None
     jit_info_key = _no_jit_seam
     jit_parts = _no_jit_seam
     primitive_rules = _no_jit_seam

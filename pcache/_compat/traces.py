@@ -19,7 +19,7 @@ from jax._src.state.types import AbstractRef
 from jaxlib._jax import PjitFunction
 from jaxlib._jax.pytree import PyTreeDef
 
-from pcache._introspect import typed
+from pcache._introspect import items, typed
 
 # ------------------------------------------------------------------ trace reuse
 
@@ -129,10 +129,14 @@ def config_snapshot() -> tuple:
 
 _SNAPSHOT: list = [(), ()]
 
+#: ``@config.default_matmul_precision("float32")``: a decorator JAX's own rules are
+#: made with (``_svd_jvp_rule``), an option and a value (`pcache._rule_state`)
+CONFIG_DECORATOR = getattr(_config, "StateContextManager", None)
+
 
 def config_items() -> list[tuple[str, Any]]:
     """(name, value) of every JAX option and flag now, sorted by name."""
-    return sorted((n, h.value) for n, h in _config.config._value_holders.items())
+    return sorted((n, h.value) for n, h in items(_config.config._value_holders))
 
 
 def default_backend() -> Any:
