@@ -124,7 +124,8 @@ def stats() -> dict[str, Any]:
     """Counters of this process: memory_hits, disk_hits, misses, compiles, bypasses
     (and ``bypass_reasons``), evictions, errors (and ``error_causes``), bytes_read,
     bytes_written, seconds_saved, trace_hits and trace_misses (and
-    ``trace_miss_reasons``: why a jit call was traced), the remote tier's
+    ``trace_miss_reasons``: why a jit call was traced; ``trace_unrecorded``: why a
+    trace was not recorded for reuse), the remote tier's
     (``remote_hits``, ``remote_misses``, ...; ``remote``: its URL, namespace and
     state), ``tiers`` (hits, misses, bytes and errors of each tier), plus the
     memory tier's size and the trace memo's."""

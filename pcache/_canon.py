@@ -394,10 +394,10 @@ def jaxpr_fingerprint(closed_jaxpr: Any) -> JaxprDigest:
         hexd = _digest_jaxpr(closed_jaxpr, jaxpr, consts, ctx)
     except Unknown as e:  # e.g. an aval of an extended dtype the encoder does not know
         raise Uncacheable(f"unknown-value:{e.qualname}") from None
-    handlers, plain = _canon_rules.constant_handlers_key()
-    if not plain:  # (a program's constant handler: its lowering, keyed by its module)
+    handlers, plain = _canon_rules.lowering_handlers_key()
+    if not plain:  # (a program's lowering handler: its lowering, keyed by its module)
         ctx.persistent, ctx.relower = False, True
-        ctx.local_why = ctx.local_why or "user-constant-handler"
+        ctx.local_why = ctx.local_why or "user-lowering-handler"
     text = f"{CANON_VERSION}\n{hexd}" + (f"\n{handlers}" if handlers else "")
     d = hashlib.sha256(text.encode()).digest()
     return JaxprDigest(d, ctx.persistent, "" if ctx.persistent else ctx.local_why, ctx.relower)

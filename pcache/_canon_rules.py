@@ -11,9 +11,11 @@ from __future__ import annotations
 import hashlib
 from typing import NamedTuple
 
+import numpy as np
+
 from pcache import _compat, _memos
 from pcache._canon_memo import local_token, memos_on
-from pcache._introspect import items
+from pcache._introspect import same_tables, tables
 
 
 class RuleKey(NamedTuple):
@@ -95,29 +97,29 @@ def lowering_rule_key(prim) -> RuleKey:
     return key
 
 
-_CONSTANTS: list = [(), ("", True)]  # the handlers last seen, and their verdict
+_HANDLERS: list = [(), ("", True)]  # the handlers last seen, and their verdict
 
 
-def constant_handlers_key() -> tuple[str, bool]:
-    """``(token, persistent)`` of the constant handlers lowering makes every literal
-    and constant with (`mlir.register_constant_handler`), as registered now. JAX's
-    own (which ones are registered follows from JAX's version and what is imported):
-    ``("", True)``. Any other (a program's changes how ``2.0`` lowers; a library's
-    may be over data): a token unique to these handler objects in this process, and
-    the program is keyed by its lowered module too (review 80). Revalidated by the
-    handlers' identity (kept alive here)."""
-    now = tuple(items(_compat.constant_handlers()))
-    last, verdict = _CONSTANTS
-    if len(now) == len(last) and all(
-        a is c and b is d for (a, b), (c, d) in zip(now, last, strict=True)
-    ):
+def lowering_handlers_key() -> tuple[str, bool]:
+    """``(token, persistent)`` of the handlers lowering makes an aval's MLIR type,
+    every literal and constant, and every attribute with (`mlir.ir_type_handlers`,
+    `register_constant_handler`, `register_attribute_handler`), as registered now.
+    JAX's own (which ones are registered follows from JAX's version and what is
+    imported): ``("", True)``. Any other (a program's changes how ``2.0`` or a
+    parameter lowers; a library's may be over data): a token unique to these handler
+    objects in this process, and the program is keyed by its lowered module too
+    (reviews 80, 81). Revalidated by the handlers' identity (kept alive here)."""
+    now = tables(_compat.lowering_handlers())
+    last, verdict = _HANDLERS
+    if same_tables(now, last):
         return verdict
-    if any(_describe_rule(h, 0) is None for _, h in now):
-        token = ";".join(local_token(h) for _, h in now)
+    handlers = [h for values in now[1::2] for h in values]
+    if any(_describe_rule(h, 0) is None for h in handlers):
+        token = ";".join(local_token(h) for h in handlers)
         verdict = ("local:" + hashlib.sha256(token.encode()).hexdigest()[:32], False)
     else:
         verdict = ("", True)
-    _CONSTANTS[:] = [now, verdict]
+    _HANDLERS[:] = [now, verdict]
     return verdict
 
 
@@ -148,6 +150,8 @@ def _describe_rule(obj, depth: int) -> str | None:
         if any(d is None for _, d in items) or not all(type(k) is str for k in obj):
             return None
         return "dict(" + ",".join(f"{k}:{d}" for k, d in sorted(items)) + ")"
+    if isinstance(obj, np.dtype) and obj.isbuiltin == 1:  # (numpy's own: by its code)
+        return f"dtype:{obj.str}"
     if isinstance(obj, enum.Enum):
         return f"enum:{t.__module__}.{t.__qualname__}.{obj.name}"
     if isinstance(obj, functools.partial):
@@ -182,6 +186,9 @@ def _describe_rule(obj, depth: int) -> str | None:
         if owner is not None and not isinstance(owner, types.ModuleType):
             return None  # a method bound to some object
         return f"builtin:{getattr(obj, '__module__', None)}.{obj.__qualname__}"
+    if t.__module__ == "nanobind" and t.__name__ == "nb_func":  # jaxlib's C++ (StringAttr.get)
+        mod, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+        return f"nb:{mod}.{name}" if is_jax_module(mod) and type(name) is str else None
     if not is_jax_module(t.__module__):
         return None
     if isinstance(obj, _compat.Primitive):

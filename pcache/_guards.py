@@ -44,6 +44,8 @@ from pcache._introspect import (
     items,
     mro,
     names,
+    same_tables,
+    tables,
     type_ids,
 )
 from pcache._memos import memo
@@ -574,6 +576,25 @@ def _scan_registries(regs: tuple, tree: dict) -> None:
         if not is_library_type(t) or any(user_code(f) or holds_state(f) for f in entry)
     ]
     _REG.prims, _REG.nodes = tuple(prims), tuple(nodes)
+
+
+_HANDLERS: list = [(), False]  # the type handlers last seen, and their verdict
+
+
+def user_type_handler() -> bool:
+    """Whether a handler of the program's is registered for a type (its aval, a
+    zero, its MLIR type, a constant or attribute of it: `_compat.type_handlers`):
+    JAX runs it while tracing and lowering, over whatever it reads, and JAX's
+    lowering caches hold a served trace's lowering by the jaxpr's identity (a
+    constant handler changing how ``2.0`` lowers: reviews 80, 81). Revalidated by
+    the handlers' identity (kept alive here)."""
+    now = tables(_compat.type_handlers())
+    last, verdict = _HANDLERS
+    if not same_tables(now, last):
+        handlers = [h for values in now[1::2] for h in values]
+        verdict = any(user_code(h) or holds_program_data(h) for h in handlers)
+        _HANDLERS[:] = [now, verdict]
+    return verdict
 
 
 def user_primitives(prims: dict) -> bool:

@@ -15,6 +15,7 @@ JAX-free.
 from __future__ import annotations
 
 import collections
+import operator
 import struct
 import types
 from typing import Any
@@ -29,6 +30,8 @@ __all__ = [
     "inst_dict",
     "is_a",
     "items",
+    "same_tables",
+    "tables",
     "mro",
     "names",
     "subclass",
@@ -62,6 +65,19 @@ def items(d: Any) -> list[tuple[Any, Any]]:
     if subclass(t, dict) and not subclass(t, collections.OrderedDict):
         return list(dict.copy(d).items())
     return list(d.items())
+
+
+def tables(dicts: Any) -> tuple:
+    """Each dict's keys, then its values, each copied in C (no other thread runs
+    mid-way): compared with an earlier one by `same_tables`."""
+    return tuple(t for d in dicts for t in (tuple(d), tuple(d.values())))
+
+
+def same_tables(a: tuple, b: tuple) -> bool:
+    """Whether two `tables` hold the very same objects (by identity: no ``__eq__``)."""
+    return len(a) == len(b) and all(
+        len(x) == len(y) and all(map(operator.is_, x, y)) for x, y in zip(a, b, strict=True)
+    )
 
 
 class Override(Exception):

@@ -19,6 +19,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from pcache import _compat
 from pcache._holders import library_held
 from pcache._introspect import cell_bound, is_a, type_ids
@@ -60,8 +62,8 @@ def holds_state(obj: Any, depth: int = 0, data: Callable[[Any], bool] = _any_dat
     if t is types.BuiltinFunctionType:  # a builtin, or a method bound to its object
         b = getattr(obj, "__self__", None)  # (``FLAT.get``: review 34)
         return not (b is None or is_a(b, types.ModuleType)) and held(b)
-    if is_a(obj, (type, types.ModuleType, _compat.Primitive)):
-        return False
+    if is_a(obj, (type, types.ModuleType, _compat.Primitive, np.dtype)):
+        return False  # (a dtype: immutable)
     if t is types.MethodType:
         return held(obj.__self__, obj.__func__)
     return data(obj)  # lists, dicts, arrays, objects: state

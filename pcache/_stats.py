@@ -83,6 +83,7 @@ class Stats:
         self._errors: collections.Counter[str] = collections.Counter()
         self._trace: collections.Counter[str] = collections.Counter()
         self._persist: collections.Counter[str] = collections.Counter()
+        self._unrecorded: collections.Counter[str] = collections.Counter()
         self._remote_miss: collections.Counter[str] = collections.Counter()
         self._reasons = {
             "bypasses": self._bypass,
@@ -90,6 +91,7 @@ class Stats:
             "errors": self._errors,
             "remote_misses": self._remote_miss,
             "trace_persist_misses": self._persist,
+            "trace_unrecorded": self._unrecorded,
         }
 
     def count(self, name: str, n: float = 1, why: str = "") -> None:
@@ -122,6 +124,7 @@ class Stats:
             out["error_causes"] = dict(self._errors)
             out["trace_miss_reasons"] = dict(self._trace)
             out["trace_persist_misses"] = dict(self._persist)
+            out["trace_unrecorded"] = dict(self._unrecorded)
             out["remote_miss_reasons"] = dict(self._remote_miss)
         c = out
         out["tiers"] = {

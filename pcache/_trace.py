@@ -40,7 +40,6 @@ import weakref
 from typing import Any, NamedTuple
 
 from pcache import _canon, _compat, _guards, _hoststate, _late, _memos, _persist, _replay, _state
-from pcache._canon_rules import constant_handlers_key
 from pcache._errors import CheckError, Uncacheable
 from pcache._trace_memo import (
     ENTRY_COST,
@@ -279,7 +278,7 @@ def infer_params_cached_wrapper(*args, **kwargs):
 
 def _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple:
     """The callable's key by ``w``, and the rest of the call's (registries by ``rw``),
-    in the order `_unchanged` walks them again."""
+    in the order `_changed` walks them again."""
     ck = w.value(fun)
     rest = (
         w.value(_compat.jit_info_key(jit_info)),  # not ==: 1 == True == 1.0
@@ -298,10 +297,8 @@ def _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple:
 
 def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     blocked = _compat.trace_reuse_blocked()
-    if blocked is None and not constant_handlers_key()[1]:
-        # (JAX's lowering caches hold a served trace's lowering by the jaxpr's
-        # identity: one made with another handler would be served: review 80)
-        blocked = "user-constant-handler"
+    if blocked is None and _guards.user_type_handler():
+        blocked = "user-type-handler"
     if blocked is not None:
         return _missed(rt, entry, fun, blocked)
     w = Walker()
@@ -390,7 +387,10 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple) -> _R
                 _persist.check(rt, served, p)
             if served is not None:
                 rt.stats.count("trace_persist_hits")  # (recorded for this process or not)
-            if _record(made, p, owned) and pkey is not None and served is None:
+            why = _record(made, p, owned)
+            if why is not None:
+                rt.stats.count("trace_unrecorded", 0, why)
+            elif pkey is not None and served is None:
                 if _persist.key_again(rt, *call) == pkey:
                     _persist.record(rt, pkey, p, _persist.timer() - t0)
                 else:
@@ -414,7 +414,7 @@ class Made(NamedTuple):
     rest: tuple
     codes: dict
     jax_arrays: tuple
-    fun: Any  # (for `_unchanged`: held only until the trace is recorded)
+    fun: Any  # (for `_changed`: held only until the trace is recorded)
     warnings: int  # warnings issued in the process before the trace
     signature: Any  # JAX's argument signature (static arguments), walked again
     jit_info: Any  # JAX's jit options, walked again
@@ -422,66 +422,66 @@ class Made(NamedTuple):
     met: dict  # what the walks met that the program can change (`pcache._late`)
 
 
-def _unchanged(made: Made) -> bool:
-    """Whether what the key and guards describe is still what they say after the
-    trace: a trace that wrote to anything it was keyed by (a captured container, a
-    global, through any alias or helper) or ran while another thread changed it
-    is not recorded."""
+def _changed(made: Made) -> str | None:
+    """What the key and guards describe that is no longer what they say after the
+    trace (None: nothing): a trace that wrote to anything it was keyed by (a
+    captured container, a global, through any alias or helper) or ran while another
+    thread changed it is not recorded."""
     w = Walker()  # walked in the key's order (identities are numbered in it)
     try:
         if w.value(made.fun) != made.callable_key:
-            return False
+            return "callable-changed"
         if w.value(_compat.jit_info_key(made.jit_info)) != made.rest[0]:
-            return False
+            return "jit-options-changed"
         if w.signature(made.signature) != made.rest[1]:
-            return False  # written through a static argument
+            return "static-argument-changed"  # written through a static argument
     except (NoReuse, RecursionError):
-        return False
+        return "callable-changed"
     if _replay.WARNINGS[0] != made.warnings:
-        return False  # the trace warned: a reuse would not
+        return "warned"  # the trace warned: a reuse would not
     if not all(_guards.same_space(*sp) for sp in made.spaces):
-        return False  # library code wrote a global (review 28)
+        return "global-written"  # library code wrote a global (review 28)
     try:
         settings = (_compat.trace_context(), _compat.config_snapshot(), _hoststate.host_state())
         if settings != made.rest[4]:
-            return False  # the trace changed a setting
+            return "setting-changed"  # the trace changed a setting
         rw = Walker()
         if (_guards.registry_key(rw), _guards.aliases(w, rw)) != made.rest[-2:]:
-            return False
+            return "registry-changed"
     except (NoReuse, RecursionError):
-        return False
-    return _guards.failed_guard(made.guards, (w, rw)) is None
+        return "registry-changed"
+    return None if _guards.failed_guard(made.guards, (w, rw)) is None else "global-changed"
 
 
-def _record(made: Made, p, owned) -> bool:
-    """Record trace ``p`` for equal callables; whether it was."""
-    if _compat.unreusable_params(p) is not None:
-        return False
-    if not _unchanged(made):
-        return False
+def _record(made: Made, p, owned) -> str | None:
+    """Record trace ``p`` for equal callables: None, else why it was not (counted in
+    ``stats()["trace_unrecorded"]``)."""
+    why = _compat.unreusable_params(p) or _changed(made)
+    if why is not None:
+        return why
     if not _guards.pure_tree(p.out_tree, {id(o) for o in made.pins}):
         # The output tree's auxiliary data (a function, an object) is handed to the
         # caller: a reuse would hand back the recorded call's objects.
-        return False
+        return "output-tree-objects"
     jaxpr = p.params["jaxpr"]
     callbacks, late = _canon.late_code(jaxpr)
     if callbacks or any(_guards.user_code(c) for c in late):
         # Python this callable's objects run after the trace (host callbacks at
         # run time, a custom_vjp's bwd when differentiated): its side effects and
         # reads are this callable's own, so another callable must trace its own.
-        return False
+        return "host-callback" if callbacks else "later-user-code"
     if late and (_late.reaches(late, made.met) or _late.array_consts(jaxpr)):
-        return False  # it reads what the program can change, later (review 49)
+        return "later-reads-program-data"  # (review 49)
     if _guards.user_primitives(_canon.primitives_of(jaxpr)):
         # A user primitive's rules run later too (transpose, lowering, batching), on
         # JAX's caches keyed by this jaxpr: a reuse shares them (review 47).
-        return False
+        return "user-primitive"
     try:
         arrays = _canon.jaxpr_arrays(jaxpr)
     except Uncacheable:
-        return False  # its buffers cannot be snapshotted: not reused
+        arrays = None
     if arrays is None:
-        return False
+        return "constants-not-snapshotted"  # its buffers cannot be snapshotted
     nbytes = ENTRY_COST + sum(int(getattr(c, "nbytes", 0) or 0) for c in jaxpr.consts)
     rec = Recorded(
         p,
@@ -496,11 +496,11 @@ def _record(made: Made, p, owned) -> bool:
         [] if owned is not None else None,
     )
     if owned is not None and not _hold(rec, made.key, owned):
-        return False
+        return "callable-not-weakly-referenceable"
     if not MEMO.put(made.key, made.skeleton, rec):
-        return False
+        return "too-large"  # (over a quarter of the memo's bytes)
     RECORDED.add(jaxpr)
-    return True
+    return None
 
 
 def _hold(rec: Recorded, key, fun) -> bool:

@@ -129,7 +129,7 @@ def test_a_program_s_constant_handler_keys_by_the_lowered_module(cache):
     mlir.register_constant_handler(t, lambda val, aval=None: nd(np.asarray(val) * 3, aval))
     try:
         k = pcache.key(lambda a: a * 2.0, x)
-        assert not k.persistent and k.local_why == "user-constant-handler"
+        assert not k.persistent and k.local_why == "user-lowering-handler"
         tripled = np.asarray(jax.jit(lambda a: a * 2.0)(x))
     finally:
         mlir._constant_handlers[t] = saved

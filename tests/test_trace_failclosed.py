@@ -608,3 +608,24 @@ def test_imports_of_plain_library_modules_inside_traced_code_are_reused(tmp_path
 
     st = _same_as_stock(tmp_path, scenario)
     assert st["trace_hits"] == 2, st["trace_miss_reasons"]
+
+
+def test_a_trace_not_recorded_is_counted_by_why(tmp_path):
+    """A trace reuse must not serve again (it calls back into Python when run, it
+    warned while traced) is traced again each time, as stock JAX traces it, and
+    ``stats()["trace_unrecorded"]`` says why it was not recorded."""
+
+    def scenario():
+        for _ in range(3):
+            yield lambda: jax.jit(
+                lambda x: jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+            )(X)
+        for _ in range(3):  # (JAX warns: float64 is not enabled)
+            yield lambda: jax.jit(lambda x: x.astype(jnp.float64) + 1)(X)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        st = _same_as_stock(tmp_path, scenario)
+    why = (st["trace_unrecorded"], st["trace_miss_reasons"])
+    assert st["trace_unrecorded"] == {"host-callback": 3, "warned": 3}, why
+    assert st["trace_hits"] == 0

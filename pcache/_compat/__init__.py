@@ -608,8 +608,8 @@ def lowering_registries() -> tuple[dict, ...]:  # in `lowering_platform_names` o
     return (_mlir._lowerings, *_mlir._platform_specific_lowerings.values())
 
 
-def constant_handlers() -> dict:  # type -> how lowering makes a constant of its values
-    return _mlir._constant_handlers
+def lowering_handlers() -> tuple[dict, ...]:  # type -> its MLIR type, constant, attribute
+    return (_mlir.ir_type_handlers, _mlir._constant_handlers, _mlir._attribute_handlers)
 
 
 _LOWER_FUN_CODE = _mlir.lower_fun(lambda: None).__code__ if JIT_SEAM else None
@@ -677,7 +677,7 @@ if JIT_SEAM:
     jit_parts = _traces.jit_parts
     primitive_rules = _traces.primitive_rules
     pytree_registry = _traces.pytree_registry
-    rule_registries = _traces.rule_registries
+    rule_registries, type_handlers = _traces.rule_registries, _traces.type_handlers
     served_entry = _traces.served_entry
     trace_reuse_blocked = _traces.trace_reuse_blocked
     unreusable_params = _traces.unreusable_params
@@ -694,7 +694,7 @@ else:  # pragma: no cover - trace reuse runs behind the jit seam only
     jit_parts = _no_jit_seam
     primitive_rules = _no_jit_seam
     pytree_registry = _no_jit_seam
-    rule_registries = _no_jit_seam
+    rule_registries = type_handlers = _no_jit_seam
     served_entry = _no_jit_seam
     trace_reuse_blocked = _no_jit_seam
     unreusable_params = _no_jit_seam

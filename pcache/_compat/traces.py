@@ -171,8 +171,9 @@ def traced(closed: Any, out_avals: list, out_tree: Any) -> tuple:
 def rule_registries() -> tuple[dict, ...]:
     """The dicts in which JAX looks up a primitive's rules while tracing,
     transforming and lowering (a user primitive's rules are registered there)."""
-    from jax._src.interpreters import ad, batching
+    from jax._src.interpreters import ad, batching, remat
     from jax._src.interpreters import partial_eval as pe
+    from jax._src.state import discharge
 
     return (
         ad.primitive_jvps, ad.primitive_transposes, ad.primitive_linearizations,
@@ -181,6 +182,27 @@ def rule_registries() -> tuple[dict, ...]:
         pe.const_fold_rules, pe.forwarding_rules, pe.custom_staging_rules,
         _core.custom_typechecks, _mlir._lowerings, _mlir._platform_specific_lowerings,
         *_mlir._platform_specific_lowerings.values(),
+        # (review 81: the rest of those JAX 0.10 runs while tracing a call primitive,
+        # a remat, a state discharge, or printing a jaxpr)
+        ad.call_param_updaters, ad.call_transpose_param_updaters,
+        ad.call_linearize_param_updaters, pe.call_param_updaters, pe.call_partial_eval_rules,
+        remat.rules, discharge._discharge_rules, discharge._partial_discharge_rules,
+        _core.pp_eqn_rules,
+    )  # fmt: skip
+
+
+def type_handlers() -> tuple[dict, ...]:
+    """The type -> function tables JAX consults while tracing and lowering: a value's
+    aval, a zero's, an MLIR type, constant or attribute (a program registers its own
+    for its types: review 81)."""
+    from jax._src import ad_util
+    from jax._src.interpreters import remat
+
+    return (
+        _core.pytype_aval_mappings, _core.shard_aval_handlers, _core.unshard_aval_handlers,
+        ad_util.raw_jaxval_adders, ad_util.aval_zeros_likers, ad_util.aval_empty_likers,
+        remat.reduce_precision_handlers, _mlir.ir_type_handlers, _mlir._constant_handlers,
+        _mlir._attribute_handlers,
     )  # fmt: skip
 
 
