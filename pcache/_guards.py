@@ -45,6 +45,7 @@ from pcache._introspect import (
     mro,
     names,
     same_tables,
+    table_values,
     tables,
     type_ids,
 )
@@ -591,8 +592,7 @@ def user_type_handler() -> bool:
     now = tables(_compat.type_handlers())
     last, verdict = _HANDLERS
     if not same_tables(now, last):
-        handlers = [h for values in now[1::2] for h in values]
-        verdict = any(user_code(h) or holds_program_data(h) for h in handlers)
+        verdict = any(user_code(h) or holds_program_data(h) for h in table_values(now))
         _HANDLERS[:] = [now, verdict]
     return verdict
 

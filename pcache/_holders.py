@@ -30,6 +30,9 @@ def library_held(v: Any, t: type) -> bool:
     79; an item of a library's container, ``MODES["fast"]``, is not seen). Not those
     whose identity the value decides (CPython's cached small ints, empty and
     one-character strings), nor functions, classes and modules (keyed by identity)."""
+    holders = _index().get(id(v))
+    if holders is None:  # (most values: one lookup)
+        return False
     if t is int:
         if -5 <= v <= 256:
             return False
@@ -38,7 +41,7 @@ def library_held(v: Any, t: type) -> bool:
         return False  # (CPython's cached empty and Latin-1 one-character ones)
     elif v is None or t is bool or t is _FUNCTION or t is ModuleType or is_a(v, type):
         return False
-    return any(_holds(h, v) for h in _index().get(id(v), ()))
+    return any(_holds(h, v) for h in holders)
 
 
 def library_holders(v: Any, of_type: bool = False) -> list:
@@ -62,10 +65,10 @@ def _index() -> dict:
     """id -> holders, each library module indexed once when first seen loaded (not
     a walk of them all per value asked; one loaded as another was removed is not,
     and what it holds has no library name: not keyed)."""
+    if _HOLDERS.get("n") == len(sys.modules):
+        return _HOLDERS["index"]
     index = _HOLDERS.setdefault("index", {})
     done = _HOLDERS.setdefault("done", {})
-    if _HOLDERS.get("n") == len(sys.modules):
-        return index
     _HOLDERS["n"] = len(sys.modules)
     for name, m in items(sys.modules):
         if done.get(name) is m:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from pcache._introspect import is_a, items, typed
+from pcache._memos import memo
 from pcache._usercode import NoReuse, is_library_code, is_library_type
 
 
@@ -69,11 +70,11 @@ def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
             # the C library's locale (``format(n, "n")``, ``locale.localeconv()``,
             # ``str.upper`` of bytes under ``re.LOCALE``: review 55), every category
             locale.setlocale(locale.LC_ALL),
-            typed(tuple(err.items()), strict=True),
+            _typed_items("err", err),
             _filters(klass),
             # numpy's print options (``repr`` of a numpy scalar read while tracing:
             # review 28)
-            typed(tuple(opts.items()), strict=True),
+            _typed_items("print", opts),
             # numpy's ufunc buffer size (how a casting reduction sums: review 52), the
             # working directory (``os.path.abspath``), and the CPU's rounding mode and
             # flush-to-zero, as arithmetic shows them (a library built with fast math)
@@ -156,6 +157,28 @@ def _pattern(p: Any) -> Any:
 
 
 _int_digits = getattr(sys, "get_int_max_str_digits", lambda: None)
+_EXACT_EQ = (int, str, bool, type(None), bytes)  # (== is exact: no -0.0, no NaN)
+_ITEMS: dict = memo("hoststate.typed_items", {})  # what -> (items, their types, encoding)
+
+
+def _typed_items(what: str, d: dict) -> Any:
+    """``typed(tuple(d.items()), strict=True)``, the last encoding again while ``d``
+    holds equal values of the same types, each one whose ``==`` is exact (the hit
+    path reads numpy's options on every call)."""
+    raw = tuple(d.items())
+    kinds = tuple(map(type, d.values()))
+    last = _ITEMS.get(what)
+    if (
+        last is not None
+        and len(kinds) == len(last[1])
+        and all(map(operator.is_, kinds, last[1]))
+        and all(any(k is e for e in _EXACT_EQ) for k in kinds)
+        and raw == last[0]
+    ):
+        return last[2]
+    enc = typed(raw, strict=True)
+    _ITEMS[what] = (raw, kinds, enc)
+    return enc
 
 
 def _user_hook(hook: Any) -> bool:

@@ -31,6 +31,7 @@ __all__ = [
     "is_a",
     "items",
     "same_tables",
+    "table_values",
     "tables",
     "mro",
     "names",
@@ -67,17 +68,35 @@ def items(d: Any) -> list[tuple[Any, Any]]:
     return list(d.items())
 
 
+_END = object()  # (ends a dict in `tables`)
+
+
 def tables(dicts: Any) -> tuple:
-    """Each dict's keys, then its values, each copied in C (no other thread runs
-    mid-way): compared with an earlier one by `same_tables`."""
-    return tuple(t for d in dicts for t in (tuple(d), tuple(d.values())))
+    """Each dict's keys, then its values, then an end mark, in one tuple (each dict
+    copied in C first: no other thread runs mid-way): compared with an earlier one
+    by `same_tables`, its values read back by `table_values`."""
+    out: list = []
+    for d in dicts:
+        c = dict.copy(d)
+        out += c
+        out += c.values()
+        out.append(_END)
+    return tuple(out)
 
 
 def same_tables(a: tuple, b: tuple) -> bool:
     """Whether two `tables` hold the very same objects (by identity: no ``__eq__``)."""
-    return len(a) == len(b) and all(
-        len(x) == len(y) and all(map(operator.is_, x, y)) for x, y in zip(a, b, strict=True)
-    )
+    return len(a) == len(b) and all(map(operator.is_, a, b))
+
+
+def table_values(t: tuple) -> list:
+    """The values of every dict in `tables` ``t``."""
+    out, start = [], 0
+    for i, x in enumerate(t):
+        if x is _END:
+            out += t[start + (i - start) // 2 : i]
+            start = i + 1
+    return out
 
 
 class Override(Exception):

@@ -49,6 +49,7 @@ from pcache._trace_memo import (
     TraceMemo,
 )
 from pcache._walk import NoReuse, Walker
+from pcache._walk_kinds import jit_options
 
 logger = logging.getLogger("pcache")
 
@@ -281,7 +282,7 @@ def _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple:
     in the order `_changed` walks them again."""
     ck = w.value(fun)
     rest = (
-        w.value(_compat.jit_info_key(jit_info)),  # not ==: 1 == True == 1.0
+        jit_options(w, jit_info),  # not ==: 1 == True == 1.0
         w.signature(signature),  # static arguments and trees by the walk's rules
         in_avals,
         ctx_mesh,
@@ -431,7 +432,7 @@ def _changed(made: Made) -> str | None:
     try:
         if w.value(made.fun) != made.callable_key:
             return "callable-changed"
-        if w.value(_compat.jit_info_key(made.jit_info)) != made.rest[0]:
+        if jit_options(w, made.jit_info) != made.rest[0]:
             return "jit-options-changed"
         if w.signature(made.signature) != made.rest[1]:
             return "static-argument-changed"  # written through a static argument

@@ -658,3 +658,36 @@ def plain_jit(v: Any) -> bool:
         return set(inst_dict(v) or ()) <= _JIT_ATTRS
     except Override:
         return False
+
+
+def jit_options(w: Walker, ji: Any) -> tuple:
+    """JAX's jit options (`_compat.jit_info_key`: its function's name, shardings,
+    layouts, static and donated arguments, ...) as the walk keys them, the common
+    ones without it (a re-created jit walks them on every call): exact strings,
+    booleans and ints each tagged with its type (``1 == True`` in a tuple), tuples
+    of exact ints or strings, and sharding leaves that are all None or JAX's
+    "unspecified" (which JAX tells by its class alone). Any other option by the
+    walk's rules."""
+    out: list = []
+    for x in _compat.jit_info_key(ji):
+        t = type(x)
+        if x is None or t is bool or t is int or t is str:
+            out.append((t.__name__, x))
+        elif t is tuple and all(type(e) is int for e in x):
+            out.append(("ints", x))
+        elif t is tuple and all(type(e) is str for e in x):
+            out.append(("strs", x))
+        elif t is tuple and all(e is None or _unspecified(e) for e in x):
+            out.append(("leaves", *[e is None for e in x]))
+        elif t is _compat.PyTreeDef:
+            out.append(w.treedef(x))
+        else:
+            out.append(w.value(x))
+    return tuple(out)
+
+
+def _unspecified(e: Any) -> bool:
+    try:
+        return type(e) is _compat.UnspecifiedValue and not inst_dict(e)
+    except Override:
+        return False
