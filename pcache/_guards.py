@@ -67,7 +67,6 @@ from pcache._usercode import (
     qualname,
 )
 from pcache._walk import Walker, plain_array
-from pcache._walk_kinds import plain_jit
 
 _MISSING: Any = object()
 _PARTIAL_FIELDS = tuple(functools.partial.__dict__[n].__get__ for n in ("func", "args", "keywords"))
@@ -76,10 +75,8 @@ _PY_BUILTINS, _RB = dict(vars(builtins)), vars(builtins)
 _FUNCTION = types.FunctionType
 
 # Guard kinds: (kind, namespace, name, expected[, code]); TYPE: (TYPE, object, None, type).
-IS, FN, VAL, ABSENT, TYPE, ALIASES, ISN, PLAIN, NAMES = 0, 1, 2, 3, 4, 5, 6, 7, 8
+IS, FN, VAL, ABSENT, TYPE, ALIASES, PLAIN, NAMES = 0, 1, 2, 3, 4, 5, 7, 8
 # PLAIN: (PLAIN, a JAX array, None, None): it holds no attribute of the program's.
-# ISN: an identity guard whose object is also numbered by the value guards' walker,
-# so its identity with the callable's own objects is keyed (``fn is DEFAULT_JIT``).
 
 
 def _builtins_of(g: dict) -> dict:
@@ -150,21 +147,17 @@ class _Guarding:
                 raise NoReuse(f"reflection-module:{mod}.{qualname(v)}")  # its methods
         if (
             (is_a(v, types.ModuleType) and is_library_module(v))
-            # JAX caches its trace on its function (across processes: a value)
-            or (t is _compat.PjitFunction and not self.vw.content)
             or t is _compat.ArrayImpl  # immutable; its liveness is checked
             or t is object
         ):
-            if not (plain_array(v) if t is _compat.ArrayImpl else plain_jit(v)):  # review 65
-                raise NoReuse(f"{'array' if t is _compat.ArrayImpl else 'jit'}-attributes:{name}")
+            # (a jit object is a value: walked, function and all, not trusted to JAX's
+            # identity caches, which can drop its trace: review 82)
+            if t is _compat.ArrayImpl and not plain_array(v):  # review 65
+                raise NoReuse(f"array-attributes:{name}")
             if t is _compat.ArrayImpl:
                 self.w.arrays.append(v)
                 guards.append((PLAIN, v, None, None))
-            if t is _compat.PjitFunction:
-                guards.append((ISN, ns, name, v))
-                self.vw._enter(v)
-            else:
-                guards.append((IS, ns, name, v))
+            guards.append((IS, ns, name, v))
         elif is_a(v, types.ModuleType):
             if t is not types.ModuleType:
                 raise NoReuse(f"module-subclass:{name}")
@@ -415,10 +408,6 @@ def failed_guard(guards: list[tuple], callable_walk: Walker | None = None) -> st
         if kind == IS:
             if g.get(name, _MISSING) is not expected:
                 return name
-        elif kind == ISN:
-            if g.get(name, _MISSING) is not expected:
-                return name
-            vw._enter(expected)
         elif kind == TYPE:
             if type(g) is not expected:
                 return getattr(g, "__name__", "?")

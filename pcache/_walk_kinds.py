@@ -641,24 +641,6 @@ def _resolved(k: tuple, name: str) -> Any:
     return _UNSET
 
 
-# What ``jax.jit`` sets on its object (``functools.wraps``'s names, its function and
-# options): any other attribute is state a function may read through the object
-# where no global chain spells it (``f.scale`` of a jit handed to a helper: review 65).
-_JIT_ATTRS = frozenset(
-    {"__annotations__", "__name__", "__module__", "__doc__", "__qualname__", "__wrapped__"}
-    | {"__type_params__", "__dict__", "_fun", "_jit_info"}
-)
-
-
-def plain_jit(v: Any) -> bool:
-    """Whether ``v`` is no jit object, or one holding only what ``jax.jit`` set."""
-    if type(v) is not _compat.PjitFunction:
-        return True
-    try:
-        return set(inst_dict(v) or ()) <= _JIT_ATTRS
-    except Override:
-        return False
-
 
 def jit_options(w: Walker, ji: Any) -> tuple:
     """JAX's jit options (`_compat.jit_info_key`: its function's name, shardings,

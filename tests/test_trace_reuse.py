@@ -502,10 +502,12 @@ def _reads_global_jit(a):
 
 
 def test_check_mode_compares_with_what_stock_traces_now(tmp_path):
-    """A global jit object is guarded by identity: JAX keeps its trace whatever its
-    closure holds since, and so does a reuse. Check mode's trace of a reuse is made
-    as stock JAX makes it (its caches, not a recording's fresh context), so it
-    raises only where a reuse differs from that (review 77: it raised here)."""
+    """A global jit object is a value: its function and closure are walked (JAX keeps
+    its trace whatever its closure holds since, but may drop it: review 82), so a
+    change there is a new key, which traces as stock JAX does (JAX's cached trace of
+    it: stale, as in stock). Check mode's trace of a reuse is made as stock JAX makes
+    it (its caches, not a recording's fresh context), so it raises only where a
+    reuse differs from that (review 77: it raised here)."""
 
     def scenario():
         out = []
@@ -518,7 +520,8 @@ def test_check_mode_compares_with_what_stock_traces_now(tmp_path):
 
     stock, _, _, _, st = _compare(tmp_path, scenario, check=True)
     assert stock[3] == stock[0]  # (stock: G's cached trace, as before the change)
-    assert st["trace_hits"] == 3, st["trace_miss_reasons"]
+    assert st["trace_hits"] == 1, st["trace_miss_reasons"]
+    assert st["trace_miss_reasons"].get("global-changed:_G_STALE") == 2
 
 
 def test_a_captured_tracer_is_never_reused(tmp_path):
