@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 import operator
 import sys
 import types
@@ -445,7 +446,8 @@ class _Registries:
     when last scanned."""
 
     epoch: int = 0
-    snapshot: tuple = ()  # each registry's values, to tell a rule registered again
+    lens: tuple = ()  # each registry's size, and
+    snapshot: tuple = ()  # all their values, to tell a rule registered again
     prims: tuple = ()
     nodes: tuple = ()
 
@@ -505,13 +507,11 @@ def same_space(g: dict, keys: tuple, values: tuple) -> bool:
 
 
 def _unchanged(dicts: tuple) -> bool:
-    snap = _REG.snapshot
-    if len(snap) != len(dicts):
-        return False
-    for d, s in zip(dicts, snap, strict=True):  # identity, in C: ~35 µs for JAX's ~1000 rules
-        if len(d) != len(s) or not all(map(operator.is_, d.values(), s)):
-            return False
-    return True
+    # (identity over every registry's values in one C loop, ~4000 of them; nothing
+    # there allocates, so no other thread runs mid-way)
+    return tuple(map(len, dicts)) == _REG.lens and all(
+        map(operator.is_, itertools.chain.from_iterable(map(dict.values, dicts)), _REG.snapshot)
+    )
 
 
 _REG = _Registries()
@@ -603,7 +603,8 @@ def registry_key(w: Walker) -> tuple:
         # user's, and a new key for every trace (JAX's own rules are compared by
         # identity here, so even a library primitive's rule registered again is).
         _scan_registries(regs, tree)
-        _REG.snapshot = tuple(tuple(d.values()) for d in dicts)
+        _REG.lens = tuple(map(len, dicts))
+        _REG.snapshot = tuple(itertools.chain.from_iterable(map(dict.values, dicts)))
         _REG.epoch += 1
     out: list = [_REG.epoch]
     try:

@@ -641,7 +641,6 @@ def _resolved(k: tuple, name: str) -> Any:
     return _UNSET
 
 
-
 def jit_options(w: Walker, ji: Any) -> tuple:
     """JAX's jit options (`_compat.jit_info_key`: its function's name, shardings,
     layouts, static and donated arguments, ...) as the walk keys them, the common

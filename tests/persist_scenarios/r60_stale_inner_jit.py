@@ -1,5 +1,6 @@
 # Review 60 (stale_inner_jit): A calls a global jit, then rebinds the global it reads, then traces a new function calling it: JAX hands that trace the inner jit's old trace, which A stored under a key holding the new value. The content walks' functions are evicted before a stored trace since.
-# served: B's state is what A's key describes; the fix makes what A stored right
+# Since review 82 the global jit is walked as a value: A sees its function's state changed
+# after JAX cached its trace and records nothing of f (B traces: not served).
 import os
 
 A = os.environ["PHASE"] == "A"
