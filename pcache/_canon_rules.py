@@ -15,7 +15,7 @@ import numpy as np
 
 from pcache import _compat, _memos
 from pcache._canon_memo import local_token, memos_on
-from pcache._introspect import same_tables, table_values, tables
+from pcache._introspect import same_tables, table_items, tables
 
 
 class RuleKey(NamedTuple):
@@ -113,7 +113,7 @@ def lowering_handlers_key() -> tuple[str, bool]:
     last, verdict = _HANDLERS
     if same_tables(now, last):
         return verdict
-    handlers = table_values(now)
+    handlers = [h for _, h in table_items(now)]
     if any(_describe_rule(h, 0) is None for h in handlers):
         token = ";".join(local_token(h) for h in handlers)
         verdict = ("local:" + hashlib.sha256(token.encode()).hexdigest()[:32], False)

@@ -46,7 +46,7 @@ from pcache._introspect import (
     mro,
     names,
     same_tables,
-    table_values,
+    table_items,
     tables,
     type_ids,
 )
@@ -572,8 +572,9 @@ _HANDLERS: list = [(), False]  # the type handlers last seen, and their verdict
 
 
 def user_type_handler() -> bool:
-    """Whether a handler of the program's is registered for a type (its aval, a
-    zero, its MLIR type, a constant or attribute of it: `_compat.type_handlers`):
+    """Whether a handler is registered for a type of the program's, or a handler of
+    the program's for any type (its aval, a zero, its MLIR type, a constant or
+    attribute of it, how it is batched or canonicalized: `_compat.type_handlers`):
     JAX runs it while tracing and lowering, over whatever it reads, and JAX's
     lowering caches hold a served trace's lowering by the jaxpr's identity (a
     constant handler changing how ``2.0`` lowers: reviews 80, 81). Revalidated by
@@ -581,7 +582,10 @@ def user_type_handler() -> bool:
     now = tables(_compat.type_handlers())
     last, verdict = _HANDLERS
     if not same_tables(now, last):
-        verdict = any(user_code(h) or holds_program_data(h) for h in table_values(now))
+        verdict = any(
+            (is_a(k, type) and not is_library_type(k)) or user_code(h) or holds_program_data(h)
+            for k, h in table_items(now)
+        )
         _HANDLERS[:] = [now, verdict]
     return verdict
 

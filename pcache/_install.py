@@ -123,6 +123,9 @@ def _install_jit_seam() -> None:
     # tracebacks and out of the source locations JAX writes into the HLO.
     _compat.exclude_from_tracebacks(os.path.dirname(os.path.abspath(__file__)))
     _compat.register_clear_hook(_CLEAR_HOOK, "pcache (memory tier and memos)")
+    from pcache._compat import traces
+
+    traces.watch_canonicalize_handlers()  # (a registry JAX keeps in C++)
     orig = _state.ORIG
     orig["jit_evict"] = _compat.patch("jit_evict", _jit_evict_wrapper)
     infer = _compat.current("infer_params")

@@ -31,7 +31,7 @@ __all__ = [
     "is_a",
     "items",
     "same_tables",
-    "table_values",
+    "table_items",
     "tables",
     "mro",
     "names",
@@ -89,12 +89,13 @@ def same_tables(a: tuple, b: tuple) -> bool:
     return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
-def table_values(t: tuple) -> list:
-    """The values of every dict in `tables` ``t``."""
+def table_items(t: tuple) -> list:
+    """The (key, value) items of every dict in `tables` ``t``."""
     out, start = [], 0
     for i, x in enumerate(t):
         if x is _END:
-            out += t[start + (i - start) // 2 : i]
+            half = start + (i - start) // 2
+            out += zip(t[start:half], t[half:i], strict=True)
             start = i + 1
     return out
 

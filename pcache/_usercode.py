@@ -244,7 +244,24 @@ def is_library_module(m: types.ModuleType) -> bool:
     name = _str(d.get("__name__"))
     return is_library(d) or (
         # builtin and extension modules (sys, math, jaxlib's): no Python globals
-        sys.modules.get(name) is m and "__path__" not in d and _no_python(name, d)
+        sys.modules.get(name) is m
+        and "__path__" not in d
+        and (_no_python(name, d) or _extension_submodule(name, m, d))
+    )
+
+
+def _extension_submodule(name: str, m: types.ModuleType, d: dict) -> bool:
+    """A submodule an extension module made (nanobind's ``def_submodule``: jaxlib's
+    ``_mlir.ir``): no file of its own, held under its name by its parent, itself a
+    library's extension module."""
+    parent, _, last = name.rpartition(".")
+    pm = sys.modules.get(parent)
+    return (
+        "__file__" not in d
+        and type(pm) is types.ModuleType
+        and (module_dict(pm) or {}).get(last) is m
+        and is_library_module(pm)
+        and "__file__" in (module_dict(pm) or {})  # (the extension itself: not a package)
     )
 
 

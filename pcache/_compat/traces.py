@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import operator
+import sys
+import types
 from typing import Any
 
 from jax._src import config as _config
@@ -168,14 +170,51 @@ def traced(closed: Any, out_avals: list, out_tree: Any) -> tuple:
     return closed, FlatTree(tuple(out_avals), out_tree, False)
 
 
+_FOUND: dict = {"n": -1, "scanned": {}, "prims": {}, "types": {}}
+
+
+def _found_tables() -> tuple[tuple, tuple]:
+    """Every module-level dict of a loaded ``jax``/``jaxlib`` module keyed by
+    primitives (a rule table: jet's, checkify's, sparsify's, pallas's, ...) or by
+    types with callable values (a handler table), each module scanned once when
+    first seen loaded (review 84: a fixed list of tables missed some)."""
+    if _FOUND["n"] != len(sys.modules):
+        _FOUND["n"] = len(sys.modules)
+        scanned, prims, kinds = _FOUND["scanned"], _FOUND["prims"], _FOUND["types"]
+        for name, m in items(sys.modules):
+            if type(name) is not str or not (name == "jax" or name.startswith(_JAX)):
+                continue
+            if scanned.get(name) is m or type(m) is not types.ModuleType:
+                continue
+            if getattr(getattr(m, "__spec__", None), "_initializing", False):
+                continue  # (still running its body: scanned when done)
+            scanned[name] = m
+            for v in [v for _, v in items(vars(m)) if type(v) is dict and v]:
+                keys, values = tuple(v), tuple(v.values())
+                if all(isinstance(k, _core.Primitive) for k in keys):
+                    prims[id(v)] = v
+                elif all(isinstance(k, type) for k in keys) and all(map(callable, values)):
+                    kinds[id(v)] = v
+    return tuple(_FOUND["prims"].values()), tuple(_FOUND["types"].values())
+
+
+_JAX = ("jax.", "jaxlib.")
+
+
+def _with_found(fixed: tuple, found: tuple) -> tuple:
+    ids = set(map(id, fixed))
+    return (*fixed, *(d for d in found if id(d) not in ids))
+
+
 def rule_registries() -> tuple[dict, ...]:
     """The dicts in which JAX looks up a primitive's rules while tracing,
-    transforming and lowering (a user primitive's rules are registered there)."""
+    transforming and lowering (a user primitive's rules are registered there): the
+    known ones, then every other table of primitives JAX's loaded modules hold."""
     from jax._src.interpreters import ad, batching, remat
     from jax._src.interpreters import partial_eval as pe
     from jax._src.state import discharge
 
-    return (
+    return _with_found((
         ad.primitive_jvps, ad.primitive_transposes, ad.primitive_linearizations,
         ad.reducing_transposes, ad.fancy_transposes, batching.fancy_primitive_batchers,
         pe.custom_partial_eval_rules, pe.partial_eval_jaxpr_custom_rules, pe.dce_rules,
@@ -188,22 +227,46 @@ def rule_registries() -> tuple[dict, ...]:
         ad.call_linearize_param_updaters, pe.call_param_updaters, pe.call_partial_eval_rules,
         remat.rules, discharge._discharge_rules, discharge._partial_discharge_rules,
         _core.pp_eqn_rules,
-    )  # fmt: skip
+    ), _found_tables()[0])  # fmt: skip
 
 
 def type_handlers() -> tuple[dict, ...]:
     """The type -> function tables JAX consults while tracing and lowering: a value's
     aval, a zero's, an MLIR type, constant or attribute (a program registers its own
-    for its types: review 81)."""
-    from jax._src import ad_util
+    for its types: review 81); then every other table of types to functions JAX's
+    loaded modules hold (batching's, dispatch's, ...: review 84)."""
+    from jax._src import ad_util, dtypes
     from jax._src.interpreters import remat
 
-    return (
+    return _with_found((
         _core.pytype_aval_mappings, _core.shard_aval_handlers, _core.unshard_aval_handlers,
         ad_util.raw_jaxval_adders, ad_util.aval_zeros_likers, ad_util.aval_empty_likers,
         remat.reduce_precision_handlers, _mlir.ir_type_handlers, _mlir._constant_handlers,
-        _mlir._attribute_handlers,
-    )  # fmt: skip
+        _mlir._attribute_handlers, dtypes.python_scalar_types_to_dtypes, CANONICALIZE,
+    ), _found_tables()[1])  # fmt: skip
+
+
+#: type -> handler of every registration through `dtypes.register_canonicalize_value_handler`
+#: (and `jax.interpreters.xla.canonicalize_dtype_handlers`, which calls it) since
+#: `watch_canonicalize_handlers`: JAX keeps them in C++, where no key reads them
+CANONICALIZE: dict = {}
+
+
+def watch_canonicalize_handlers() -> None:
+    """Mirror canonicalize-value handlers into `CANONICALIZE` as they are registered
+    (review 83: one reading a global, consulted by every ``bind``). Not seen: one
+    registered before this ran, or straight through ``jaxlib``."""
+    from jax._src import dtypes
+
+    orig = dtypes.register_canonicalize_value_handler
+    if getattr(orig, "__name__", "") == "_pcache_register":
+        return
+
+    def _pcache_register(type_: Any, handler: Any) -> None:
+        orig(type_, handler)
+        CANONICALIZE[type_] = handler
+
+    dtypes.register_canonicalize_value_handler = _pcache_register
 
 
 def pytree_registry() -> dict:
