@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
 import hashlib
 import logging
 import sys
@@ -31,6 +32,7 @@ import jax
 import jaxlib
 import numpy as np
 
+from pcache._introspect import class_attr
 from pcache._introspect import typed as _typed
 
 __all__ = [  # the types the canonical form names (re-exported from JAX's private modules)
@@ -340,37 +342,44 @@ def compile_options(
 
 
 def trace_context() -> Any:
-    """What JAX keys its own trace caches on (hashable; each value with its exact
-    type, `pcache._introspect.typed`). A user context's value (``jax.make_user_context``:
-    any object) only by an exact encoding; else a value equal to nothing, not even
-    itself in a later call (review 37)."""
+    """What JAX keys its own trace caches on (hashable), each value by an exact
+    encoding (`_context_value`); else a value equal to nothing, not even itself in a
+    later call (a user context's object: review 37)."""
     values = _config.trace_context()
-    user = _user_contexts(len(values))
-    if not user:
-        prev, enc = _CONTEXT  # (the same values by identity: the same encoding)
-        if len(values) == len(prev) and all(map(_is, values, prev)):
-            return enc
-        enc = _typed(values)
-        _CONTEXT[:] = [values, enc]
+    prev, enc = _CONTEXT  # (the same values by identity: the same encoding)
+    if len(values) == len(prev) and all(map(_is, values, prev)):
         return enc
-    items = [_typed(v) for v in values]
-    for i in user:
+    enc = ("t", *map(_context_value, values))
+    if not any(type(e) is _Unequal for e in enc):
+        _CONTEXT[:] = [values, enc]
+    return enc
+
+
+def _context_value(v: Any) -> Any:
+    """Exact scalars and tuples by `typed`; XLA metadata by its items, so encoded
+    (its ``==`` says ``1 == True == 1.0``: review 85); an enum member, an axis
+    environment (compared by identity), a mesh or a device by their own ``==``;
+    anything else (a user context's object) equal to nothing."""
+    try:
+        return _typed(v, strict=True)
+    except TypeError:
+        pass
+    from jax._src.xla_metadata_lib import XlaMetadata
+
+    if type(v) is XlaMetadata:
         try:
-            items[i] = _typed(values[i], strict=True)
+            return ("xla_metadata", _typed(tuple(sorted(dict.items(v.val))), strict=True))
         except TypeError:
-            items[i] = _Unequal()
-    return ("t", *items)
+            return _Unequal()
+    if type(v) in (AxisEnv, Mesh, AbstractMesh, Device) or (
+        isinstance(v, enum.Enum) and class_attr(type(v), "__eq__") in _PLAIN_EQ
+    ):
+        return (type(v), v)
+    return _Unequal()
 
 
 _CONTEXT: list = [(), ()]
-_USER_CONTEXTS: list = [-1, ()]  # (how many contexts, the user ones' positions)
-
-
-def _user_contexts(n: int) -> tuple:
-    if _USER_CONTEXTS[0] != n:
-        names = [name for name, _ in trace_context_items()]
-        _USER_CONTEXTS[:] = [n, tuple(i for i, m in enumerate(names) if m == "user_context")]
-    return _USER_CONTEXTS[1]
+_PLAIN_EQ = (object.__eq__, int.__eq__, str.__eq__)  # (an enum's: identity, its value's)
 
 
 class _Unequal:
@@ -668,33 +677,23 @@ if JIT_SEAM:
     from pcache._compat import traces as _traces
 
     recording, recording_trace = _traces.recording, _traces.recording_trace
-    recording_token = _traces.recording_token
     config_items, default_backend = _traces.config_items, _traces.default_backend
     trace_state_clean, traced = _traces.trace_state_clean, _traces.traced
     out_tree_bytes, out_tree_from = _traces.out_tree_bytes, _traces.out_tree_from
     config_snapshot, CONFIG_DECORATOR = _traces.config_snapshot, _traces.CONFIG_DECORATOR
-    jit_info_key = _traces.jit_info_key
-    jit_parts = _traces.jit_parts
-    primitive_rules = _traces.primitive_rules
-    pytree_registry = _traces.pytree_registry
+    jit_info_key, jit_parts = _traces.jit_info_key, _traces.jit_parts
+    primitive_rules, pytree_registry = _traces.primitive_rules, _traces.pytree_registry
     rule_registries, type_handlers = _traces.rule_registries, _traces.type_handlers
-    served_entry = _traces.served_entry
-    trace_reuse_blocked = _traces.trace_reuse_blocked
-    unreusable_params = _traces.unreusable_params
+    served_entry, trace_reuse_blocked = _traces.served_entry, _traces.trace_reuse_blocked
+    unreusable_params, recording_token = _traces.unreusable_params, _traces.recording_token
 else:  # pragma: no cover - trace reuse runs behind the jit seam only
 
     def _no_jit_seam(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("trace reuse needs the jit seam (a supported JAX line)")
 
-    recording = recording_trace = config_items = default_backend = _no_jit_seam
-    recording_token = _no_jit_seam
-    trace_state_clean = traced = out_tree_bytes = out_tree_from = _no_jit_seam
-    config_snapshot, CONFIG_DECORATOR = _no_jit_seam, None
-    jit_info_key = _no_jit_seam
-    jit_parts = _no_jit_seam
-    primitive_rules = _no_jit_seam
-    pytree_registry = _no_jit_seam
-    rule_registries = type_handlers = _no_jit_seam
-    served_entry = _no_jit_seam
-    trace_reuse_blocked = _no_jit_seam
-    unreusable_params = _no_jit_seam
+    recording = recording_trace = recording_token = config_items = _no_jit_seam
+    default_backend = trace_state_clean = traced = out_tree_bytes = _no_jit_seam
+    out_tree_from = config_snapshot = jit_info_key = jit_parts = _no_jit_seam
+    primitive_rules = pytree_registry = rule_registries = type_handlers = _no_jit_seam
+    served_entry = trace_reuse_blocked = unreusable_params = _no_jit_seam
+    CONFIG_DECORATOR = None
