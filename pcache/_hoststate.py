@@ -72,6 +72,8 @@ def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
             locale.setlocale(locale.LC_ALL),
             _typed_items("err", err),
             _filters(klass),
+            # (the action for a warning no filter matches: review 85)
+            typed(warnings.defaultaction, strict=True),
             # numpy's print options (``repr`` of a numpy scalar read while tracing:
             # review 28)
             _typed_items("print", opts),

@@ -629,3 +629,22 @@ def test_a_trace_not_recorded_is_counted_by_why(tmp_path):
     why = (st["trace_unrecorded"], st["trace_miss_reasons"])
     assert st["trace_unrecorded"] == {"host-callback": 3, "warned": 3}, why
     assert st["trace_hits"] == 0
+
+
+def test_the_default_warning_action_is_in_the_key(tmp_path):
+    """``warnings.defaultaction`` (what a warning no filter matches does) decides
+    whether a warning issued while tracing raises: a trace recorded under one is not
+    served under another (review 85)."""
+    saved = warnings.defaultaction
+
+    def scenario():
+        for action in ("default", "default", "ignore", "ignore"):
+            warnings.defaultaction = action
+            yield lambda: jax.jit(lambda x: x * 3.0)(X)
+        warnings.defaultaction = saved
+
+    try:
+        st = _same_as_stock(tmp_path, scenario)
+    finally:
+        warnings.defaultaction = saved
+    assert st["trace_hits"] == 2, st["trace_miss_reasons"]  # (each action's second call)
