@@ -176,8 +176,9 @@ _FOUND: dict = {"n": -1, "scanned": {}, "prims": {}, "types": {}}
 def _found_tables() -> tuple[tuple, tuple]:
     """Every module-level dict of a loaded ``jax``/``jaxlib`` module keyed by
     primitives (a rule table: jet's, checkify's, sparsify's, pallas's, ...) or by
-    types with callable values (a handler table), each module scanned once when
-    first seen loaded (review 84: a fixed list of tables missed some)."""
+    types with callable values or tuples of them (a handler table), each module
+    scanned once when first seen loaded (reviews 84, 87: a fixed list of tables
+    missed some)."""
     if _FOUND["n"] != len(sys.modules):
         _FOUND["n"] = len(sys.modules)
         scanned, prims, kinds = _FOUND["scanned"], _FOUND["prims"], _FOUND["types"]
@@ -193,12 +194,16 @@ def _found_tables() -> tuple[tuple, tuple]:
                 keys, values = tuple(v), tuple(v.values())
                 if all(isinstance(k, _core.Primitive) for k in keys):
                     prims[id(v)] = v
-                elif all(isinstance(k, type) for k in keys) and all(map(callable, values)):
+                elif all(isinstance(k, type) for k in keys) and all(map(_handler, values)):
                     kinds[id(v)] = v
     return tuple(_FOUND["prims"].values()), tuple(_FOUND["types"].values())
 
 
 _JAX = ("jax.", "jaxlib.")
+
+
+def _handler(v: Any) -> bool:  # a function, or a tuple of them (aval_mapping_handlers')
+    return callable(v) or (type(v) is tuple and bool(v) and all(map(callable, v)))
 
 
 def _with_found(fixed: tuple, found: tuple) -> tuple:
