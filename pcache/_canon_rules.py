@@ -13,9 +13,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pcache import _compat, _memos
+from pcache import _compat, _dictwatch, _memos
 from pcache._canon_memo import local_token, memos_on
-from pcache._introspect import same_tables, table_items, tables
+from pcache._introspect import items
 
 
 class RuleKey(NamedTuple):
@@ -97,7 +97,8 @@ def lowering_rule_key(prim) -> RuleKey:
     return key
 
 
-_HANDLERS: list = [(), ("", True)]  # the handlers last seen, and their verdict
+_HANDLERS: list = [(), ("", True)]  # the handlers last seen (alive), and their verdict
+_HANDLERS_WATCH = _memos.memo("canon.lowering_handlers", _dictwatch.Watch())  # as of `_HANDLERS`
 
 
 def lowering_handlers_key() -> tuple[str, bool]:
@@ -108,18 +109,17 @@ def lowering_handlers_key() -> tuple[str, bool]:
     imported): ``("", True)``. Any other (a program's changes how ``2.0`` or a
     parameter lowers; a library's may be over data): a token unique to these handler
     objects in this process, and the program is keyed by its lowered module too
-    (reviews 80, 81). Revalidated by the handlers' identity (kept alive here)."""
-    now = tables(_compat.lowering_handlers())
-    last, verdict = _HANDLERS
-    if same_tables(now, last):
-        return verdict
-    handlers = [h for _, h in table_items(now)]
+    (reviews 80, 81). Answered again whenever a table was written (`_dictwatch`)."""
+    dicts = _compat.lowering_handlers()
+    if _HANDLERS_WATCH.unchanged(dicts):
+        return _HANDLERS[1]
+    handlers = [h for d in dicts for _, h in items(d)]
     if any(_describe_rule(h, 0) is None for h in handlers):
         token = ";".join(local_token(h) for h in handlers)
         verdict = ("local:" + hashlib.sha256(token.encode()).hexdigest()[:32], False)
     else:
         verdict = ("", True)
-    _HANDLERS[:] = [now, verdict]
+    _HANDLERS[:] = [handlers, verdict]
     return verdict
 
 

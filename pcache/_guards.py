@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import builtins
 import functools
-import itertools
 import operator
 import sys
 import types
 from typing import Any
 
-from pcache import _canon, _compat, _reach
+from pcache import _canon, _compat, _dictwatch, _reach
 from pcache._generated import prove_nodes
 from pcache._introspect import (
     Override,
@@ -45,9 +44,6 @@ from pcache._introspect import (
     items,
     mro,
     names,
-    same_tables,
-    table_items,
-    tables,
     type_ids,
 )
 from pcache._memos import memo
@@ -446,8 +442,6 @@ class _Registries:
     when last scanned."""
 
     epoch: int = 0
-    lens: tuple = ()  # each registry's size, and
-    snapshot: tuple = ()  # all their values, to tell a rule registered again
     prims: tuple = ()
     nodes: tuple = ()
 
@@ -506,22 +500,16 @@ def same_space(g: dict, keys: tuple, values: tuple) -> bool:
     )
 
 
-def _unchanged(dicts: tuple) -> bool:
-    # (identity over every registry's values in one C loop, ~4000 of them; nothing
-    # there allocates, so no other thread runs mid-way)
-    return tuple(map(len, dicts)) == _REG.lens and all(
-        map(operator.is_, itertools.chain.from_iterable(map(dict.values, dicts)), _REG.snapshot)
-    )
-
-
 _REG = _Registries()
+_REG_WATCH = memo("guards.registries", _dictwatch.Watch())  # as of `_REG`'s last scan
+_TYPES_WATCH = memo("guards.type_tables", _dictwatch.Watch())  # as of `_HANDLERS`
 _VERDICTS: dict[int, tuple] = memo("guards.rule_verdicts", {})  # id(rule) -> (rule, verdicts)
 
 
 def _verdict(rule: Any) -> tuple[bool, bool]:
     """(`user_code`, `holds_state`: only asked when not user code) of a registered
     rule, memoized by the rule's identity (a registry's change is found by identity
-    too: `_unchanged`), so a rule registered while a program warms up costs a scan
+    too: `_dictwatch`), so a rule registered while a program warms up costs a scan
     of that rule, not of all."""
     e = _VERDICTS.get(id(rule))
     if e is None or e[0] is not rule:
@@ -568,7 +556,7 @@ def _scan_registries(regs: tuple, tree: dict) -> None:
     _REG.prims, _REG.nodes = tuple(prims), tuple(nodes)
 
 
-_HANDLERS: list = [(), False]  # the type handlers last seen, and their verdict
+_HANDLERS: list = [False]  # the type handlers' verdict, as of `_TYPES_WATCH`
 
 
 def user_type_handler() -> bool:
@@ -577,17 +565,16 @@ def user_type_handler() -> bool:
     attribute of it, how it is batched or canonicalized: `_compat.type_handlers`):
     JAX runs it while tracing and lowering, over whatever it reads, and JAX's
     lowering caches hold a served trace's lowering by the jaxpr's identity (a
-    constant handler changing how ``2.0`` lowers: reviews 80, 81). Revalidated by
-    the handlers' identity (kept alive here)."""
-    now = tables(_compat.type_handlers())
-    last, verdict = _HANDLERS
-    if not same_tables(now, last):
-        verdict = any(
+    constant handler changing how ``2.0`` lowers: reviews 80, 81). Answered again
+    whenever a table was written (`_dictwatch`)."""
+    dicts = _compat.type_handlers()
+    if not _TYPES_WATCH.unchanged(dicts):
+        _HANDLERS[0] = any(
             (is_a(k, type) and not is_library_type(k)) or user_code(h) or holds_program_data(h)
-            for k, h in table_items(now)
+            for d in dicts
+            for k, h in items(d)
         )
-        _HANDLERS[:] = [now, verdict]
-    return verdict
+    return _HANDLERS[0]
 
 
 def user_primitives(prims: dict) -> bool:
@@ -602,13 +589,12 @@ def registry_key(w: Walker) -> tuple:
     regs = _compat.rule_registries()
     tree = _compat.pytree_registry()
     dicts = (*regs, tree)
-    if not _unchanged(dicts):
-        # A rule registered (again): which primitives and node types are the
-        # user's, and a new key for every trace (JAX's own rules are compared by
-        # identity here, so even a library primitive's rule registered again is).
+    if not _REG_WATCH.unchanged(dicts):
+        # A rule registered (again), or any other write: which primitives and node
+        # types are the user's, and a new key for every trace (even a library
+        # primitive's rule registered again is a change).
         _scan_registries(regs, tree)
-        _REG.lens = tuple(map(len, dicts))
-        _REG.snapshot = tuple(itertools.chain.from_iterable(map(dict.values, dicts)))
+        _REG_WATCH.settle()  # (what the scan itself registered counts as seen)
         _REG.epoch += 1
     out: list = [_REG.epoch]
     try:

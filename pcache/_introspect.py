@@ -15,7 +15,6 @@ JAX-free.
 from __future__ import annotations
 
 import collections
-import operator
 import struct
 import types
 from typing import Any
@@ -30,9 +29,6 @@ __all__ = [
     "inst_dict",
     "is_a",
     "items",
-    "same_tables",
-    "table_items",
-    "tables",
     "mro",
     "names",
     "subclass",
@@ -66,38 +62,6 @@ def items(d: Any) -> list[tuple[Any, Any]]:
     if subclass(t, dict) and not subclass(t, collections.OrderedDict):
         return list(dict.copy(d).items())
     return list(d.items())
-
-
-_END = object()  # (ends a dict in `tables`)
-
-
-def tables(dicts: Any) -> tuple:
-    """Each dict's keys, then its values, then an end mark, in one tuple (each dict
-    copied in C first: no other thread runs mid-way): compared with an earlier one
-    by `same_tables`, its values read back by `table_values`."""
-    out: list = []
-    for d in dicts:
-        c = dict.copy(d)
-        out += c
-        out += c.values()
-        out.append(_END)
-    return tuple(out)
-
-
-def same_tables(a: tuple, b: tuple) -> bool:
-    """Whether two `tables` hold the very same objects (by identity: no ``__eq__``)."""
-    return len(a) == len(b) and all(map(operator.is_, a, b))
-
-
-def table_items(t: tuple) -> list:
-    """The (key, value) items of every dict in `tables` ``t``."""
-    out, start = [], 0
-    for i, x in enumerate(t):
-        if x is _END:
-            half = start + (i - start) // 2
-            out += zip(t[start:half], t[half:i], strict=True)
-            start = i + 1
-    return out
 
 
 class Override(Exception):

@@ -1,0 +1,169 @@
+"""Whether dicts were written since they were last looked at, without reading them.
+
+The hit path asks, on every call, whether JAX's rule and handler tables,
+``sys.modules`` and ``copyreg``'s dispatch table still hold what they held (about
+1300 entries in 50 dicts): comparing every key and value by identity costs tens of
+microseconds a call. CPython 3.11 to 3.13 keep a version tag in every dict (PEP
+509's ``ma_version_tag``, just after the dict's size in its struct): each write
+(an item set to another object, added, deleted, popped, cleared, merged) gives it
+the next value of one process-wide counter, so a dict whose tag is unchanged was
+not written. The tag is read through ``ctypes`` from the dict's own memory, after
+`_probe` proved, once per process, that the struct is laid out as assumed and that
+every kind of write moves the tag; anywhere else (another interpreter, another
+version, a failed probe) every key and value is compared by identity instead.
+Either way no ``__eq__`` runs and nothing is allocated per entry.
+
+JAX-free.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import operator
+import sys
+from collections.abc import Callable
+from typing import Any
+
+_OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)  # (after the refcount and the type)
+
+
+def _cell(d: dict, field: int) -> Any:
+    cls = ctypes.c_ssize_t if field == 0 else ctypes.c_uint64
+    return cls.from_address(id(d) + _OFFSET + field * ctypes.sizeof(ctypes.c_ssize_t))
+
+
+def _probe() -> bool:
+    """Whether this interpreter's dicts carry a version tag that every write moves."""
+    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13):
+        return False
+    if ctypes.sizeof(ctypes.c_ssize_t) != ctypes.sizeof(ctypes.c_uint64):
+        return False
+    d: dict = {}
+    used, tag = _cell(d, 0), _cell(d, 1)
+
+    class Obj:  # (an attribute written through the interpreter's specialized stores)
+        pass
+
+    o = Obj()
+    o.a = 0
+    writes = [
+        lambda: d.__setitem__("a", 1),
+        lambda: d.__setitem__("a", 2),
+        lambda: d.__setitem__("b", 3),
+        lambda: d.__delitem__("b"),
+        lambda: d.update({"c": 4}),
+        lambda: d.setdefault("e", 5),
+        lambda: d.pop("e"),
+        lambda: d.popitem(),
+        lambda: d.__ior__({"f": 6}),
+        lambda: d.clear(),
+        lambda: d.update({"g": 7, "h": 8}),
+        lambda: dict.__init__(d, i=9),
+    ]
+    od = vars(o)
+    otag = _cell(od, 1)
+    for i in range(40):  # (enough for the interpreter to specialize the store)
+        before = otag.value
+        o.a = i + 1
+        if otag.value == before or _cell(od, 0).value != len(od):
+            return False
+    for write in writes:
+        before = tag.value
+        write()
+        if tag.value == before or used.value != len(d):
+            return False
+    return True
+
+
+_TAGGED = _probe()
+
+
+class Watch:
+    """Answers `unchanged` for one tuple of dicts at a time (holding them alive, so
+    their memory stays theirs)."""
+
+    def __init__(self) -> None:
+        self._dicts: tuple = ()
+        self._cells: tuple = ()
+        self._last: Any = None
+
+    def unchanged(self, dicts: tuple) -> bool:
+        """Whether ``dicts`` are the very dicts of the last call, in order, and none
+        of them was written since (a write of an equal or even the same value may
+        count as a change); a False answer makes ``dicts`` the ones watched."""
+        same = len(dicts) == len(self._dicts) and all(map(operator.is_, dicts, self._dicts))
+        if not same:
+            self._dicts = tuple(dicts)
+            self._cells = tuple(_cell(d, 1) for d in dicts) if _TAGGED else ()
+            self._last = self._read()
+            return False
+        now = self._read()
+        if _TAGGED:
+            if now == self._last:  # (a tuple of ints)
+                return True
+        elif _same_entries(now, self._last):
+            return True
+        self._last = now
+        return False
+
+    def settle(self) -> None:
+        """Take the watched dicts as they are now as seen (after work that may have
+        written them, done on a False `unchanged`)."""
+        self._last = self._read()
+
+    def _read(self) -> Any:
+        if _TAGGED:
+            return tuple(map(_VALUE, self._cells))
+        dicts = self._dicts
+        return (
+            tuple(map(len, dicts)),
+            tuple(itertools.chain.from_iterable(dicts)),
+            tuple(itertools.chain.from_iterable(map(dict.values, dicts))),
+        )
+
+    def clear(self) -> None:
+        self._dicts, self._cells, self._last = (), (), None
+
+    def __len__(self) -> int:  # (dicts watched: a registered memo's size)
+        return len(self._dicts)
+
+
+class Derived:
+    """A value computed from some dicts (``dicts()``, then ``compute()``), computed
+    again only when one of them was written."""
+
+    def __init__(self, dicts: Callable[[], tuple], compute: Callable[[], Any]) -> None:
+        self._dicts, self._compute = dicts, compute
+        self._watch = Watch()
+        self._value: Any = None
+
+    def __call__(self) -> Any:
+        if not self._watch.unchanged(self._dicts()):
+            self._value = self._compute()
+        return self._value
+
+    def clear(self) -> None:
+        self._watch.clear()
+        self._value = None
+
+    def __len__(self) -> int:
+        return len(self._watch)
+
+
+_VALUE = operator.attrgetter("value")
+
+
+def _same_entries(a: tuple, b: tuple) -> bool:
+    """Two `Watch._read` snapshots (sizes, keys, values) by identity, never ``==``."""
+    return a[0] == b[0] and all(
+        len(x) == len(y) and all(map(operator.is_, x, y)) for x, y in zip(a[1:], b[1:], strict=True)
+    )
+
+
+def tagged() -> bool:
+    """Whether dicts' version tags are read (else every entry is compared)."""
+    return _TAGGED
+
+
+__all__ = ["Derived", "Watch", "tagged"]
