@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import decimal
 import importlib
+import json
 import math
 import os
 import subprocess
@@ -648,3 +649,36 @@ def test_the_default_warning_action_is_in_the_key(tmp_path):
     finally:
         warnings.defaultaction = saved
     assert st["trace_hits"] == 2, st["trace_miss_reasons"]  # (each action's second call)
+
+
+def test_a_table_empty_when_its_module_was_read_is_read_once_filled(tmp_path):
+    """A type -> handler table that JAX's module holds empty when pcache first reads
+    the module (``batching.make_iota_handlers``) is a handler table from the moment
+    it holds one: a program's handler there refuses reuse, as in any other table
+    (review 87's note). In a fresh process (tests here register handlers for good)."""
+    script = """
+import json, jax, jax.numpy as jnp, pcache
+from jax._src.interpreters import batching
+
+class Mine:
+    pass
+
+assert not batching.make_iota_handlers
+x = jnp.arange(3.0)
+outs = []
+for i in range(6):
+    if i == 3:
+        batching.make_iota_handlers[Mine] = lambda *a: None
+    outs.append(jax.jit(lambda v: v * 2.0)(x).tolist())
+st = pcache.stats()
+print(json.dumps([outs, st["trace_hits"], st["trace_miss_reasons"]]))
+"""
+    env = {**os.environ, "JAX_PCACHE_DIR": str(tmp_path / "c"), "JAX_PCACHE_RAISE_ERRORS": "1"}
+    env.pop("JAX_PCACHE_TRACE_RECORD_AFTER", None)  # (the default: recorded at the second)
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    outs, hits, reasons = json.loads(out.stdout.strip().splitlines()[-1])
+    assert outs == [[0.0, 2.0, 4.0]] * 6
+    assert hits == 1, reasons  # (the third call only)
+    assert reasons.get("user-type-handler") == 3, reasons

@@ -21,6 +21,7 @@ from jax._src.state.types import AbstractRef
 from jaxlib._jax import PjitFunction
 from jaxlib._jax.pytree import PyTreeDef
 
+from pcache import _memos
 from pcache._introspect import items, typed
 
 # ------------------------------------------------------------------ trace reuse
@@ -120,7 +121,7 @@ def config_snapshot() -> tuple:
         _HOLDERS[:] = [len(vh), tuple(vh.values())]
     # (by exact type: an int option set to False is not 0: review 36); the same
     # values by identity as last time have the same encoding
-    raw = tuple([h.value for h in _HOLDERS[1]])
+    raw = tuple(map(_VALUE, _HOLDERS[1]))
     prev, enc = _SNAPSHOT
     if len(raw) == len(prev) and all(map(operator.is_, raw, prev)):
         return enc
@@ -130,6 +131,7 @@ def config_snapshot() -> tuple:
 
 
 _SNAPSHOT: list = [(), ()]
+_VALUE = operator.attrgetter("value")
 
 #: ``@config.default_matmul_precision("float32")``: a decorator JAX's own rules are
 #: made with (``_svd_jvp_rule``), an option and a value (`pcache._rule_state`)
@@ -170,7 +172,7 @@ def traced(closed: Any, out_avals: list, out_tree: Any) -> tuple:
     return closed, FlatTree(tuple(out_avals), out_tree, False)
 
 
-_FOUND: dict = {"n": -1, "scanned": {}, "prims": {}, "types": {}}
+_FOUND: dict = {"n": -1, "scanned": {}, "prims": {}, "types": {}, "empty": {}, "out": ((), ())}
 
 
 def _found_tables() -> tuple[tuple, tuple]:
@@ -178,10 +180,13 @@ def _found_tables() -> tuple[tuple, tuple]:
     primitives (a rule table: jet's, checkify's, sparsify's, pallas's, ...) or by
     types with callable values or tuples of them (a handler table), each module
     scanned once when first seen loaded (reviews 84, 87: a fixed list of tables
-    missed some)."""
+    missed some); a dict empty then (``batching.make_iota_handlers``) is told apart
+    when it first holds anything (review 87's note). The same tuples while nothing
+    changed."""
+    changed = False
     if _FOUND["n"] != len(sys.modules):
         _FOUND["n"] = len(sys.modules)
-        scanned, prims, kinds = _FOUND["scanned"], _FOUND["prims"], _FOUND["types"]
+        scanned = _FOUND["scanned"]
         for name, m in items(sys.modules):
             if type(name) is not str or not (name == "jax" or name.startswith(_JAX)):
                 continue
@@ -190,13 +195,30 @@ def _found_tables() -> tuple[tuple, tuple]:
             if getattr(getattr(m, "__spec__", None), "_initializing", False):
                 continue  # (still running its body: scanned when done)
             scanned[name] = m
-            for v in [v for _, v in items(vars(m)) if type(v) is dict and v]:
-                keys, values = tuple(v), tuple(v.values())
-                if all(isinstance(k, _core.Primitive) for k in keys):
-                    prims[id(v)] = v
-                elif all(isinstance(k, type) for k in keys) and all(map(_handler, values)):
-                    kinds[id(v)] = v
-    return tuple(_FOUND["prims"].values()), tuple(_FOUND["types"].values())
+            for v in [v for _, v in items(vars(m)) if type(v) is dict]:
+                _classify(v)
+        changed = True
+    empty = _FOUND["empty"]
+    if any(map(len, empty.values())):  # (15 dicts in JAX 0.10: rule tables and caches)
+        for k, v in [(k, v) for k, v in items(empty) if v]:
+            del empty[k]
+            _classify(v)
+        changed = True
+    if changed:
+        _FOUND["out"] = (tuple(_FOUND["prims"].values()), tuple(_FOUND["types"].values()))
+    return _FOUND["out"]
+
+
+def _classify(v: dict) -> None:
+    """A module-level dict as a rule table, a handler table, neither, or (empty) not
+    yet known."""
+    keys, values = tuple(v), tuple(v.values())
+    if not keys:
+        _FOUND["empty"][id(v)] = v
+    elif all(isinstance(k, _core.Primitive) for k in keys):
+        _FOUND["prims"][id(v)] = v
+    elif all(isinstance(k, type) for k in keys) and all(map(_handler, values)):
+        _FOUND["types"][id(v)] = v
 
 
 _JAX = ("jax.", "jaxlib.")
@@ -206,20 +228,37 @@ def _handler(v: Any) -> bool:  # a function, or a tuple of them (aval_mapping_ha
     return callable(v) or (type(v) is tuple and bool(v) and all(map(callable, v)))
 
 
-def _with_found(fixed: tuple, found: tuple) -> tuple:
-    ids = set(map(id, fixed))
-    return (*fixed, *(d for d in found if id(d) not in ids))
+def _with_found(which: str, fixed: Any, found: tuple) -> tuple:
+    """``fixed()`` (JAX's known tables), then the ``found`` ones not among them: the
+    last tuple again while ``found`` and the platforms lowering knows are the same
+    (JAX binds its tables once, at import)."""
+    n = len(_mlir._platform_specific_lowerings)
+    last = _TABLES.get(which)
+    if last is not None and last[0] is found and last[1] == n:
+        return last[2]
+    known = fixed()
+    ids = set(map(id, known))
+    out = (*known, *(d for d in found if id(d) not in ids))
+    _TABLES[which] = (found, n, out)
+    return out
+
+
+_TABLES: dict = _memos.memo("compat.tables", {})  # which -> (found, platforms, tables)
 
 
 def rule_registries() -> tuple[dict, ...]:
     """The dicts in which JAX looks up a primitive's rules while tracing,
     transforming and lowering (a user primitive's rules are registered there): the
     known ones, then every other table of primitives JAX's loaded modules hold."""
+    return _with_found("rules", _known_rule_registries, _found_tables()[0])
+
+
+def _known_rule_registries() -> tuple[dict, ...]:
     from jax._src.interpreters import ad, batching, remat
     from jax._src.interpreters import partial_eval as pe
     from jax._src.state import discharge
 
-    return _with_found((
+    return (
         ad.primitive_jvps, ad.primitive_transposes, ad.primitive_linearizations,
         ad.reducing_transposes, ad.fancy_transposes, batching.fancy_primitive_batchers,
         pe.custom_partial_eval_rules, pe.partial_eval_jaxpr_custom_rules, pe.dce_rules,
@@ -232,7 +271,7 @@ def rule_registries() -> tuple[dict, ...]:
         ad.call_linearize_param_updaters, pe.call_param_updaters, pe.call_partial_eval_rules,
         remat.rules, discharge._discharge_rules, discharge._partial_discharge_rules,
         _core.pp_eqn_rules,
-    ), _found_tables()[0])  # fmt: skip
+    )  # fmt: skip
 
 
 def type_handlers() -> tuple[dict, ...]:
@@ -240,15 +279,19 @@ def type_handlers() -> tuple[dict, ...]:
     aval, a zero's, an MLIR type, constant or attribute (a program registers its own
     for its types: review 81); then every other table of types to functions JAX's
     loaded modules hold (batching's, dispatch's, ...: review 84)."""
+    return _with_found("types", _known_type_handlers, _found_tables()[1])
+
+
+def _known_type_handlers() -> tuple[dict, ...]:
     from jax._src import ad_util, dtypes
     from jax._src.interpreters import remat
 
-    return _with_found((
+    return (
         _core.pytype_aval_mappings, _core.shard_aval_handlers, _core.unshard_aval_handlers,
         ad_util.raw_jaxval_adders, ad_util.aval_zeros_likers, ad_util.aval_empty_likers,
         remat.reduce_precision_handlers, _mlir.ir_type_handlers, _mlir._constant_handlers,
         _mlir._attribute_handlers, dtypes.python_scalar_types_to_dtypes, CANONICALIZE,
-    ), _found_tables()[1])  # fmt: skip
+    )  # fmt: skip
 
 
 #: type -> handler of every registration through `dtypes.register_canonicalize_value_handler`
