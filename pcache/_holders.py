@@ -30,7 +30,8 @@ def library_held(v: Any, t: type) -> bool:
     79; an item of a library's container, ``MODES["fast"]``, is not seen). Not those
     whose identity the value decides (CPython's cached small ints, empty and
     one-character strings), nor functions, classes and modules (keyed by identity)."""
-    holders = _index().get(id(v))
+    index = _HOLDERS["index"] if _HOLDERS.get("n") == len(sys.modules) else _index()
+    holders = index.get(id(v))
     if holders is None:  # (most values: one lookup)
         return False
     if t is int:

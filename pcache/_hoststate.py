@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from pcache._dictwatch import Derived
 from pcache._introspect import is_a, items, typed
 from pcache._memos import memo
 from pcache._usercode import NoReuse, is_library_code, is_library_type
@@ -48,7 +49,7 @@ def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
         raise NoReuse("numpy-print-hooks")  # functions ``repr`` runs while tracing
     if not _copyreg_plain():
         raise NoReuse("copyreg-user-reducer")  # ``copy.copy`` runs it (review 67)
-    if _user_hook(sys.breakpointhook) or not all(map(_library_finder, sys.meta_path)):
+    if _user_hook(sys.breakpointhook) or not _library_finders():
         raise NoReuse("interpreter-hook")  # user code run on ``breakpoint()``, an import
     if _user_hook(sys.gettrace()) or _user_hook(sys.getprofile()):
         # the program's own trace or profile function runs at every line it traces
@@ -87,21 +88,22 @@ def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
         raise NoReuse("host-state-value") from None
 
 
-def modules_stamp() -> tuple:
-    """Which modules are loaded, by identity (a module replaced by another counts)."""
+def _modules_stamp() -> tuple:
     held = tuple(sys.modules.values())  # (a copy: another thread may import)
     return (len(held), hash(held))  # (a module hashes by identity; 16 µs for 650)
 
 
-def _decimal(c: Any) -> tuple:
-    # (a decimal context's signals are a fixed set, in a fixed order)
+#: Which modules are loaded, by identity (a module replaced by another counts):
+#: computed again only when ``sys.modules`` was written
+modules_stamp = memo("hoststate.modules", Derived(lambda: (sys.modules,), _modules_stamp))
+
+
+def _decimal(c: Any) -> str:
     if type(c) is not decimal.Context:  # a subclass's methods run while tracing (review 65)
         raise NoReuse("decimal-context-subclass")
-    return (
-        tuple(map(bool, c.flags.values())),
-        tuple(map(bool, c.traps.values())),
-        typed((c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp), strict=True),
-    )
+    # (the exact type's own repr: precision, rounding, exponent limits, capitals,
+    # clamp, and the names of the flags and traps set, all ints and fixed names)
+    return repr(c)
 
 
 def _fp_mode() -> tuple:
@@ -160,7 +162,7 @@ def _pattern(p: Any) -> Any:
 
 _int_digits = getattr(sys, "get_int_max_str_digits", lambda: None)
 _EXACT_EQ = (int, str, bool, type(None), bytes)  # (== is exact: no -0.0, no NaN)
-_ITEMS: dict = memo("hoststate.typed_items", {})  # what -> (items, their types, encoding)
+_ITEMS: dict = memo("hoststate.typed_items", {})  # what -> (items, types, encoding, exact)
 
 
 def _typed_items(what: str, d: dict) -> Any:
@@ -172,14 +174,15 @@ def _typed_items(what: str, d: dict) -> Any:
     last = _ITEMS.get(what)
     if (
         last is not None
+        and last[3]
         and len(kinds) == len(last[1])
         and all(map(operator.is_, kinds, last[1]))
-        and all(any(k is e for e in _EXACT_EQ) for k in kinds)
         and raw == last[0]
     ):
         return last[2]
     enc = typed(raw, strict=True)
-    _ITEMS[what] = (raw, kinds, enc)
+    exact = all(any(k is e for e in _EXACT_EQ) for k in kinds)
+    _ITEMS[what] = (raw, kinds, enc, exact)
     return enc
 
 
@@ -194,23 +197,37 @@ def _user_hook(hook: Any) -> bool:
     return not is_library_type(type(hook))
 
 
-_COPYREG: list = [None]  # the dispatch table's entries last proven a library's
+def _copyreg_verdict() -> bool:
+    # (a library's reducer registered for any type: its code)
+    return not any(_user_hook(red) for _, red in items(copyreg.dispatch_table))
 
 
-def _copyreg_plain() -> bool:
-    """Whether ``copyreg``'s dispatch table holds only library reducers:
-    ``copy.copy``, ``copy.deepcopy`` (and ``dataclasses.asdict`` through it) run a
-    registered reducer, which no key walks (review 67)."""
-    table = tuple(items(copyreg.dispatch_table))
-    last = _COPYREG[0]
-    if last is not None and len(last) == len(table):  # (by identity: no __eq__ runs)
-        if all(a is c and b is d for (a, b), (c, d) in zip(table, last, strict=True)):
-            return True
-    for _, red in table:  # (a library's reducer registered for any type: its code)
-        if _user_hook(red):
-            return False
-    _COPYREG[0] = table
-    return True
+#: Whether ``copyreg``'s dispatch table holds only library reducers: ``copy.copy``,
+#: ``copy.deepcopy`` (and ``dataclasses.asdict`` through it) run a registered
+#: reducer, which no key walks (review 67). Answered again when the table is written.
+_copyreg_plain = memo(
+    "hoststate.copyreg", Derived(lambda: (copyreg.dispatch_table,), _copyreg_verdict)
+)
+
+
+def _library_finders() -> bool:
+    """Whether every entry of ``sys.meta_path`` is a library's (`_library_finder`),
+    the last answer again for the same finders of the same classes (kept alive)."""
+    now = tuple(sys.meta_path)
+    kinds = tuple(map(type, now))
+    last = _META.get("last")
+    if (
+        last is not None
+        and len(now) == len(last[0])
+        and all(map(operator.is_, now + kinds, last[0] + last[1]))
+    ):
+        return last[2]
+    ok = all(map(_library_finder, now))
+    _META["last"] = (now, kinds, ok)
+    return ok
+
+
+_META: dict = memo("hoststate.meta_path", {})  # "last" -> (finders, their classes, verdict)
 
 
 def _library_finder(finder: Any) -> bool:

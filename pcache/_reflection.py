@@ -14,6 +14,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from pcache._memos import memo
+
 # Attributes through which code reads state no key or guard sees: another
 # function's globals or closure, a frame, the module table, a module by name.
 REFLECTIVE = frozenset(
@@ -153,10 +155,17 @@ def reflective_module(name: str) -> bool:
     """Whether library code of module ``name`` may read state by names held in data
     (or interpreter state): a module of the standard library off `PLAIN_STDLIB`, one
     of `REFLECTION_MODULES`, or within `REFLECTION_SUBMODULES`."""
-    top = name.partition(".")[0]
-    if top in REFLECTION_MODULES or (top in _STDLIB and top not in PLAIN_STDLIB):
-        return True
-    return any(name == m or name.startswith(m + ".") for m in REFLECTION_SUBMODULES)
+    verdict = _REFLECTS.get(name)
+    if verdict is None:
+        if len(_REFLECTS) > 8192:
+            _REFLECTS.clear()
+        top = name.partition(".")[0]
+        verdict = _REFLECTS[name] = (
+            top in REFLECTION_MODULES
+            or (top in _STDLIB and top not in PLAIN_STDLIB)
+            or any(name == m or name.startswith(m + ".") for m in REFLECTION_SUBMODULES)
+        )
+    return verdict
 
 
 #: Functions of otherwise plain modules that read attributes by names they are given
@@ -346,8 +355,21 @@ REFLECTIVE_ATTRS = frozenset(
 def library_function_reflects(module: str, name: str) -> bool:
     """Whether the library function ``module.name`` (by its globals' module) reads
     state by names held in data: its module is reflective, it formats (``str.format``
-    over a format string built at trace time), or it is one of `REFLECTIVE_FUNCTIONS`."""
-    return reflective_module(module) or name in FORMATS or (module, name) in REFLECTIVE_FUNCTIONS
+    over a format string built at trace time), or it is one of `REFLECTIVE_FUNCTIONS`.
+    (Pure functions of the names, memoized: the walk asks them of every library
+    function and module it meets.)"""
+    key = (module, name)
+    verdict = _REFLECTS.get(key)
+    if verdict is None:
+        if len(_REFLECTS) > 8192:
+            _REFLECTS.clear()
+        verdict = _REFLECTS[key] = (
+            reflective_module(module) or name in FORMATS or key in REFLECTIVE_FUNCTIONS
+        )
+    return verdict
+
+
+_REFLECTS: dict = memo("reflection.verdicts", {})  # module name, or (module, name) -> verdict
 
 
 __all__ = [

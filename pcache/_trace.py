@@ -45,6 +45,7 @@ from pcache._trace_memo import (
     ENTRY_COST,
     MEMO,
     RECORDED,
+    HashedKey,
     Recorded,
     TraceMemo,
 )
@@ -306,8 +307,8 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     rw = Walker()  # the registries' rules: guarded, but JAX holds no trace of them
     try:
         ck, rest = _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh)
-        key = (ck, rest)
-        key_hash = hash(key)
+        key = HashedKey((ck, rest))
+        key_hash = key.hash
     except NoReuse as e:
         # Its functions may be traced by JAX's identity caches now: their state
         # from here on is what a later recording is compared with.

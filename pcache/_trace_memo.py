@@ -163,6 +163,27 @@ class TraceMemo:
         return self._bytes
 
 
+class HashedKey:
+    """A reuse key with its hash computed once (hashing the nested tuples of a key
+    costs as much as comparing them, and a hit both counts it and looks it up)."""
+
+    __slots__ = ("key", "hash")
+
+    def __init__(self, key: tuple) -> None:
+        self.key = key
+        self.hash = hash(key)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is HashedKey
+            and self.hash == other.hash
+            and (self.key is other.key or self.key == other.key)
+        )
+
+
 MEMO = _memos.memo("trace.memo", TraceMemo())
 
 

@@ -174,25 +174,8 @@ CLASS_BOOKKEEPING = frozenset(
 
 
 # An enum member's own bookkeeping (keyed as ("E", class, name, value)); everything
-# else a member or its class holds is keyed.
+# else a member or its class holds is keyed (its class's maps too).
 _ENUM_MEMBER = frozenset({"_value_", "_name_", "__objclass__", "_sort_order_"})
-_ENUM_CLASS = frozenset(
-    {
-        "_member_map_",
-        "_member_names_",
-        "_value2member_map_",
-        "_unhashable_values_",
-        "_member_type_",
-        "_value_repr_",
-        "_new_member_",
-        "_use_args_",
-        "_flag_mask_",
-        "_singles_mask_",
-        "_all_bits_",
-        "_boundary_",
-        "_inverted_",
-    }
-)
 
 
 class Walker:
