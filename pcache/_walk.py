@@ -257,6 +257,8 @@ class Walker:
         return ("E", self.klass(t), *map(self.value, (name, val, payload, extra)))
 
     def value(self, v: Any) -> Any:
+        if v is None:  # (the commonest value: defaults, docs, cells)
+            return _NONE
         node = self._value(v)  # (one a library holds: also by identity, ``mode is FAST``)
         return ("is", node, self.ident(v)) if library_held(v, type(v)) else node
 
@@ -620,8 +622,9 @@ class Walker:
 # singletons are also numbered by identity (`Walker.value`).
 _PLAIN, _EMPTY = frozenset({"builtins", "typing"}), inspect.Parameter.empty  # review 25
 _SINGLETONS = frozenset({type(None), bool, type(...), type(NotImplemented)})
+_NONE = ("N",)
 _EXACT: dict[type, Any] = {
-    type(None): lambda v: ("N",),
+    type(None): lambda v: _NONE,
     bool: lambda v: ("b", v),
     int: lambda v: ("i", v),
     str: lambda v: v,
