@@ -8,6 +8,7 @@ lowered module too. Part of the canonical form (`pcache._canon`).
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 from typing import NamedTuple
 
@@ -16,6 +17,7 @@ import numpy as np
 from pcache import _compat, _dictwatch, _memos
 from pcache._canon_memo import local_token, memos_on
 from pcache._introspect import items
+from pcache._usercode import is_library_code, is_library_type
 
 
 class RuleKey(NamedTuple):
@@ -127,6 +129,32 @@ def is_jax_module(name) -> bool:
     return isinstance(name, str) and (name == "jax" or name.startswith(_JAX_MODULES))
 
 
+def _describe_function(obj, depth: int) -> str | None:
+    """A function of JAX's by what it is (its globals a JAX module's own, its code
+    that module file's: never by a ``__module__`` string, review 89), named by its
+    code, with its closure values and defaults; else None."""
+
+    g, code = obj.__globals__, obj.__code__
+    module = g.get("__name__") if type(g) is dict else None
+    if not is_jax_module(module) or not is_library_code(g, code):
+        return None
+    if obj.__builtins__ is not builtins.__dict__:
+        return None
+    items = []
+    for cell in obj.__closure__ or ():
+        try:
+            items.append(_describe_rule(cell.cell_contents, depth + 1))
+        except ValueError:  # an empty cell
+            items.append("<empty>")
+    items += [_describe_rule(v, depth + 1) for v in obj.__defaults__ or ()]
+    kwd = obj.__kwdefaults__ or {}
+    kws = [(k, _describe_rule(kwd[k], depth + 1)) for k in sorted(kwd)]
+    if None in items or any(d is None for _, d in kws):
+        return None
+    body = ",".join(items) + ";" + ",".join(f"{k}={d}" for k, d in kws)
+    return f"fn:{module}.{code.co_qualname}:{code.co_firstlineno}({body})"
+
+
 def _describe_rule(obj, depth: int) -> str | None:
     """A deterministic description of a lowering rule reaching only JAX's own code
     (functions by module and qualified name, with their closure values, defaults
@@ -153,6 +181,8 @@ def _describe_rule(obj, depth: int) -> str | None:
     if isinstance(obj, np.dtype) and obj.isbuiltin == 1:  # (numpy's own: by its code)
         return f"dtype:{obj.str}"
     if isinstance(obj, enum.Enum):
+        if not (is_jax_module(t.__module__) and is_library_type(t)):
+            return None
         return f"enum:{t.__module__}.{t.__qualname__}.{obj.name}"
     if isinstance(obj, functools.partial):
         items = [_describe_rule(v, depth + 1) for v in (obj.func, *obj.args)]
@@ -161,26 +191,14 @@ def _describe_rule(obj, depth: int) -> str | None:
             return None
         return f"partial({','.join(items)};{','.join(f'{k}={d}' for k, d in kws)})"
     if isinstance(obj, types.FunctionType):
-        if not is_jax_module(obj.__module__):
-            return None
-        items = []
-        for cell in obj.__closure__ or ():
-            try:
-                items.append(_describe_rule(cell.cell_contents, depth + 1))
-            except ValueError:  # an empty cell
-                items.append("<empty>")
-        items += [_describe_rule(v, depth + 1) for v in obj.__defaults__ or ()]
-        kwd = obj.__kwdefaults__ or {}
-        kws = [(k, _describe_rule(kwd[k], depth + 1)) for k in sorted(kwd)]
-        if None in items or any(d is None for _, d in kws):
-            return None
-        body = ",".join(items) + ";" + ",".join(f"{k}={d}" for k, d in kws)
-        return f"fn:{obj.__module__}.{obj.__qualname__}({body})"
+        return _describe_function(obj, depth)
     if isinstance(obj, types.MethodType):
         f, me = _describe_rule(obj.__func__, depth + 1), _describe_rule(obj.__self__, depth + 1)
         return None if f is None or me is None else f"method({f};{me})"
     if isinstance(obj, type):
-        return f"cls:{obj.__module__}.{obj.__qualname__}" if is_jax_module(obj.__module__) else None
+        if not (is_jax_module(obj.__module__) and is_library_type(obj)):
+            return None
+        return f"cls:{obj.__module__}.{obj.__qualname__}"
     if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         owner = getattr(obj, "__self__", None)
         if owner is not None and not isinstance(owner, types.ModuleType):
@@ -189,7 +207,7 @@ def _describe_rule(obj, depth: int) -> str | None:
     if t.__module__ == "nanobind" and t.__name__ == "nb_func":  # jaxlib's C++ (StringAttr.get)
         mod, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
         return f"nb:{mod}.{name}" if is_jax_module(mod) and type(name) is str else None
-    if not is_jax_module(t.__module__):
+    if not (is_jax_module(t.__module__) and is_library_type(t)):
         return None
     if isinstance(obj, _compat.Primitive):
         return f"prim:{obj.name}"

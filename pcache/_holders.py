@@ -16,6 +16,7 @@ from types import FunctionType as _FUNCTION
 from types import ModuleType
 from typing import Any
 
+from pcache._dictwatch import Watch
 from pcache._introspect import cdict, is_a, items
 from pcache._memos import memo
 from pcache._usercode import is_library_module, module_dict
@@ -30,8 +31,7 @@ def library_held(v: Any, t: type) -> bool:
     79; an item of a library's container, ``MODES["fast"]``, is not seen). Not those
     whose identity the value decides (CPython's cached small ints, empty and
     one-character strings), nor functions, classes and modules (keyed by identity)."""
-    index = _HOLDERS["index"] if _HOLDERS.get("n") == len(sys.modules) else _index()
-    holders = index.get(id(v))
+    holders = _index().get(id(v))
     if holders is None:  # (most values: one lookup)
         return False
     if t is int:
@@ -64,19 +64,22 @@ def _holds(h: tuple, v: Any, of_type: bool = False) -> bool:
 
 def _index() -> dict:
     """id -> holders, each library module indexed once when first seen loaded (not
-    a walk of them all per value asked; one loaded as another was removed is not,
-    and what it holds has no library name: not keyed)."""
-    if _HOLDERS.get("n") == len(sys.modules):
+    a walk of them all per value asked), looked for again whenever ``sys.modules``
+    was written (a module loaded as another was removed: review 89)."""
+    watch = _HOLDERS.get("watch")
+    if watch is not None and watch.unchanged((sys.modules,)):
         return _HOLDERS["index"]
     index = _HOLDERS.setdefault("index", {})
     done = _HOLDERS.setdefault("done", {})
-    _HOLDERS["n"] = len(sys.modules)
+    watch = _HOLDERS["watch"] = Watch()
+    watch.unchanged((sys.modules,))
     for name, m in items(sys.modules):
         if done.get(name) is m:
             continue
         spec = (module_dict(m) or {}).get("__spec__")
         if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
-            continue  # (still running its body: indexed when done)
+            _HOLDERS.pop("watch", None)  # (indexed when done: looked for again next time)
+            continue  # (still running its body)
         done[name] = m
         if not is_library_module(m):
             continue

@@ -7,6 +7,7 @@ from __future__ import annotations
 import abc
 import copyreg
 import decimal
+import functools
 import importlib.machinery
 import locale
 import operator
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pcache._dictwatch import Derived
-from pcache._introspect import is_a, items, typed
+from pcache._introspect import Override, cell_bound, inst_dict, is_a, items, typed
 from pcache._memos import memo
 from pcache._usercode import NoReuse, is_library_code, is_library_type
 
@@ -186,15 +187,54 @@ def _typed_items(what: str, d: dict) -> Any:
     return enc
 
 
-def _user_hook(hook: Any) -> bool:
-    """Whether ``hook`` (a ``sys.settrace``/``sys.setprofile`` function) may be user
-    code: anything but an installed library's function, bound method or object."""
-    if hook is None:
+def _user_hook(hook: Any, depth: int = 0) -> bool:
+    """Whether calling ``hook`` (a ``sys.settrace``/``sys.setprofile`` function, a
+    ``copyreg`` reducer, an import finder) may run user code or read a program's
+    data: anything but an installed library's function (and what its closure and
+    defaults hold), a builtin of a module, a bound method of such over such an
+    object, a class, or an instance of a library class whose attributes are such.
+    A partial (or a library object) over a program's function is the program's
+    (review 89); anything unknown, or nested too deep, is taken as the program's."""
+    if depth > 6:
+        return True
+    if hook is None or type(hook) in _DATA:
         return False
-    f = getattr(hook, "__func__", hook) if type(hook) is types.MethodType else hook
-    if type(f) is types.FunctionType:
-        return not is_library_code(f.__globals__, f.__code__)
-    return not is_library_type(type(hook))
+    t = type(hook)
+    if t is types.FunctionType:
+        if not is_library_code(hook.__globals__, hook.__code__):
+            return True
+        inner = [c.cell_contents for c in hook.__closure__ or () if cell_bound(c)]
+        inner += [*(hook.__defaults__ or ()), *(hook.__kwdefaults__ or {}).values()]
+    elif t is types.MethodType:
+        inner = [hook.__func__, hook.__self__]
+    elif t is types.BuiltinFunctionType or t is types.MethodWrapperType:
+        return type(hook.__self__) is not types.ModuleType  # (``DATA.get``: data read)
+    elif is_a(hook, functools.partial):  # (its fields as partial.__call__ reads them)
+        func, args, kw = (f(hook) for f in _PARTIAL_FIELDS)
+        inner = [func, *args, *kw.values()]
+    elif t is tuple or t is list or t is frozenset:
+        inner = list(hook)
+    elif t is dict:
+        inner = list(hook.values())
+    elif is_a(hook, type):
+        return not is_library_type(hook)
+    elif is_library_type(t) and t not in _WRAPPERS:
+        try:
+            inner = list((inst_dict(hook) or {}).values())
+        except Override:
+            return True
+    else:
+        return True
+    return any(_user_hook(x, depth + 1) for x in inner)
+
+
+_DATA = frozenset({bool, int, float, complex, str, bytes, type(...)})
+#: library classes that call whatever they were given (by name or held): judged by
+#: what they hold only where that is read above, else the program's
+_WRAPPERS = frozenset(
+    {operator.methodcaller, operator.attrgetter, operator.itemgetter, types.SimpleNamespace}
+)
+_PARTIAL_FIELDS = tuple(functools.partial.__dict__[n].__get__ for n in ("func", "args", "keywords"))
 
 
 def _copyreg_verdict() -> bool:
@@ -218,25 +258,57 @@ def _library_finders() -> bool:
     last = _META.get("last")
     if (
         last is not None
+        and last[3]
         and len(now) == len(last[0])
         and all(map(operator.is_, now + kinds, last[0] + last[1]))
     ):
         return last[2]
     ok = all(map(_library_finder, now))
-    _META["last"] = (now, kinds, ok)
+    # (memoized only while no finder holds attributes of its own: their state may
+    # change without the list changing)
+    _META["last"] = (now, kinds, ok, not any(map(_holds_state, now)))
     return ok
 
 
-_META: dict = memo("hoststate.meta_path", {})  # "last" -> (finders, their classes, verdict)
+def _holds_state(finder: Any) -> bool:
+    try:
+        return not is_a(finder, type) and bool(inst_dict(finder))
+    except Override:
+        return True
+
+
+_META: dict = memo("hoststate.meta_path", {})  # "last" -> (finders, classes, verdict, stateless)
 
 
 def _library_finder(finder: Any) -> bool:
     """Whether an entry of ``sys.meta_path`` is an installed library's (a class, as the
-    interpreter's own finders are, or an instance of one): a program's own finder
-    decides what a library's import loads while tracing (review 70)."""
+    interpreter's own finders are, or an instance of one holding none of the
+    program's functions): a program's own finder decides what a library's import
+    loads while tracing (review 70). (Not the deep `_user_hook`: pytest's own finder
+    holds its whole configuration.)"""
     if any(finder is f for f in _FINDERS):
         return True
-    return is_library_type(finder if is_a(finder, type) else type(finder))
+    if is_a(finder, type):
+        return is_library_type(finder)
+    t = type(finder)
+    if not is_library_type(t) or t in _WRAPPERS:  # (``SimpleNamespace(find_spec=fn)``)
+        return False
+    try:  # (a library finder holding a program's function: review 89)
+        return not any(map(_program_function, (inst_dict(finder) or {}).values()))
+    except Override:
+        return False
+
+
+def _program_function(v: Any) -> bool:
+    """Whether ``v`` is a function of the program's, or a method or partial of one."""
+    for _ in range(4):
+        if type(v) is types.MethodType:
+            v = v.__func__
+        elif is_a(v, functools.partial):
+            v = _PARTIAL_FIELDS[0](v)
+        else:
+            break
+    return type(v) is types.FunctionType and not is_library_code(v.__globals__, v.__code__)
 
 
 _FINDERS = (

@@ -682,3 +682,73 @@ print(json.dumps([outs, st["trace_hits"], st["trace_miss_reasons"]]))
     assert outs == [[0.0, 2.0, 4.0]] * 6
     assert hits == 1, reasons  # (the third call only)
     assert reasons.get("user-type-handler") == 3, reasons
+
+
+def test_a_module_imported_as_another_left_is_read(tmp_path):
+    """JAX's tables are looked for whenever ``sys.modules`` is written, not when its
+    size changes: ``jax.experimental.jet`` imported as another module was removed (the
+    count unchanged), a program's jet rule then registered in it, refuses reuse
+    (review 89). Stock and pcache in fresh processes, compared."""
+    script = """
+import sys, types, json
+import jax, jax.numpy as jnp
+from jax import lax
+x = jnp.arange(3.0)
+sys.modules["_dummy_mod"] = types.ModuleType("_dummy_mod")
+jax.jit(lambda a: a + 1.0)(x)
+del sys.modules["_dummy_mod"]
+n = len(sys.modules)
+import jax.experimental.jet as jet
+assert len(sys.modules) == n + 1, len(sys.modules) - n  # (jet alone)
+SCALE = 2.0
+def rule(primals_in, series_in, **params):
+    (p,), (s,) = primals_in, series_in
+    return jnp.sin(p), [t * SCALE for t in s]
+jet.jet_rules[lax.sin_p] = rule
+mk = lambda: jax.jit(lambda a: jet.jet(lambda b: lax.sin(b), (a,), ((jnp.ones_like(a),),))[1][0])
+outs = []
+for i in range(5):
+    SCALE = float(i + 2)
+    outs.append(mk()(x).tolist())
+print(json.dumps(outs))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
+
+    def run(e: dict) -> str:
+        out = subprocess.run(
+            [sys.executable, "-c", script], env=e, capture_output=True, text=True, check=True
+        )
+        return out.stdout.strip().splitlines()[-1]
+
+    stock = run(env)
+    assert run({**env, "JAX_PCACHE_DIR": str(tmp_path / "c")}) == stock
+    assert (
+        run({**env, "JAX_PCACHE_DIR": str(tmp_path / "d"), "JAX_PCACHE_TRACE_RECORD_AFTER": "1"})
+        == stock
+    )
+
+
+def test_hooks_are_judged_by_what_they_call():
+    """A trace function, profile function, ``copyreg`` reducer or import finder is
+    the program's when it calls the program's code or reads its data, however it is
+    wrapped (review 89: a ``functools.partial`` of a program's function passed as a
+    library object); the interpreter's, numpy's and pytest's own are not."""
+    import copyreg
+    import functools
+    from types import SimpleNamespace
+
+    from pcache import _hoststate
+
+    def mine(*a):
+        return None
+
+    data = {"k": 1}
+    assert _hoststate._user_hook(functools.partial(mine))
+    assert _hoststate._user_hook(functools.partial(functools.partial(np.add), mine))
+    assert _hoststate._user_hook(data.get)  # (a builtin bound to the program's data)
+    assert _hoststate._user_hook([math.sin, mine])
+    assert not _hoststate._user_hook(functools.partial(math.sin))
+    assert not _hoststate._user_hook(sys.breakpointhook)
+    assert not any(map(_hoststate._user_hook, copyreg.dispatch_table.values()))
+    assert not _hoststate._library_finder(SimpleNamespace(find_spec=mine))
+    assert all(map(_hoststate._library_finder, sys.meta_path))  # (pytest's among them)

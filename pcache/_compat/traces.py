@@ -21,7 +21,7 @@ from jax._src.state.types import AbstractRef
 from jaxlib._jax import PjitFunction
 from jaxlib._jax.pytree import PyTreeDef
 
-from pcache import _memos
+from pcache import _dictwatch, _memos
 from pcache._introspect import items, typed
 
 # ------------------------------------------------------------------ trace reuse
@@ -172,7 +172,8 @@ def traced(closed: Any, out_avals: list, out_tree: Any) -> tuple:
     return closed, FlatTree(tuple(out_avals), out_tree, False)
 
 
-_FOUND: dict = {"n": -1, "scanned": {}, "prims": {}, "types": {}, "empty": {}, "out": ((), ())}
+_FOUND: dict = {"scanned": {}, "prims": {}, "types": {}, "empty": {}, "out": ((), ())}
+_MODULES = _dictwatch.Watch()  # ``sys.modules`` as `_found_tables` last scanned it
 
 
 def _found_tables() -> tuple[tuple, tuple]:
@@ -184,8 +185,7 @@ def _found_tables() -> tuple[tuple, tuple]:
     when it first holds anything (review 87's note). The same tuples while nothing
     changed."""
     changed = False
-    if _FOUND["n"] != len(sys.modules):
-        _FOUND["n"] = len(sys.modules)
+    if not _MODULES.unchanged((sys.modules,)):  # (any write: review 89 swapped one)
         scanned = _FOUND["scanned"]
         for name, m in items(sys.modules):
             if type(name) is not str or not (name == "jax" or name.startswith(_JAX)):
@@ -193,7 +193,8 @@ def _found_tables() -> tuple[tuple, tuple]:
             if scanned.get(name) is m or type(m) is not types.ModuleType:
                 continue
             if getattr(getattr(m, "__spec__", None), "_initializing", False):
-                continue  # (still running its body: scanned when done)
+                _MODULES.clear()  # (still running its body: scanned next time)
+                continue
             scanned[name] = m
             for v in [v for _, v in items(vars(m)) if type(v) is dict]:
                 _classify(v)
