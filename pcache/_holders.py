@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import sys
 from importlib.machinery import ModuleSpec
+from types import BuiltinFunctionType, ModuleType
 from types import FunctionType as _FUNCTION
-from types import ModuleType
 from typing import Any
 
 from pcache._dictwatch import Watch
-from pcache._introspect import cdict, is_a, items
+from pcache._introspect import cdict, flags, is_a, items
 from pcache._memos import memo
 from pcache._usercode import is_library_module, module_dict
 
@@ -50,15 +50,20 @@ def library_holders(v: Any, of_type: bool = False) -> list:
     holding ``v`` (``of_type``: an instance of class ``v``, as a module attribute),
     each read back."""
     key = ("type", id(v)) if of_type else id(v)
-    return [h for h in _index().get(key, ()) if _holds(h, v, of_type)]
+    return [
+        (h[0], h[1] if len(h) == 2 else f"{h[1]}.{h[2]}")
+        for h in _index().get(key, ())
+        if _holds(h, v, of_type)
+    ]
 
 
 def _holds(h: tuple, v: Any, of_type: bool = False) -> bool:
+    """Whether (module, attribute) or (module, class, attribute) ``h`` still holds
+    ``v`` (an instance of ``v``: ``of_type``)."""
     d = module_dict(sys.modules.get(h[0]))
-    name, _, attr = h[1].partition(".")
-    x = d.get(name, _HOLDERS) if d is not None else _HOLDERS
-    if attr:
-        x = cdict(x).get(attr, _HOLDERS) if is_a(x, type) else _HOLDERS
+    x = d.get(h[1], _HOLDERS) if d is not None else _HOLDERS
+    if len(h) == 3:
+        x = cdict(x).get(h[2], _HOLDERS) if is_a(x, type) else _HOLDERS
     return (type(x) if of_type else x) is v
 
 
@@ -83,16 +88,38 @@ def _index() -> dict:
         done[name] = m
         if not is_library_module(m):
             continue
-        for k, x in items(module_dict(m)):
-            if type(k) is not str:
-                continue
-            index.setdefault(id(x), []).append((name, k))
-            index.setdefault(("type", id(type(x))), []).append((name, k))
-            if is_a(x, type):
-                for a, y in items(cdict(x)):
-                    if type(a) is str and not a.startswith("__"):  # (not its bookkeeping)
-                        index.setdefault(id(y), []).append((name, f"{k}.{a}"))
+        _index_module(index, name, module_dict(m))
     return index
+
+
+def _index_module(index: dict, name: str, d: dict | None) -> None:
+    add = index.setdefault
+    # (a private copy, made in C: iterated without another thread's writes)
+    for k, x in dict.copy(d or {}).items():
+        if type(k) is not str:
+            continue
+        add(id(x), []).append((name, k))
+        tx = type(x)
+        if id(tx) in _NAMED_TYPES:
+            continue  # (a function, module, or builtin value: no class attributes)
+        add(("type", id(tx)), []).append((name, k))
+        if flags(tx) & _TYPE_SUBCLASS:  # (a class: the interpreter's own flag)
+            for a, y in cdict(x).copy().items():
+                if type(a) is str and not a.startswith("__"):  # (not its bookkeeping)
+                    add(id(y), []).append((name, k, a))
+
+
+#: Types whose instances are no class and whose own class any key names by its
+#: name (``library_holders(t, of_type=True)`` is asked of classes no name resolves):
+#: most module attributes, indexed by identity only (a third of the index's cost)
+_TYPE_SUBCLASS = 1 << 31  # (Py_TPFLAGS_TYPE_SUBCLASS)
+_NAMED_TYPES = frozenset(
+    map(
+        id,
+        (_FUNCTION, ModuleType, BuiltinFunctionType, int, float, complex, str, bytes,
+         bool, type(None), tuple, list, dict, set, frozenset),
+    )
+)  # fmt: skip
 
 
 __all__ = ["library_held", "library_holders"]
