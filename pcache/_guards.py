@@ -450,10 +450,12 @@ _PURE = type_ids((type(None), bool, int, float, complex, str, bytes))
 
 
 def _pure(aux: Any) -> bool:
+    """Immutable data only: a reuse hands the recorded call's very objects to every
+    later caller (a list there would be shared: review 90)."""
     t = type(aux)
     if id(t) in _PURE:  # (by identity: `_introspect.by_id`)
         return True
-    if t is tuple or t is list or t is frozenset:
+    if t is tuple or t is frozenset:
         return all(_pure(x) for x in aux)
     return False
 
@@ -467,7 +469,10 @@ def pure_tree(td: Any, keyed: set) -> bool:
         return True
     if id(nd[0]) not in keyed and not is_library_type(nd[0]):
         return False
-    return _pure(nd[1]) and all(pure_tree(c, keyed) for c in td.children())
+    aux = nd[1]
+    if nd[0] is dict and type(aux) is list:
+        aux = tuple(aux)  # (a dict's keys, as a list made by ``node_data`` for us alone)
+    return _pure(aux) and all(pure_tree(c, keyed) for c in td.children())
 
 
 def namespaces(funcs: list[tuple]) -> tuple:
