@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -101,6 +102,7 @@ def lowering_rule_key(prim) -> RuleKey:
 
 _HANDLERS: list = [(), ("", True)]  # the handlers last seen (alive), and their verdict
 _HANDLERS_WATCH = _memos.memo("canon.lowering_handlers", _dictwatch.Watch())  # as of `_HANDLERS`
+_HANDLERS_LOCK = threading.Lock()
 
 
 def lowering_handlers_key() -> tuple[str, bool]:
@@ -113,16 +115,17 @@ def lowering_handlers_key() -> tuple[str, bool]:
     objects in this process, and the program is keyed by its lowered module too
     (reviews 80, 81). Answered again whenever a table was written (`_dictwatch`)."""
     dicts = _compat.lowering_handlers()
-    if _HANDLERS_WATCH.unchanged(dicts):
-        return _HANDLERS[1]
-    handlers = [h for d in dicts for _, h in items(d)]
-    if any(_describe_rule(h, 0) is None for h in handlers):
-        token = ";".join(local_token(h) for h in handlers)
-        verdict = ("local:" + hashlib.sha256(token.encode()).hexdigest()[:32], False)
-    else:
-        verdict = ("", True)
-    _HANDLERS[:] = [handlers, verdict]
-    return verdict
+    with _HANDLERS_LOCK:
+        if _HANDLERS_WATCH.unchanged(dicts):
+            return _HANDLERS[1]
+        handlers = [h for d in dicts for _, h in items(d)]
+        if any(_describe_rule(h, 0) is None for h in handlers):
+            token = ";".join(local_token(h) for h in handlers)
+            verdict = ("local:" + hashlib.sha256(token.encode()).hexdigest()[:32], False)
+        else:
+            verdict = ("", True)
+        _HANDLERS[:] = [handlers, verdict]
+        return verdict
 
 
 def is_jax_module(name) -> bool:

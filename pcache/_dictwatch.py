@@ -22,6 +22,7 @@ import ctypes
 import itertools
 import operator
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -81,7 +82,9 @@ _TAGGED = _probe()
 
 class Watch:
     """Answers `unchanged` for one tuple of dicts at a time (holding them alive, so
-    their memory stays theirs)."""
+    their memory stays theirs). Not thread-safe: a watch that vouches for work done
+    on a False answer is asked under the lock of that work (`Derived`), else through
+    `still` only."""
 
     def __init__(self) -> None:
         self._dicts: tuple = ()
@@ -91,25 +94,27 @@ class Watch:
     def unchanged(self, dicts: tuple) -> bool:
         """Whether ``dicts`` are the very dicts of the last call, in order, and none
         of them was written since (a write of an equal or even the same value may
-        count as a change); a False answer makes ``dicts`` the ones watched."""
-        same = len(dicts) == len(self._dicts) and all(map(operator.is_, dicts, self._dicts))
-        if not same:
-            self._dicts = tuple(dicts)
-            self._cells = tuple(_cell(d, 1) for d in dicts) if _TAGGED else ()
-            self._last = self._read()
-            return False
-        now = self._read()
-        if _TAGGED:
-            if now == self._last:  # (a tuple of ints)
-                return True
-        elif _same_entries(now, self._last):
+        count as a change); a False answer makes ``dicts`` the ones watched, as
+        they are now."""
+        if self.still(dicts):
             return True
-        self._last = now
+        self.start(dicts)
         return False
 
-    def settle(self) -> None:
-        """Take the watched dicts as they are now as seen (after work that may have
-        written them, done on a False `unchanged`)."""
+    def still(self, dicts: tuple) -> bool:
+        """`unchanged`, changing nothing (for a watch other threads read: one
+        published after the work it vouches for, never updated)."""
+        if self._last is None or len(dicts) != len(self._dicts):
+            return False
+        if not all(map(operator.is_, dicts, self._dicts)):
+            return False
+        now = self._read()
+        return now == self._last if _TAGGED else _same_entries(now, self._last)
+
+    def start(self, dicts: tuple) -> None:
+        """Watch ``dicts`` from now on, as they are now."""
+        self._dicts = tuple(dicts)
+        self._cells = tuple(_cell(d, 1) for d in dicts) if _TAGGED else ()
         self._last = self._read()
 
     def _read(self) -> Any:
@@ -137,11 +142,13 @@ class Derived:
         self._dicts, self._compute = dicts, compute
         self._watch = Watch()
         self._value: Any = None
+        self.lock = threading.RLock()  # (no thread reads a value another is computing)
 
     def __call__(self) -> Any:
-        if not self._watch.unchanged(self._dicts()):
-            self._value = self._compute()
-        return self._value
+        with self.lock:
+            if not self._watch.unchanged(self._dicts()):
+                self._value = self._compute()
+            return self._value
 
     def clear(self) -> None:
         self._watch.clear()

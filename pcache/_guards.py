@@ -29,6 +29,7 @@ import builtins
 import functools
 import operator
 import sys
+import threading
 import types
 from typing import Any
 
@@ -508,6 +509,7 @@ def same_space(g: dict, keys: tuple, values: tuple) -> bool:
 _REG = _Registries()
 _REG_WATCH = memo("guards.registries", _dictwatch.Watch())  # as of `_REG`'s last scan
 _TYPES_WATCH = memo("guards.type_tables", _dictwatch.Watch())  # as of `_HANDLERS`
+_TABLES_LOCK = threading.RLock()  # (the watches above and what they vouch for)
 _VERDICTS: dict[int, tuple] = memo("guards.rule_verdicts", {})  # id(rule) -> (rule, verdicts)
 
 
@@ -573,13 +575,14 @@ def user_type_handler() -> bool:
     constant handler changing how ``2.0`` lowers: reviews 80, 81). Answered again
     whenever a table was written (`_dictwatch`)."""
     dicts = _compat.type_handlers()
-    if not _TYPES_WATCH.unchanged(dicts):
-        _HANDLERS[0] = any(
-            (is_a(k, type) and not is_library_type(k)) or user_code(h) or holds_program_data(h)
-            for d in dicts
-            for k, h in items(d)
-        )
-    return _HANDLERS[0]
+    with _TABLES_LOCK:
+        if not _TYPES_WATCH.unchanged(dicts):
+            _HANDLERS[0] = any(
+                (is_a(k, type) and not is_library_type(k)) or user_code(h) or holds_program_data(h)
+                for d in dicts
+                for k, h in items(d)
+            )
+        return _HANDLERS[0]
 
 
 def user_primitives(prims: dict) -> bool:
@@ -594,20 +597,21 @@ def registry_key(w: Walker) -> tuple:
     regs = _compat.rule_registries()
     tree = _compat.pytree_registry()
     dicts = (*regs, tree)
-    if not _REG_WATCH.unchanged(dicts):
-        # A rule registered (again), or any other write: which primitives and node
-        # types are the user's, and a new key for every trace (even a library
-        # primitive's rule registered again is a change).
-        _scan_registries(regs, tree)
-        _REG_WATCH.settle()  # (what the scan itself registered counts as seen)
-        _REG.epoch += 1
-    out: list = [_REG.epoch]
+    with _TABLES_LOCK:
+        if not _REG_WATCH.unchanged(dicts):
+            # A rule registered (again), or any other write: which primitives and node
+            # types are the user's, and a new key for every trace (even a library
+            # primitive's rule registered again is a change).
+            _scan_registries(regs, tree)  # (a write meanwhile: scanned again next call)
+            _REG.epoch += 1
+        prims, nodes, epoch = _REG.prims, _REG.nodes, _REG.epoch
+    out: list = [epoch]
     try:
-        for p in _REG.prims:
+        for p in prims:
             rules = [w.value(d.get(p)) for d in regs]
             rules += [w.value(r) for r in _compat.primitive_rules(p)]
             out.append(("prim", w.ident(p), *rules))
-        for t in _REG.nodes:
+        for t in nodes:
             entry = tree.get(t)
             out.append(("node", w.klass(t), *(w.value(f) for f in entry or ())))
     except NoReuse as e:

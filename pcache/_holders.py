@@ -11,6 +11,7 @@ JAX-free.
 from __future__ import annotations
 
 import sys
+import threading
 from importlib.machinery import ModuleSpec
 from types import BuiltinFunctionType, ModuleType
 from types import FunctionType as _FUNCTION
@@ -22,6 +23,7 @@ from pcache._memos import memo
 from pcache._usercode import is_library_module, module_dict
 
 _HOLDERS: dict = memo("persist.library_holders", {})  # index, modules indexed
+_LOCK = threading.RLock()
 
 
 def library_held(v: Any, t: type) -> bool:
@@ -71,25 +73,27 @@ def _index() -> dict:
     """id -> holders, each library module indexed once when first seen loaded (not
     a walk of them all per value asked), looked for again whenever ``sys.modules``
     was written (a module loaded as another was removed: review 89)."""
-    watch = _HOLDERS.get("watch")
-    if watch is not None and watch.unchanged((sys.modules,)):
-        return _HOLDERS["index"]
-    index = _HOLDERS.setdefault("index", {})
-    done = _HOLDERS.setdefault("done", {})
-    watch = _HOLDERS["watch"] = Watch()
-    watch.unchanged((sys.modules,))
-    for name, m in items(sys.modules):
-        if done.get(name) is m:
-            continue
-        spec = (module_dict(m) or {}).get("__spec__")
-        if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
-            _HOLDERS.pop("watch", None)  # (indexed when done: looked for again next time)
-            continue  # (still running its body)
-        done[name] = m
-        if not is_library_module(m):
-            continue
-        _index_module(index, name, module_dict(m))
-    return index
+    ready = _HOLDERS.get("ready")  # (a watch published with the index it vouches for)
+    if ready is not None and ready[0].still((sys.modules,)):
+        return ready[1]
+    with _LOCK:
+        index = _HOLDERS.setdefault("index", {})
+        done = _HOLDERS.setdefault("done", {})
+        watch = Watch()
+        watch.start((sys.modules,))
+        complete = True
+        for name, m in items(sys.modules):
+            if done.get(name) is m:
+                continue
+            spec = (module_dict(m) or {}).get("__spec__")
+            if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
+                complete = False  # (still running its body: indexed next time)
+                continue
+            if is_library_module(m):
+                _index_module(index, name, module_dict(m))
+            done[name] = m
+        _HOLDERS["ready"] = (watch, index) if complete else None
+        return index
 
 
 def _index_module(index: dict, name: str, d: dict | None) -> None:

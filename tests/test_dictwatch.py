@@ -119,3 +119,17 @@ def test_any_change_of_keys_or_values_is_never_unchanged(ops):
                     assert same, (op, k, v)
         finally:
             _dictwatch._TAGGED = saved
+
+
+def test_still_answers_without_taking_the_write_as_seen(mode):
+    """`Watch.still` (what other threads ask of a published watch) stays False after
+    a write until the watch is started again; `unchanged` takes the write as seen."""
+    d = {"a": F}
+    w = _dictwatch.Watch()
+    assert not w.still((d,))  # (nothing watched yet)
+    w.start((d,))
+    assert w.still((d,))
+    d["b"] = G
+    assert not w.still((d,)) and not w.still((d,))
+    assert not w.unchanged((d,))
+    assert w.still((d,)) and w.unchanged((d,))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import operator
 import sys
+import threading
 import types
 from typing import Any
 
@@ -174,6 +175,7 @@ def traced(closed: Any, out_avals: list, out_tree: Any) -> tuple:
 
 _FOUND: dict = {"scanned": {}, "prims": {}, "types": {}, "empty": {}, "out": ((), ())}
 _MODULES = _dictwatch.Watch()  # ``sys.modules`` as `_found_tables` last scanned it
+_FOUND_LOCK = threading.RLock()
 
 
 def _found_tables() -> tuple[tuple, tuple]:
@@ -184,6 +186,11 @@ def _found_tables() -> tuple[tuple, tuple]:
     missed some); a dict empty then (``batching.make_iota_handlers``) is told apart
     when it first holds anything (review 87's note). The same tuples while nothing
     changed."""
+    with _FOUND_LOCK:
+        return _found_tables_locked()
+
+
+def _found_tables_locked() -> tuple[tuple, tuple]:
     changed = False
     if not _MODULES.unchanged((sys.modules,)):  # (any write: review 89 swapped one)
         scanned = _FOUND["scanned"]
