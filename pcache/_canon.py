@@ -394,13 +394,23 @@ def jaxpr_fingerprint(closed_jaxpr: Any) -> JaxprDigest:
         hexd = _digest_jaxpr(closed_jaxpr, jaxpr, consts, ctx)
     except Unknown as e:  # e.g. an aval of an extended dtype the encoder does not know
         raise Uncacheable(f"unknown-value:{e.qualname}") from None
-    handlers, plain = _canon_rules.lowering_handlers_key()
-    if not plain:  # (a program's lowering handler: its lowering, keyed by its module)
+    handlers, plain = lowering_key()
+    if not plain:  # (a program's lowering handler or rule override: keyed by its module)
         ctx.persistent, ctx.relower = False, True
         ctx.local_why = ctx.local_why or "user-lowering-handler"
     text = f"{CANON_VERSION}\n{hexd}" + (f"\n{handlers}" if handlers else "")
     d = hashlib.sha256(text.encode()).digest()
     return JaxprDigest(d, ctx.persistent, "" if ctx.persistent else ctx.local_why, ctx.relower)
+
+
+def lowering_key() -> tuple[str, bool]:
+    """``(token, persistent)`` of the lowering state outside the jaxpr: the handlers
+    (`_canon_rules.lowering_handlers_key`) and every overridden rule or handler
+    (`_canon_rules.overrides_key`: a rule the jaxpr does not name may be bound while
+    lowering another's)."""
+    handlers, plain = _canon_rules.lowering_handlers_key()
+    over, persistent = _canon_rules.overrides_key(jax_primitive_name)
+    return ";".join(t for t in (handlers, over) if t), plain and persistent
 
 
 def jaxpr_arrays(closed_jaxpr: Any) -> tuple | None:

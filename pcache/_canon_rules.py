@@ -11,13 +11,14 @@ from __future__ import annotations
 import builtins
 import hashlib
 import threading
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from pcache import _compat, _dictwatch, _memos
 from pcache._canon_memo import local_token, memos_on
-from pcache._introspect import items
+from pcache._introspect import is_a, items, names
 from pcache._usercode import is_library_code, is_library_type
 
 
@@ -103,6 +104,83 @@ def lowering_rule_key(prim) -> RuleKey:
 _HANDLERS: list = [(), ("", True)]  # the handlers last seen (alive), and their verdict
 _HANDLERS_WATCH = _memos.memo("canon.lowering_handlers", _dictwatch.Watch())  # as of `_HANDLERS`
 _HANDLERS_LOCK = threading.Lock()
+
+
+#: JAX's rule and handler tables as pcache first read them (never forgotten: what an
+#: entry held then is the baseline an override is told from)
+OVERRIDES = _dictwatch.Overrides()
+_OVERRIDES_KEY: list = [None]  # (the overrides found, their key)
+
+
+def overrides_key(jax_primitive_name: Callable[[Any], str | None]) -> tuple[str, bool]:
+    """``(token, persistent)`` of every entry of JAX's rule and handler tables that
+    differs from what it held when pcache first read the table: a rule or handler
+    replaced or removed (JAX's own ``log`` rule registered for ``exp_p``, which the
+    ``lower_fun`` rules of other primitives bind while lowering; a batching rule or
+    constant handler of another primitive or type: review 92). ``("", True)`` for
+    none; a digest naming each (table, key, rule) when all are JAX's own; else a
+    token unique to these objects in this process. ``jax_primitive_name``: tells
+    JAX's own primitives (`pcache._canon_values`)."""
+    found = OVERRIDES((*_compat.rule_registries(), *_compat.type_handlers()))
+    if not found:
+        return "", True
+    last = _OVERRIDES_KEY[0]
+    if last is not None and last[0] is found:
+        return last[1]
+    got = _overrides_key([e for e in found if _reaches_others(e[1], jax_primitive_name)])
+    _OVERRIDES_KEY[0] = (found, got)
+    return got
+
+
+def _reaches_others(k: Any, jax_primitive_name: Callable[[Any], str | None]) -> bool:
+    """Whether an override of the entry under ``k`` may reach a program that does not
+    name it: a rule of one of JAX's own primitives (JAX's rules bind them while
+    lowering and transforming others), a handler (for any type), anything else but a
+    primitive of the program's (whose rules the keys name where it is bound)."""
+    if isinstance(k, _compat.Primitive):
+        return jax_primitive_name(k) is not None
+    return True
+
+
+def _overrides_key(found: list) -> tuple[str, bool]:
+    if not found:
+        return "", True
+    descs = []
+    for d, k, v in found:
+        rule = "deleted" if v is _dictwatch.DELETED else _describe_rule(v, 0)
+        parts = (_table_name(d), _describe_key(k), rule)
+        if None in parts:
+            objs = [x for e in found for x in e if x is not _dictwatch.DELETED]
+            token = ";".join(local_token(x) for x in objs)
+            got = ("local:" + hashlib.sha256(token.encode()).hexdigest()[:32], False)
+            break
+        descs.append("|".join(parts))
+    else:
+        got = ("jax:" + hashlib.sha256("\n".join(sorted(descs)).encode()).hexdigest()[:32], True)
+    return got
+
+
+def _table_name(d: dict) -> str | None:
+    """A table by where JAX holds it (the same in every process), or None."""
+    for platform, table in zip(
+        _compat.lowering_platform_names(), _compat.lowering_registries(), strict=True
+    ):
+        if table is d:
+            return f"lowering[{platform}]"
+    from pcache._holders import library_holders
+
+    held = [h for h in library_holders(d) if is_jax_module(h[0])]
+    return f"{min(held)[0]}.{min(held)[1]}" if held else None
+
+
+def _describe_key(k: Any) -> str | None:
+    """A table's key: a JAX primitive, or a library class (by its module and name)."""
+    if is_a(k, type):
+        _, qual, mod = names(k)  # (the interpreter's own reads: no metaclass runs)
+        if is_library_type(k) and type(mod) is str and type(qual) is str:
+            return f"cls:{mod}.{qual}"
+        return None
+    return _describe_rule(k, 0)
 
 
 def lowering_handlers_key() -> tuple[str, bool]:

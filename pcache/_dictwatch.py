@@ -158,6 +158,46 @@ class Derived:
         return len(self._watch)
 
 
+DELETED = object()  # (an entry an `Overrides` found removed)
+
+
+class Overrides:
+    """The entries of some dicts that differ from what those dicts held when first
+    seen here: a value replaced (by any object but the very one) or a key removed.
+    A key added later is a first registration (a module imported later registers
+    its rules), taken into the baseline. Never forgotten: the baseline is what the
+    process held when pcache first looked. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._base: dict[int, tuple[dict, dict]] = {}  # id -> (dict, its baseline)
+        self._watch = Watch()
+        self._now: tuple = ()
+        self.lock = threading.RLock()
+
+    def __call__(self, dicts: tuple) -> tuple:
+        """``((dict, key, value or DELETED), ...)``, every entry overridden now."""
+        with self.lock:
+            if self._watch.unchanged(dicts):
+                return self._now
+            out = []
+            for d in dicts:
+                cur = dict.copy(d)  # (in C: no other thread's write mid-way)
+                e = self._base.get(id(d))
+                if e is None or e[0] is not d:
+                    self._base[id(d)] = (d, cur)
+                    continue
+                base = e[1]
+                for k, v in cur.items():
+                    b = base.get(k, DELETED)
+                    if b is DELETED:
+                        base[k] = v  # (a first registration)
+                    elif b is not v:
+                        out.append((d, k, v))
+                out += [(d, k, DELETED) for k in base if k not in cur]
+            self._now = tuple(out)
+            return self._now
+
+
 _VALUE = operator.attrgetter("value")
 
 
@@ -173,4 +213,4 @@ def tagged() -> bool:
     return _TAGGED
 
 
-__all__ = ["Derived", "Watch", "tagged"]
+__all__ = ["DELETED", "Derived", "Overrides", "Watch", "tagged"]

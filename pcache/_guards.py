@@ -33,7 +33,7 @@ import threading
 import types
 from typing import Any
 
-from pcache import _canon, _compat, _dictwatch, _reach
+from pcache import _canon, _canon_rules, _compat, _dictwatch, _reach
 from pcache._generated import prove_nodes
 from pcache._introspect import (
     Override,
@@ -605,7 +605,9 @@ def registry_key(w: Walker) -> tuple:
             _scan_registries(regs, tree)  # (a write meanwhile: scanned again next call)
             _REG.epoch += 1
         prims, nodes, epoch = _REG.prims, _REG.nodes, _REG.epoch
-    out: list = [epoch]
+    # (a rule or handler replaced, JAX's own of another primitive or type included:
+    # it may run where the jaxpr does not name it, review 92)
+    out: list = [epoch, ("overrides", _canon_rules.overrides_key(_canon.jax_primitive_name)[0])]
     try:
         for p in prims:
             rules = [w.value(d.get(p)) for d in regs]

@@ -126,6 +126,9 @@ def _install_jit_seam() -> None:
     from pcache._compat import traces
 
     traces.watch_canonicalize_handlers()  # (a registry JAX keeps in C++)
+    from pcache import _canon
+
+    _canon.lowering_key()  # (JAX's tables as they are now: what an override is told from)
     orig = _state.ORIG
     orig["jit_evict"] = _compat.patch("jit_evict", _jit_evict_wrapper)
     infer = _compat.current("infer_params")

@@ -630,6 +630,10 @@ def _registries(rw: ContentWalker) -> tuple:
     registrations, dropped), and every registered pytree node type with its rules
     by content (review 38: ``register_static(complex)`` in one process only)."""
     user = _guards.registry_key(rw)[1:]
+    if any(
+        type(e) is tuple and e[:1] == ("overrides",) and e[1].startswith("local:") for e in user
+    ):
+        raise NoReuse("persist-overridden-rule")  # (a rule or handler that is not JAX's)
     return (*user, ("nodes", _pytree_nodes()), ("abcs", _abc_registrations()))
 
 

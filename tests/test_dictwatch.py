@@ -133,3 +133,27 @@ def test_still_answers_without_taking_the_write_as_seen(mode):
     assert not w.still((d,)) and not w.still((d,))
     assert not w.unchanged((d,))
     assert w.still((d,)) and w.unchanged((d,))
+
+
+def test_overrides_are_told_from_first_registrations(mode):
+    """`Overrides`: a value replaced (even by an equal object) or a key removed is an
+    override for good; a key added later is a first registration; putting the first
+    value back undoes the override."""
+    d = {"a": F}
+    later: dict = {}
+    over = _dictwatch.Overrides()
+    assert over((d,)) == ()  # (the baseline)
+    d["b"] = G  # (a first registration)
+    assert over((d,)) == ()
+    d["a"] = G
+    assert over((d,)) == ((d, "a", G),)
+    del d["b"]
+    assert sorted((k, v is G) for _, k, v in over((d,))) == [("a", True), ("b", False)]
+    assert [v for _, k, v in over((d,)) if k == "b"] == [_dictwatch.DELETED]
+    d["a"], d["b"] = F, G
+    assert over((d,)) == ()
+    assert over((d, later)) == ()  # (a table first seen now: its baseline)
+    later["k"] = F
+    assert over((d, later)) == ()
+    later["k"] = G
+    assert over((d, later)) == ((later, "k", G),)

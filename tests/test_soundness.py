@@ -425,7 +425,10 @@ def test_jax_rule_registered_for_another_primitive_across_processes(tmp_path):
     clean = _py(OVERRIDE, tmp_path)
     assert over["d"] == stock_over["d"]
     assert clean["d"] == stock_clean["d"]
-    assert clean["compile"] == 1  # its own program, compiled
+    # its own programs, compiled: every key of a process where one of JAX's rules is
+    # overridden names the override (JAX's rules of other primitives may bind sin_p
+    # while lowering: review 92), so not even linspace's program is shared
+    assert clean["compile"] == 2
     again = _py(OVERRIDE, tmp_path, OVERRIDE="1")
     assert again["d"] == stock_over["d"] and again["compile"] == 0  # and both persist
 
