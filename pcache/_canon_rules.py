@@ -106,10 +106,14 @@ _HANDLERS_WATCH = _memos.memo("canon.lowering_handlers", _dictwatch.Watch())  # 
 _HANDLERS_LOCK = threading.Lock()
 
 
+#: Where JAX defines a primitive, None for another's (`pcache._canon_values`, which
+#: knows JAX's primitives, sets it when imported; until then no primitive is JAX's)
+JAX_PRIMITIVE: list = [lambda p: None]
+
 #: JAX's rule and handler tables as pcache first read them (never forgotten: what an
 #: entry held then is the baseline an override is told from)
 OVERRIDES = _dictwatch.Overrides()
-_OVERRIDES_KEY: list = [None]  # (the overrides found, their key)
+_OVERRIDES_KEY: list = [None]  # (`OVERRIDES.version` they were found at, their key)
 
 
 def overrides_key(jax_primitive_name: Callable[[Any], str | None]) -> tuple[str, bool]:
@@ -121,15 +125,25 @@ def overrides_key(jax_primitive_name: Callable[[Any], str | None]) -> tuple[str,
     none; a digest naming each (table, key, rule) when all are JAX's own; else a
     token unique to these objects in this process. ``jax_primitive_name``: tells
     JAX's own primitives (`pcache._canon_values`)."""
-    found = OVERRIDES((*_compat.rule_registries(), *_compat.type_handlers()))
-    if not found:
-        return "", True
-    last = _OVERRIDES_KEY[0]
-    if last is not None and last[0] is found:
-        return last[1]
-    got = _overrides_key([e for e in found if _reaches_others(e[1], jax_primitive_name)])
-    _OVERRIDES_KEY[0] = (found, got)
-    return got
+    with OVERRIDES.lock:  # (what was found and its version, read together)
+        found = OVERRIDES((*_compat.rule_registries(), *_compat.type_handlers()))
+        last = _OVERRIDES_KEY[0]
+        if last is not None and last[0] == OVERRIDES.version:  # (no table written since)
+            return last[1]
+        version = OVERRIDES.version
+        # (a rule registered for one platform where the default table already held one
+        # for that primitive takes precedence on that platform: an override too, review 93)
+        default = OVERRIDES.first_seen(_compat.lowering_registries()[0])
+        shadows = [
+            (table, k, v)
+            for table in _compat.lowering_registries()[1:]
+            for k, v in OVERRIDES.added(table)
+            if k in default
+        ]
+        found_all = [*found, *shadows]
+        got = _overrides_key([e for e in found_all if _reaches_others(e[1], jax_primitive_name)])
+        _OVERRIDES_KEY[0] = (version, got)
+        return got
 
 
 def _reaches_others(k: Any, jax_primitive_name: Callable[[Any], str | None]) -> bool:
@@ -291,7 +305,9 @@ def _describe_rule(obj, depth: int) -> str | None:
     if not (is_jax_module(t.__module__) and is_library_type(t)):
         return None
     if isinstance(obj, _compat.Primitive):
-        return f"prim:{obj.name}"
+        # (one of JAX's own only: a program's primitive bound by a JAX function,
+        # ``lower_fun(my_p.bind)``, lowers by the program's rule: review 93)
+        return f"prim:{obj.name}" if JAX_PRIMITIVE[0](obj) is not None else None
     # A JAX object (a config holder, custom_partitioning...): its type and state.
     state = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
     for klass in t.__mro__:

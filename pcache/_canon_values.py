@@ -25,7 +25,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pcache import _compat, _memos
+from pcache import _canon_rules, _compat, _memos
 from pcache._canon_memo import IdMemo, local_eq_token, local_token
 from pcache._canon_rules import is_jax_module
 from pcache._errors import Uncacheable
@@ -572,6 +572,9 @@ def jax_primitive_name(p: Any) -> str | None:
         if got is None or got[0] is not p:
             return None
     return got[1]
+
+
+_canon_rules.JAX_PRIMITIVE[0] = jax_primitive_name
 
 
 def jax_primitives_by_name() -> dict[str, Any]:

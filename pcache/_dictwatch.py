@@ -170,8 +170,10 @@ class Overrides:
 
     def __init__(self) -> None:
         self._base: dict[int, tuple[dict, dict]] = {}  # id -> (dict, its baseline)
+        self._first: dict[int, dict] = {}  # id -> what the dict held when first seen
         self._watch = Watch()
         self._now: tuple = ()
+        self.version = 0  # (one more each time the dicts were read again)
         self.lock = threading.RLock()
 
     def __call__(self, dicts: tuple) -> tuple:
@@ -185,6 +187,7 @@ class Overrides:
                 e = self._base.get(id(d))
                 if e is None or e[0] is not d:
                     self._base[id(d)] = (d, cur)
+                    self._first[id(d)] = dict.copy(cur)
                     continue
                 base = e[1]
                 for k, v in cur.items():
@@ -195,7 +198,23 @@ class Overrides:
                         out.append((d, k, v))
                 out += [(d, k, DELETED) for k in base if k not in cur]
             self._now = tuple(out)
+            self.version += 1
             return self._now
+
+    def added(self, d: dict) -> list:
+        """``(key, value)`` of every entry ``d`` holds now under a key it did not
+        hold when first seen (after a call that saw it)."""
+        with self.lock:
+            first = self._first.get(id(d))
+            if first is None or self._base[id(d)][0] is not d:
+                return []
+            return [(k, v) for k, v in dict.copy(d).items() if k not in first]
+
+    def first_seen(self, d: dict) -> dict:
+        """What ``d`` held when first seen (empty if never seen)."""
+        with self.lock:
+            e = self._base.get(id(d))
+            return self._first[id(d)] if e is not None and e[0] is d else {}
 
 
 _VALUE = operator.attrgetter("value")

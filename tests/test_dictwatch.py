@@ -157,3 +157,16 @@ def test_overrides_are_told_from_first_registrations(mode):
     assert over((d, later)) == ()
     later["k"] = G
     assert over((d, later)) == ((later, "k", G),)
+
+
+def test_overrides_tell_what_was_added_after_first_sight(mode):
+    d = {"a": F}
+    over = _dictwatch.Overrides()
+    assert over.added(d) == [] and over.first_seen(d) == {}  # (never seen)
+    over((d,))
+    d["b"] = G
+    over((d,))
+    assert over.added(d) == [("b", G)] and over.first_seen(d) == {"a": F}
+    v = over.version
+    over((d,))
+    assert over.version == v  # (nothing written: not read again)
