@@ -111,8 +111,10 @@ _HANDLERS_LOCK = threading.Lock()
 JAX_PRIMITIVE: list = [lambda p: None]
 
 #: JAX's rule and handler tables as pcache first read them (never forgotten: what an
-#: entry held then is the baseline an override is told from)
-OVERRIDES = _dictwatch.Overrides()
+#: entry held then is the baseline an override is told from). A primitive first met
+#: later is a first registration (a JAX module imported later registers the rules of
+#: its own new primitives: none of JAX 0.10's adds a type to a table read before)
+OVERRIDES = _dictwatch.Overrides(fresh=lambda key: not is_a(key, type))
 _OVERRIDES_KEY: list = [None]  # (`OVERRIDES.version` they were found at, their key)
 
 

@@ -104,10 +104,11 @@ class Watch:
     def still(self, dicts: tuple) -> bool:
         """`unchanged`, changing nothing (for a watch other threads read: one
         published after the work it vouches for, never updated)."""
-        if self._last is None or len(dicts) != len(self._dicts):
+        if self._last is None:
             return False
-        if not all(map(operator.is_, dicts, self._dicts)):
-            return False
+        if dicts is not self._dicts:  # (the very tuple given last: the same dicts)
+            if len(dicts) != len(self._dicts) or not all(map(operator.is_, dicts, self._dicts)):
+                return False
         now = self._read()
         return now == self._last if _TAGGED else _same_entries(now, self._last)
 
@@ -163,14 +164,19 @@ DELETED = object()  # (an entry an `Overrides` found removed)
 
 class Overrides:
     """The entries of some dicts that differ from what those dicts held when first
-    seen here: a value replaced (by any object but the very one) or a key removed.
-    A key added later is a first registration (a module imported later registers
-    its rules), taken into the baseline. Never forgotten: the baseline is what the
-    process held when pcache first looked. Thread-safe."""
+    seen here: a value replaced (by any object but the very one), a key removed, or
+    a key added that some dict held already when last looked at (review 94: JAX's
+    handler for ``int`` put under ``np.float32`` in a table without it). Any other
+    key added later is a first registration (a module imported later registers the
+    rules of its new primitives), taken into the baseline, unless ``fresh(key)`` says
+    no key of its kind ever is one. Never forgotten: the baseline is what the process
+    held when pcache first looked. Thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, fresh: Callable[[Any], bool] = lambda key: True) -> None:
         self._base: dict[int, tuple[dict, dict]] = {}  # id -> (dict, its baseline)
         self._first: dict[int, dict] = {}  # id -> what the dict held when first seen
+        self._known: dict[int, Any] = {}  # id -> every key any dict held (alive)
+        self._fresh = fresh
         self._watch = Watch()
         self._now: tuple = ()
         self.version = 0  # (one more each time the dicts were read again)
@@ -181,9 +187,11 @@ class Overrides:
         with self.lock:
             if self._watch.unchanged(dicts):
                 return self._now
-            out = []
+            out: list = []
+            known, new = self._known, []
             for d in dicts:
                 cur = dict.copy(d)  # (in C: no other thread's write mid-way)
+                new += cur
                 e = self._base.get(id(d))
                 if e is None or e[0] is not d:
                     self._base[id(d)] = (d, cur)
@@ -192,11 +200,15 @@ class Overrides:
                 base = e[1]
                 for k, v in cur.items():
                     b = base.get(k, DELETED)
-                    if b is DELETED:
+                    if b is not DELETED:
+                        if b is not v:
+                            out.append((d, k, v))
+                    elif id(k) not in known and self._fresh(k):
                         base[k] = v  # (a first registration)
-                    elif b is not v:
-                        out.append((d, k, v))
+                    else:
+                        out.append((d, k, v))  # (kept out of the baseline while held)
                 out += [(d, k, DELETED) for k in base if k not in cur]
+            known.update(zip(map(id, new), new, strict=True))  # (after all: one module's new keys)
             self._now = tuple(out)
             self.version += 1
             return self._now

@@ -36,14 +36,11 @@ from typing import Any
 from pcache import _canon, _canon_rules, _compat, _dictwatch, _reach
 from pcache._generated import prove_nodes
 from pcache._introspect import (
-    Override,
-    cdict,
     cell_bound,
     class_attr,
-    inst_dict,
+    fields,
     is_a,
     items,
-    mro,
     names,
     type_ids,
 )
@@ -439,12 +436,15 @@ def failed_guard(guards: list[tuple], callable_walk: Walker | None = None) -> st
 
 
 class _Registries:
-    """The user primitives and user pytree node types, as of the registries' sizes
-    when last scanned."""
+    """What JAX's rule, handler and pytree tables hold, as of their last write
+    (`_tables`): the user primitives and node types, whether a handler is the
+    program's, the overrides' token, and an epoch counting the writes."""
 
     epoch: int = 0
     prims: tuple = ()
     nodes: tuple = ()
+    handler: bool = False
+    overrides: str = ""
 
 
 _PURE = type_ids((type(None), bool, int, float, complex, str, bytes))
@@ -507,9 +507,11 @@ def same_space(g: dict, keys: tuple, values: tuple) -> bool:
 
 
 _REG = _Registries()
-_REG_WATCH = memo("guards.registries", _dictwatch.Watch())  # as of `_REG`'s last scan
-_TYPES_WATCH = memo("guards.type_tables", _dictwatch.Watch())  # as of `_HANDLERS`
-_TABLES_LOCK = threading.RLock()  # (the watches above and what they vouch for)
+#: JAX's rule, handler and pytree tables as of `_REG`'s last scan (one watch: a hit
+#: reads their version tags once)
+_TABLES_WATCH = memo("guards.tables", _dictwatch.Watch())
+_TABLES_LOCK = threading.RLock()  # (the watch and what it vouches for)
+_ALL_TABLES: list = [None]  # ((rules, handlers, pytrees), all their dicts in one tuple)
 _VERDICTS: dict[int, tuple] = memo("guards.rule_verdicts", {})  # id(rule) -> (rule, verdicts)
 
 
@@ -563,7 +565,32 @@ def _scan_registries(regs: tuple, tree: dict) -> None:
     _REG.prims, _REG.nodes = tuple(prims), tuple(nodes)
 
 
-_HANDLERS: list = [False]  # the type handlers' verdict, as of `_TYPES_WATCH`
+def _tables() -> tuple[tuple, dict, tuple, tuple, int, str, bool]:
+    """``(rule tables, pytree registry, user primitives, user node types, epoch,
+    overrides' token, user handler)``, scanned again whenever any table was written
+    (`_dictwatch`: a rule registered again, even a library primitive's, is a change
+    and a new epoch, so a new key for every trace)."""
+    regs, handlers, tree = tables = _compat.rule_tables()
+    with _TABLES_LOCK:
+        last = _ALL_TABLES[0]
+        if last is None or not all(map(operator.is_, last[0], tables)):
+            last = _ALL_TABLES[0] = (tables, (*regs, *handlers, tree))
+        if not _TABLES_WATCH.unchanged(last[1]):  # (the same tuple: one identity test)
+            _scan_registries(regs, tree)  # (a write meanwhile: scanned again next call)
+            _REG.handler = _user_handler(handlers)
+            # (a rule or handler replaced, JAX's own of another primitive or type
+            # included: it may run where the jaxpr does not name it, review 92)
+            _REG.overrides = _canon_rules.overrides_key(_canon.jax_primitive_name)[0]
+            _REG.epoch += 1
+        return regs, tree, _REG.prims, _REG.nodes, _REG.epoch, _REG.overrides, _REG.handler
+
+
+def _user_handler(dicts: tuple) -> bool:
+    return any(
+        (is_a(k, type) and not is_library_type(k)) or user_code(h) or holds_program_data(h)
+        for d in dicts
+        for k, h in items(d)
+    )
 
 
 def user_type_handler() -> bool:
@@ -574,15 +601,7 @@ def user_type_handler() -> bool:
     lowering caches hold a served trace's lowering by the jaxpr's identity (a
     constant handler changing how ``2.0`` lowers: reviews 80, 81). Answered again
     whenever a table was written (`_dictwatch`)."""
-    dicts = _compat.type_handlers()
-    with _TABLES_LOCK:
-        if not _TYPES_WATCH.unchanged(dicts):
-            _HANDLERS[0] = any(
-                (is_a(k, type) and not is_library_type(k)) or user_code(h) or holds_program_data(h)
-                for d in dicts
-                for k, h in items(d)
-            )
-        return _HANDLERS[0]
+    return _tables()[-1]
 
 
 def user_primitives(prims: dict) -> bool:
@@ -594,20 +613,8 @@ def registry_key(w: Walker) -> tuple:
     """The state of every user rule and user pytree node JAX may run while tracing,
     keyed by ``w`` (so their globals are guarded with the callable's)."""
     w.registry = True  # (rules JAX made: `register_pytree_node_class`'s methodcaller)
-    regs = _compat.rule_registries()
-    tree = _compat.pytree_registry()
-    dicts = (*regs, tree)
-    with _TABLES_LOCK:
-        if not _REG_WATCH.unchanged(dicts):
-            # A rule registered (again), or any other write: which primitives and node
-            # types are the user's, and a new key for every trace (even a library
-            # primitive's rule registered again is a change).
-            _scan_registries(regs, tree)  # (a write meanwhile: scanned again next call)
-            _REG.epoch += 1
-        prims, nodes, epoch = _REG.prims, _REG.nodes, _REG.epoch
-    # (a rule or handler replaced, JAX's own of another primitive or type included:
-    # it may run where the jaxpr does not name it, review 92)
-    out: list = [epoch, ("overrides", _canon_rules.overrides_key(_canon.jax_primitive_name)[0])]
+    regs, tree, prims, nodes, epoch, overrides, _ = _tables()
+    out: list = [epoch, ("overrides", overrides)]
     try:
         for p in prims:
             rules = [w.value(d.get(p)) for d in regs]
@@ -619,6 +626,16 @@ def registry_key(w: Walker) -> tuple:
     except NoReuse as e:
         raise NoReuse(f"registry-{e.reason}") from None
     return tuple(out)
+
+
+#: callables that run no code of their own: a primitive (its rules are judged where
+#: registered), a builtin, and the standard library's getters by name (a method or
+#: attribute of what they are given, whose type decides: JAX's
+#: ``register_pytree_node_class`` registers ``methodcaller("tree_flatten")``)
+_NOT_CODE = (
+    types.ModuleType, _compat.Primitive, types.BuiltinFunctionType, operator.methodcaller,
+    operator.attrgetter, operator.itemgetter,
+)  # fmt: skip
 
 
 def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
@@ -651,37 +668,20 @@ def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
     elif t is _compat.PjitFunction or t is _compat.LoweringRuleEntry:  # (review 78)
         inner = [obj._fun] if t is _compat.PjitFunction else [obj.rule]
     elif is_a(obj, _compat.CUSTOM_DERIVATIVE_TYPES):
-        inner = _held(obj)
+        inner = fields(obj)
     elif is_a(obj, type):
         return not is_library_type(obj)
-    elif callable(obj) and not is_a(
-        obj, (types.ModuleType, _compat.Primitive, types.BuiltinFunctionType)
-    ):
+    elif callable(obj) and not is_a(obj, _NOT_CODE) and type(obj) not in _compat.OPAQUE_TYPES:
         if not is_library_type(t):
             return True
         # A library object that may wrap user code (custom_vmap's ClosedRule holds
         # the user's rule): what it holds decides.
-        inner = _held(obj)
+        inner = fields(obj)
     else:
         return False  # data
     if inner is None:
         return True  # what it holds cannot be read: taken as user code
     return any(user_code(x, depth + 1, seen) for x in inner)
-
-
-def _held(obj: Any) -> list | None:
-    """The values an object holds in its ``__dict__`` and slots (as the interpreter
-    holds them); None when its class defines ``__dict__`` itself (unknown)."""
-    try:
-        held = list((inst_dict(obj) or {}).values())
-    except Override:
-        return None
-    for klass in mro(type(obj)):
-        slots = cdict(klass).get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            if name not in ("__dict__", "__weakref__"):
-                held.append(getattr(obj, name, None))
-    return held
 
 
 __all__ = ["failed_guard", "guards_for", "registry_key", "user_code"]

@@ -26,14 +26,15 @@ _HOLDERS: dict = memo("persist.library_holders", {})  # index, modules indexed
 _LOCK = threading.RLock()
 
 
-def library_held(v: Any, t: type) -> bool:
+def library_held(v: Any, t: type, index: dict | None = None) -> bool:
     """Whether ``v`` is the very object a library holds, as a module attribute or a
     class attribute of a class a library module holds (``FAST = "fast mode!"``,
     ``Mode.FAST``): library code may compare a value with it by identity (reviews 76,
     79; an item of a library's container, ``MODES["fast"]``, is not seen). Not those
     whose identity the value decides (CPython's cached small ints, empty and
-    one-character strings), nor functions, classes and modules (keyed by identity)."""
-    holders = _index().get(id(v))
+    one-character strings), nor functions, classes and modules (keyed by identity).
+    ``index``: `holders_index` as read at the start of a walk that runs no user code."""
+    holders = (_index() if index is None else index).get(id(v))
     if holders is None:  # (most values: one lookup)
         return False
     if t is int:
@@ -67,6 +68,11 @@ def _holds(h: tuple, v: Any, of_type: bool = False) -> bool:
     if len(h) == 3:
         x = cdict(x).get(h[2], _HOLDERS) if is_a(x, type) else _HOLDERS
     return (type(x) if of_type else x) is v
+
+
+def holders_index() -> dict:
+    """The index `library_held` reads: id -> holders (a dict not to be written)."""
+    return _index()
 
 
 def _index() -> dict:
@@ -126,4 +132,4 @@ _NAMED_TYPES = frozenset(
 )  # fmt: skip
 
 
-__all__ = ["library_held", "library_holders"]
+__all__ = ["holders_index", "library_held", "library_holders"]

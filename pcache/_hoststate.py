@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from pcache._dictwatch import Derived
-from pcache._introspect import Override, cell_bound, inst_dict, is_a, items, typed
+from pcache._introspect import Override, cell_bound, fields, inst_dict, is_a, items, typed
 from pcache._memos import memo
-from pcache._usercode import NoReuse, is_library_code, is_library_type
+from pcache._usercode import NoReuse, is_library_code, is_library_module, is_library_type
 
 
 def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
@@ -219,10 +219,11 @@ def _user_hook(hook: Any, depth: int = 0) -> bool:
     elif is_a(hook, type):
         return not is_library_type(hook)
     elif is_library_type(t) and t not in _WRAPPERS:
-        try:
-            inner = list((inst_dict(hook) or {}).values())
-        except Override:
-            return True
+        if _known_opaque(t):
+            return False
+        inner = fields(hook)
+        if inner is None:
+            return True  # (state no Python code reads: an ``lru_cache`` of any function)
     else:
         return True
     return any(_user_hook(x, depth + 1) for x in inner)
@@ -234,6 +235,20 @@ _DATA = frozenset({bool, int, float, complex, str, bytes, type(...)})
 _WRAPPERS = frozenset(
     {operator.methodcaller, operator.attrgetter, operator.itemgetter, types.SimpleNamespace}
 )
+#: library classes whose instances keep state outside their ``__dict__`` and are
+#: taken as the library's, each for a reason: coverage's C tracer (``sys.gettrace()``
+#: under coverage or pytest-cov) holds coverage's own configuration and callbacks
+_OPAQUE = (("coverage.tracer", "CTracer"),)
+
+
+def _known_opaque(t: type) -> bool:
+    return any(
+        is_library_module(m) and getattr(m, name, None) is t
+        for mod, name in _OPAQUE
+        if (m := sys.modules.get(mod)) is not None
+    )
+
+
 _PARTIAL_FIELDS = tuple(functools.partial.__dict__[n].__get__ for n in ("func", "args", "keywords"))
 
 
@@ -299,16 +314,31 @@ def _library_finder(finder: Any) -> bool:
         return False
 
 
-def _program_function(v: Any) -> bool:
-    """Whether ``v`` is a function of the program's, or a method or partial of one."""
-    for _ in range(4):
-        if type(v) is types.MethodType:
-            v = v.__func__
-        elif is_a(v, functools.partial):
-            v = _PARTIAL_FIELDS[0](v)
-        else:
-            break
-    return type(v) is types.FunctionType and not is_library_code(v.__globals__, v.__code__)
+def _program_function(v: Any, depth: int = 0) -> bool:
+    """Whether ``v`` is a function of the program's, or a method, partial or callable
+    object over one (a callable object of the program's class, or a library's
+    keeping what it calls where no Python code reads it)."""
+    t = type(v)
+    if depth > 4:
+        return True
+    if t is types.FunctionType:
+        return not is_library_code(v.__globals__, v.__code__)
+    if t is types.MethodType:
+        return _program_function(v.__func__, depth + 1)
+    if is_a(v, functools.partial):
+        return _program_function(_PARTIAL_FIELDS[0](v), depth + 1)
+    if not callable(v) or t in _PLAIN_CALLABLES or is_a(v, type) or _known_opaque(t):
+        return False
+    if not is_library_type(t):
+        return True
+    held = fields(v)  # (an ``lru_cache`` of a program's function: review 94)
+    return held is None or any(_program_function(x, depth + 1) for x in held if callable(x))
+
+
+_PLAIN_CALLABLES = frozenset(
+    {types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
+     types.MethodDescriptorType, types.MethodType}
+)  # fmt: skip
 
 
 _FINDERS = (

@@ -15,6 +15,8 @@ JAX-free.
 from __future__ import annotations
 
 import collections
+import functools
+import gc
 import struct
 import types
 from typing import Any
@@ -25,6 +27,7 @@ __all__ = [
     "by_id",
     "cdict",
     "class_attr",
+    "fields",
     "flags",
     "inst_dict",
     "is_a",
@@ -108,6 +111,37 @@ def inst_dict(v: Any) -> dict[str, Any] | None:
             return got if type(got) is dict else None
         raise Override(k)
     return None
+
+
+def fields(v: Any) -> list | None:
+    """Every value ``v`` keeps, as the interpreter keeps them: its ``__dict__``'s and
+    its named slots' (an ``lru_cache``'s: the function it calls, however its
+    ``__wrapped__`` was changed: review 94). None when that is not all it keeps (a
+    C type's fields no Python code reads, a subclass of a builtin container) or its
+    class defines ``__dict__`` itself."""
+    t = type(v)
+    if t is _LRU_CACHE:  # (what it calls, among what the interpreter sees it hold; its
+        # cache holds that function's arguments and results: JAX's ``util.cache``)
+        called = [r for r in gc.get_referents(v) if callable(r) and not is_a(r, type)]
+        return called + list((inst_dict(v) or {}).values())
+    named = [n for k in mro(t) for n in _slots(k) if n not in ("__dict__", "__weakref__")]
+    size = _OBJECT_SIZE + _WORD * (len(named) + (t.__weakrefoffset__ > 0) + (t.__dictoffset__ > 0))
+    if t.__basicsize__ != size or t.__itemsize__:
+        return None
+    try:
+        held = list((inst_dict(v) or {}).values())
+    except Override:
+        return None
+    return held + [getattr(v, n, None) for n in named]
+
+
+def _slots(k: type) -> tuple:
+    s = cdict(k).get("__slots__", ())
+    return (s,) if type(s) is str else tuple(s) if type(s) in (tuple, list) else ()
+
+
+_OBJECT_SIZE, _WORD = object.__basicsize__, struct.calcsize("P")
+_LRU_CACHE = type(functools.lru_cache(lambda: None))
 
 
 def class_attr(t: type, name: str) -> Any:

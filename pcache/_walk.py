@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 
 from pcache import _canon, _compat, _introspect, _memos
-from pcache._holders import library_held
+from pcache._holders import holders_index, library_held
 from pcache._introspect import Override, cdict, class_attr, has, inst_dict, is_a, items, mro, names
 from pcache._reflection import library_function_reflects, reflective_module
 from pcache._usercode import (
@@ -188,7 +188,9 @@ class Walker:
     key) of every Python function met, for the global guards and the mutation check.
     """
 
-    __slots__ = ("pins", "arrays", "funcs", "bodies", "seen", "nodes", "keep", "registry", "ctor")
+    __slots__ = (
+        "pins", "arrays", "funcs", "bodies", "seen", "nodes", "keep", "registry", "ctor", "holders"
+    )  # fmt: skip
     #: Identity-free (a key comparable across processes: `pcache._persist_key`).
     content = False
 
@@ -202,6 +204,7 @@ class Walker:
         self.nodes = 0
         self.keep: list = []  # what `_enter` numbered, alive for the walk
         self.ctor: Any = None  # the constructor `class_code` is walking (`callable`)
+        self.holders: dict | None = None  # `holders_index`, read once a walk (no user code runs)
 
     def _enter(self, obj: Any) -> tuple | None:
         """A back-reference if ``obj`` was met already in this walk (shared or cyclic
@@ -260,7 +263,12 @@ class Walker:
         if v is None:  # (the commonest value: defaults, docs, cells)
             return _NONE
         node = self._value(v)  # (one a library holds: also by identity, ``mode is FAST``)
-        return ("is", node, self.ident(v)) if library_held(v, type(v)) else node
+        held = self.holders
+        if held is None:
+            held = self.holders = holders_index()
+        if id(v) in held and library_held(v, type(v), held):
+            return ("is", node, self.ident(v))
+        return node
 
     def _value(self, v: Any) -> Any:
         t = type(v)

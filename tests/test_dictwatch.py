@@ -170,3 +170,27 @@ def test_overrides_tell_what_was_added_after_first_sight(mode):
     v = over.version
     over((d,))
     assert over.version == v  # (nothing written: not read again)
+
+
+def test_a_key_another_table_held_added_later_is_an_override(mode):
+    """Review 94: a key added to a table after its first sight is a first
+    registration only if no table held it when last looked at (JAX's own handler for
+    ``int`` put under ``np.float32`` in a table that held none), and only if
+    ``fresh`` allows keys of its kind; new keys added to several tables at once (a
+    module's new primitive) are first registrations in each."""
+    a, b = {"x": F}, {"y": F}
+    over = _dictwatch.Overrides()
+    assert over((a, b)) == ()
+    b["x"] = G  # ("x" was a's: an override, while held)
+    assert over((a, b)) == ((b, "x", G),)
+    a["new"], b["new"] = F, G  # (one write's new key in both tables)
+    assert over((a, b)) == ((b, "x", G),)
+    del b["x"]
+    assert over((a, b)) == ()
+    b["x"] = F  # (still an override: never taken into b's baseline)
+    assert over((a, b)) == ((b, "x", F),)
+    typed = _dictwatch.Overrides(fresh=lambda key: type(key) is not type)
+    c: dict = {int: F}
+    typed((c,))
+    c[float], c["s"] = G, G  # (no type is ever new: float is an override)
+    assert typed((c,)) == ((c, float, G),)

@@ -752,3 +752,37 @@ def test_hooks_are_judged_by_what_they_call():
     assert not any(map(_hoststate._user_hook, copyreg.dispatch_table.values()))
     assert not _hoststate._library_finder(SimpleNamespace(find_spec=mine))
     assert all(map(_hoststate._library_finder, sys.meta_path))  # (pytest's among them)
+
+
+def test_opaque_callables_are_taken_as_the_programs():
+    """Review 94: a library object keeping what it calls where no Python code reads
+    it (``functools.lru_cache`` of a program's function, its ``__wrapped__`` deleted)
+    is the program's code, as a hook or a rule; the standard library's getters by
+    name, builtins and JAX's own C types are not."""
+    import functools
+    import operator
+    import threading
+
+    from jax._src import config
+
+    from pcache import _guards, _hoststate
+    from pcache._introspect import fields
+
+    def red(p):
+        return p
+
+    w = functools.lru_cache(maxsize=None)(red)
+    del w.__wrapped__
+    assert red in fields(w) and fields(threading.local()) is None
+    assert _guards.user_code(w) and _hoststate._user_hook(w)
+    assert _hoststate._program_function(w)
+    for lib in (operator.methodcaller("tree_flatten"), len, config.enable_x64):
+        assert not _guards.user_code(lib)
+
+    class Slotted:
+        __slots__ = ("f",)
+
+        def __init__(self, f):
+            self.f = f
+
+    assert fields(Slotted(red)) == [red]

@@ -684,6 +684,7 @@ if JIT_SEAM:
     jit_info_key, jit_parts = _traces.jit_info_key, _traces.jit_parts
     primitive_rules, pytree_registry = _traces.primitive_rules, _traces.pytree_registry
     rule_registries, type_handlers = _traces.rule_registries, _traces.type_handlers
+    rule_tables, OPAQUE_TYPES = _traces.rule_tables, _traces.OPAQUE_TYPES
     served_entry, trace_reuse_blocked = _traces.served_entry, _traces.trace_reuse_blocked
     unreusable_params, recording_token = _traces.unreusable_params, _traces.recording_token
 else:  # pragma: no cover - trace reuse runs behind the jit seam only
@@ -693,7 +694,7 @@ else:  # pragma: no cover - trace reuse runs behind the jit seam only
 
     recording = recording_trace = recording_token = config_items = _no_jit_seam
     default_backend = trace_state_clean = traced = out_tree_bytes = _no_jit_seam
-    out_tree_from = config_snapshot = jit_info_key = jit_parts = _no_jit_seam
+    out_tree_from = config_snapshot = jit_info_key = jit_parts = rule_tables = _no_jit_seam
     primitive_rules = pytree_registry = rule_registries = type_handlers = _no_jit_seam
     served_entry = trace_reuse_blocked = unreusable_params = _no_jit_seam
-    CONFIG_DECORATOR = None
+    CONFIG_DECORATOR, OPAQUE_TYPES = None, ()

@@ -238,9 +238,11 @@ def _handler(v: Any) -> bool:  # a function, or a tuple of them (aval_mapping_ha
 
 def _with_found(which: str, fixed: Any, found: tuple) -> tuple:
     """``fixed()`` (JAX's known tables), then the ``found`` ones not among them: the
-    last tuple again while ``found`` and the platforms lowering knows are the same
-    (JAX binds its tables once, at import)."""
-    n = len(_mlir._platform_specific_lowerings)
+    last tuple again while ``found`` and the platforms' lowering tables are the same
+    (JAX binds its tables once, at import; the old tables stay alive in the memo, so
+    their ids are not another's)."""
+    # (by identity: a platform's table replaced is another table)
+    n = tuple(map(id, _mlir._platform_specific_lowerings.values()))
     last = _TABLES.get(which)
     if last is not None and last[0] is found and last[1] == n:
         return last[2]
@@ -252,6 +254,17 @@ def _with_found(which: str, fixed: Any, found: tuple) -> tuple:
 
 
 _TABLES: dict = _memos.memo("compat.tables", {})  # which -> (found, platforms, tables)
+
+
+def rule_tables() -> tuple[tuple, tuple, dict]:
+    """`rule_registries`, `type_handlers` and `pytree_registry` (``sys.modules`` looked
+    at once)."""
+    rules, types_ = _found_tables()
+    return (
+        _with_found("rules", _known_rule_registries, rules),
+        _with_found("types", _known_type_handlers, types_),
+        pytree_registry(),
+    )
 
 
 def rule_registries() -> tuple[dict, ...]:
@@ -323,6 +336,15 @@ def watch_canonicalize_handlers() -> None:
         CANONICALIZE[type_] = handler
 
     dtypes.register_canonicalize_value_handler = _pcache_register
+
+
+#: C types of JAX's own whose instances keep state no Python code reads, none of it
+#: a program's code: a setting's holders (its name, default and JAX's hooks; its
+#: value every key holds through the config snapshot) and the compiled functions of
+#: jaxlib's nanobind extensions (extension code, as a builtin's)
+OPAQUE_TYPES = (
+    _config.StateContextManager, type(_config.enable_x64), type(_mlir.ir.StringAttr.get)
+)  # fmt: skip
 
 
 def pytree_registry() -> dict:
