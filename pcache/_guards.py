@@ -31,6 +31,7 @@ import operator
 import sys
 import threading
 import types
+import weakref
 from typing import Any
 
 from pcache import _canon, _canon_rules, _compat, _dictwatch, _reach
@@ -59,6 +60,7 @@ from pcache._usercode import (
     is_library_module,
     is_library_type,
     module_dict,
+    plain_partial,
     qualname,
 )
 from pcache._walk import Walker, plain_array
@@ -628,14 +630,17 @@ def registry_key(w: Walker) -> tuple:
     return tuple(out)
 
 
-#: callables that run no code of their own: a primitive (its rules are judged where
-#: registered), a builtin, and the standard library's getters by name (a method or
-#: attribute of what they are given, whose type decides: JAX's
-#: ``register_pytree_node_class`` registers ``methodcaller("tree_flatten")``)
-_NOT_CODE = (
-    types.ModuleType, _compat.Primitive, types.BuiltinFunctionType, operator.methodcaller,
-    operator.attrgetter, operator.itemgetter,
-)  # fmt: skip
+#: callables (none can be subclassed) that run no code of their own: a builtin, and
+#: the standard library's getters by name (a method or attribute of what they are
+#: given, whose type decides: JAX's ``register_pytree_node_class`` registers
+#: ``methodcaller("tree_flatten")``). (A module or primitive is no callable unless
+#: its class gives it a ``__call__``: then it is judged as any other callable.)
+_NOT_CODE = frozenset(
+    {types.BuiltinFunctionType, operator.methodcaller, operator.attrgetter, operator.itemgetter}
+)
+
+
+_PROXIES = frozenset({weakref.ProxyType, weakref.CallableProxyType})
 
 
 def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
@@ -653,7 +658,9 @@ def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
             return True
         inner = [c.cell_contents for c in obj.__closure__ or () if cell_bound(c)]
         inner += list(obj.__defaults__ or ())
-    elif is_a(obj, functools.partial):  # (its fields as partial.__call__ reads them)
+    elif t in _PROXIES:
+        return True  # (calls through to what it refers to, maybe nothing any more)
+    elif plain_partial(obj):  # (its fields as partial.__call__ reads them)
         inner = [f(obj) for f in _PARTIAL_FIELDS]
         inner = [inner[0], *inner[1], *inner[2].values()]
     elif t is types.MethodType:
@@ -671,7 +678,7 @@ def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
         inner = fields(obj)
     elif is_a(obj, type):
         return not is_library_type(obj)
-    elif callable(obj) and not is_a(obj, _NOT_CODE) and type(obj) not in _compat.OPAQUE_TYPES:
+    elif callable(obj) and t not in _NOT_CODE and t not in _compat.OPAQUE_TYPES:
         if not is_library_type(t):
             return True
         # A library object that may wrap user code (custom_vmap's ClosedRule holds

@@ -52,12 +52,26 @@ def library_holders(v: Any, of_type: bool = False) -> list:
     """Every (module, attribute or ``Class.attribute``) of a loaded library module
     holding ``v`` (``of_type``: an instance of class ``v``, as a module attribute),
     each read back."""
-    key = ("type", id(v)) if of_type else id(v)
+    if not of_type and type(v) in _UNINDEXED:  # (not in the index: looked for here)
+        found = [h for name, m in items(sys.modules) if is_library_module(m)
+                 for h in _holding(name, module_dict(m), v)]  # fmt: skip
+    else:
+        found = _index().get(("type", id(v)) if of_type else id(v), ())
     return [
-        (h[0], h[1] if len(h) == 2 else f"{h[1]}.{h[2]}")
-        for h in _index().get(key, ())
-        if _holds(h, v, of_type)
+        (h[0], h[1] if len(h) == 2 else f"{h[1]}.{h[2]}") for h in found if _holds(h, v, of_type)
     ]
+
+
+def _holding(name: str, d: dict | None, v: Any) -> list:
+    """(name, attribute) and (name, class, attribute) of namespace ``d`` holding ``v``."""
+    out = []
+    for k, x in items(d or {}):
+        if type(k) is str:
+            if x is v:
+                out.append((name, k))
+            elif flags(type(x)) & _TYPE_SUBCLASS:
+                out += [(name, k, a) for a, y in items(cdict(x)) if y is v and type(a) is str]
+    return out
 
 
 def _holds(h: tuple, v: Any, of_type: bool = False) -> bool:
@@ -108,17 +122,23 @@ def _index_module(index: dict, name: str, d: dict | None) -> None:
     for k, x in dict.copy(d or {}).items():
         if type(k) is not str:
             continue
-        add(id(x), []).append((name, k))
         tx = type(x)
+        if tx in _UNINDEXED:
+            continue  # (functions and modules: keyed by what they are, never asked here)
+        add(id(x), []).append((name, k))
         if id(tx) in _NAMED_TYPES:
-            continue  # (a function, module, or builtin value: no class attributes)
+            continue  # (a builtin value: no class attributes)
         add(("type", id(tx)), []).append((name, k))
         if flags(tx) & _TYPE_SUBCLASS:  # (a class: the interpreter's own flag)
             for a, y in cdict(x).copy().items():
-                if type(a) is str and not a.startswith("__"):  # (not its bookkeeping)
-                    add(id(y), []).append((name, k, a))
+                if type(a) is str and type(y) is not _FUNCTION and not a.startswith("__"):
+                    add(id(y), []).append((name, k, a))  # (not its methods, bookkeeping)
 
 
+#: Module and class attributes not indexed (most of them; `library_holders` looks for
+#: one by a scan): `library_held` answers no for them, and the keys name them by
+#: what they are (a function by its code, a module by its name)
+_UNINDEXED = frozenset({_FUNCTION, ModuleType})
 #: Types whose instances are no class and whose own class any key names by its
 #: name (``library_holders(t, of_type=True)`` is asked of classes no name resolves):
 #: most module attributes, indexed by identity only (a third of the index's cost)

@@ -5,6 +5,8 @@ JAX-free."""
 from __future__ import annotations
 
 import abc
+import array
+import collections
 import copyreg
 import decimal
 import functools
@@ -23,7 +25,13 @@ import numpy as np
 from pcache._dictwatch import Derived
 from pcache._introspect import Override, cell_bound, fields, inst_dict, is_a, items, typed
 from pcache._memos import memo
-from pcache._usercode import NoReuse, is_library_code, is_library_module, is_library_type
+from pcache._usercode import (
+    NoReuse,
+    is_library_code,
+    is_library_module,
+    is_library_type,
+    plain_partial,
+)
 
 
 def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
@@ -187,48 +195,56 @@ def _typed_items(what: str, d: dict) -> Any:
     return enc
 
 
-def _user_hook(hook: Any, depth: int = 0) -> bool:
+def _user_hook(hook: Any, depth: int = 0, held: bool = False) -> bool:
     """Whether calling ``hook`` (a ``sys.settrace``/``sys.setprofile`` function, a
     ``copyreg`` reducer, an import finder) may run user code or read a program's
     data: anything but an installed library's function (and what its closure and
     defaults hold), a builtin of a module, a bound method of such over such an
     object, a class, or an instance of a library class whose attributes are such.
     A partial (or a library object) over a program's function is the program's
-    (review 89); anything unknown, or nested too deep, is taken as the program's."""
+    (review 89), and so is one of a program's subclass of ``functools.partial``;
+    ``held``: reached through a function's closure or defaults, a partial's
+    arguments or a method's object, where a mutable container is data the program
+    may change (``partial(operator.getitem, D)``: review 95). Anything unknown, or
+    nested too deep, is taken as the program's."""
     if depth > 6:
         return True
     if hook is None or type(hook) in _DATA:
         return False
     t = type(hook)
+    if held and is_a(hook, _MUTABLE):
+        return True
     if t is types.FunctionType:
         if not is_library_code(hook.__globals__, hook.__code__):
             return True
         inner = [c.cell_contents for c in hook.__closure__ or () if cell_bound(c)]
         inner += [*(hook.__defaults__ or ()), *(hook.__kwdefaults__ or {}).values()]
+        held = True
     elif t is types.MethodType:
-        inner = [hook.__func__, hook.__self__]
+        inner, held = [hook.__func__, hook.__self__], True
     elif t is types.BuiltinFunctionType or t is types.MethodWrapperType:
         return type(hook.__self__) is not types.ModuleType  # (``DATA.get``: data read)
-    elif is_a(hook, functools.partial):  # (its fields as partial.__call__ reads them)
+    elif plain_partial(hook):  # (its fields as partial.__call__ reads them)
         func, args, kw = (f(hook) for f in _PARTIAL_FIELDS)
-        inner = [func, *args, *kw.values()]
-    elif t is tuple or t is list or t is frozenset:
+        inner, held = [func, *args, *kw.values()], True
+    elif t is tuple or t is frozenset:
         inner = list(hook)
-    elif t is dict:
-        inner = list(hook.values())
+    elif t is list or t is dict:  # (a library object's: its state, not the program's)
+        inner = list(hook.values() if t is dict else hook)
     elif is_a(hook, type):
         return not is_library_type(hook)
     elif is_library_type(t) and t not in _WRAPPERS:
         if _known_opaque(t):
             return False
-        inner = fields(hook)
+        inner, held = fields(hook), False
         if inner is None:
             return True  # (state no Python code reads: an ``lru_cache`` of any function)
     else:
         return True
-    return any(_user_hook(x, depth + 1) for x in inner)
+    return any(_user_hook(x, depth + 1, held) for x in inner)
 
 
+_MUTABLE = (list, dict, set, bytearray, collections.deque, np.ndarray, array.array)
 _DATA = frozenset({bool, int, float, complex, str, bytes, type(...)})
 #: library classes that call whatever they were given (by name or held): judged by
 #: what they hold only where that is read above, else the program's
@@ -237,8 +253,10 @@ _WRAPPERS = frozenset(
 )
 #: library classes whose instances keep state outside their ``__dict__`` and are
 #: taken as the library's, each for a reason: coverage's C tracer (``sys.gettrace()``
-#: under coverage or pytest-cov) holds coverage's own configuration and callbacks
-_OPAQUE = (("coverage.tracer", "CTracer"),)
+#: under coverage or pytest-cov) holds coverage's own configuration and callbacks;
+#: the standard library's profiler (``sys.getprofile()`` under ``cProfile``) records
+#: timings (a ``timer`` function of the program's it may call is not seen: README)
+_OPAQUE = (("coverage.tracer", "CTracer"), ("cProfile", "Profile"), ("_lsprof", "Profiler"))
 
 
 def _known_opaque(t: type) -> bool:
@@ -316,18 +334,32 @@ def _library_finder(finder: Any) -> bool:
 
 def _program_function(v: Any, depth: int = 0) -> bool:
     """Whether ``v`` is a function of the program's, or a method, partial or callable
-    object over one (a callable object of the program's class, or a library's
-    keeping what it calls where no Python code reads it)."""
+    object over one (a callable object of the program's class, a library's keeping
+    what it calls where no Python code reads it, a library function over one:
+    ``functools.singledispatch(f)``, a method of a program's object)."""
     t = type(v)
     if depth > 4:
         return True
     if t is types.FunctionType:
-        return not is_library_code(v.__globals__, v.__code__)
+        if not is_library_code(v.__globals__, v.__code__):
+            return True
+        inner = [c.cell_contents for c in v.__closure__ or () if cell_bound(c)]
+        inner += [*(v.__defaults__ or ()), *(v.__kwdefaults__ or {}).values()]
+        # (and what containers there hold: ``singledispatch``'s registry)
+        inner += [y for x in inner if type(x) in (dict, list, tuple)
+                  for y in (x.values() if type(x) is dict else x)]  # fmt: skip
+        return any(_program_function(x, depth + 1) for x in inner if callable(x))
     if t is types.MethodType:
-        return _program_function(v.__func__, depth + 1)
-    if is_a(v, functools.partial):
-        return _program_function(_PARTIAL_FIELDS[0](v), depth + 1)
-    if not callable(v) or t in _PLAIN_CALLABLES or is_a(v, type) or _known_opaque(t):
+        me = v.__self__
+        return _program_function(v.__func__, depth + 1) or not (
+            is_a(me, type) or is_library_type(type(me))
+        )
+    if plain_partial(v):
+        func, args, kw = (f(v) for f in _PARTIAL_FIELDS)
+        return any(_program_function(x, depth + 1) for x in (func, *args, *kw.values()))
+    if is_a(v, type):
+        return not is_library_type(v)
+    if not callable(v) or t in _PLAIN_CALLABLES or _known_opaque(t):
         return False
     if not is_library_type(t):
         return True

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import dis
+import functools
 import importlib.machinery
 import os
 import site
@@ -625,6 +626,23 @@ def _reflective_const(c: Any) -> bool:
     return False
 
 
+def plain_partial(obj: Any) -> bool:
+    """Whether ``obj`` is a ``functools.partial`` that calls as one: a partial, or an
+    instance of a library's subclass whose call is partial's own
+    (``jax.tree_util.Partial``). A program's subclass runs the program's code,
+    whatever its fields hold (review 95)."""
+    t = type(obj)
+    return t is functools.partial or (
+        is_a(obj, functools.partial)
+        and is_library_type(t)
+        and next((cdict(k)["__call__"] for k in mro(t) if "__call__" in cdict(k)), None)
+        is _PARTIAL_CALL
+    )
+
+
+_PARTIAL_CALL = functools.partial.__dict__["__call__"]
+
+
 __all__ = [
     "NoReuse",
     "code_verdict",
@@ -632,6 +650,7 @@ __all__ = [
     "is_library_code",
     "is_library_module",
     "is_library_type",
+    "plain_partial",
     "qualname",
 ]
 

@@ -786,3 +786,51 @@ def test_opaque_callables_are_taken_as_the_programs():
             self.f = f
 
     assert fields(Slotted(red)) == [red]
+
+
+def test_partial_subclasses_and_program_data_held_by_hooks_are_the_programs():
+    """Review 95: a program's subclass of ``functools.partial`` runs its own
+    ``__call__`` whatever its fields hold (a hook, a rule, an import finder's
+    callable); a mutable container a hook holds through a partial, a bound method
+    or a library function's closure is the program's data; library functions over a
+    program's function (``singledispatch``) and methods of a program's objects are
+    the program's to an import finder."""
+    import functools
+    import operator
+    import weakref
+
+    import jax
+
+    from pcache import _canon_rules, _guards, _hoststate
+
+    class P(functools.partial):
+        def __call__(self, *a):
+            return a
+
+    sub = P(operator.add)
+    assert _hoststate._user_hook(sub) and _guards.user_code(sub)
+    assert _hoststate._program_function(sub)
+    assert _canon_rules._describe_rule(P(jax.numpy.sin), 0) is None
+    assert not _hoststate._user_hook(functools.partial(operator.add, 1))
+    assert not _guards.user_code(jax.tree_util.Partial(operator.add))
+    D: dict = {}
+    for hook in (functools.partial(operator.getitem, D), D.get, types.MethodType(len, [1])):
+        assert _hoststate._user_hook(hook), hook
+
+    class Obj:
+        def m(self):
+            return 0
+
+    def mine():
+        return 0
+
+    assert _hoststate._program_function(functools.singledispatch(mine))
+    assert _hoststate._program_function(Obj().m) and _hoststate._program_function(Obj)
+    assert _guards.user_code(weakref.proxy(Obj()))  # (dead: no ReferenceError)
+
+    class CallableModule(types.ModuleType):
+        def __call__(self):
+            return 0
+
+    assert _guards.user_code(CallableModule("m")) and not _guards.user_code(types)
+    assert not _guards.user_code(jax.lax.sin_p)
