@@ -834,3 +834,40 @@ def test_partial_subclasses_and_program_data_held_by_hooks_are_the_programs():
 
     assert _guards.user_code(CallableModule("m")) and not _guards.user_code(types)
     assert not _guards.user_code(jax.lax.sin_p)
+
+
+def test_an_added_entry_is_an_override_unless_its_key_is_new(tmp_path):
+    """Review 94: an entry added to one of JAX's tables after pcache first read it is
+    an override (named in every key) when its key existed then (``np.float32``, a
+    key of other tables; ``fractions.Fraction``, a class then alive), and a first
+    registration when its key is new: a class made since, a primitive no table held.
+    In a fresh process (pcache's baseline is taken when it is switched on)."""
+    script = """
+import fractions, json, jax, numpy as np, pcache
+from jax._src import dtypes, core
+from pcache import _canon, _canon_rules
+
+def token():
+    return _canon_rules.overrides_key(_canon.jax_primitive_name)[0]
+
+pcache.enable()
+got = [token()]
+for key in ("later", "prim", "float32", "fraction"):
+    if key == "later":
+        core.pytype_aval_mappings[type("Made", (), {})] = core.pytype_aval_mappings[int]
+    elif key == "prim":
+        core.custom_typechecks[core.Primitive("mine")] = lambda *a: None
+    elif key == "float32":
+        dtypes.python_scalar_types_to_dtypes[np.float32] = dtypes.python_scalar_types_to_dtypes[int]
+    else:
+        dtypes.python_scalar_types_to_dtypes[fractions.Fraction] = np.dtype("float32")
+    got.append(token())
+print(json.dumps(got))
+"""
+    env = {**os.environ, "JAX_PCACHE_DIR": str(tmp_path / "c"), "JAX_PCACHE_RAISE_ERRORS": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    base, later, prim, f32, frac = json.loads(out.stdout.strip().splitlines()[-1])
+    assert base == later == prim == ""
+    assert f32 and frac and f32 != frac
