@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import sys
 import threading
+import types
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -18,8 +20,8 @@ import numpy as np
 
 from pcache import _compat, _dictwatch, _memos
 from pcache._canon_memo import local_token, memos_on
-from pcache._introspect import is_a, items, names
-from pcache._usercode import is_library_code, is_library_type
+from pcache._introspect import cdict, is_a, items, names
+from pcache._usercode import is_library_code, is_library_type, module_dict
 
 
 class RuleKey(NamedTuple):
@@ -94,11 +96,22 @@ def lowering_rule_key(prim) -> RuleKey:
         key = RuleKey(
             entries, True, hashlib.sha256(";".join(parts).encode()).hexdigest()[:32], tuple(traced)
         )
-    if memos_on():
+    if memos_on() and _baseline(prim, entries):
         if len(RULE_KEYS) > 4096:
             RULE_KEYS.clear()
         RULE_KEYS[prim] = key
     return key
+
+
+def _baseline(prim: Any, entries: tuple) -> bool:
+    """Whether every entry is the one its table held when pcache first read it (JAX's
+    own: what a rule registered since holds, the program may change in place, a
+    partial's keywords included: review 96; such keys are made afresh each time)."""
+    tables = _compat.lowering_registries()
+    return all(
+        e is None or OVERRIDES.first_seen(t).get(prim) is e
+        for t, e in zip(tables, entries, strict=True)
+    )
 
 
 _HANDLERS: list = [(), ("", True)]  # the handlers last seen (alive), and their verdict
@@ -153,7 +166,9 @@ def overrides_key(jax_primitive_name: Callable[[Any], str | None]) -> tuple[str,
             _CLASSES[0] = _class_ids()
         found = OVERRIDES((*_compat.rule_registries(), *_compat.type_handlers()))
         last = _OVERRIDES_KEY[0]
-        if last is not None and last[0] == OVERRIDES.version:  # (no table written since)
+        # (no table written since, and none overridden: an override's rule may hold
+        # data the program changes in place, described afresh each time: review 96)
+        if last is not None and last[0] == OVERRIDES.version and last[1] == ("", True):
             return last[1]
         version = OVERRIDES.version
         # (a rule registered for one platform where the default table already held one
@@ -169,6 +184,13 @@ def overrides_key(jax_primitive_name: Callable[[Any], str | None]) -> tuple[str,
         got = _overrides_key([e for e in found_all if _reaches_others(e[1], jax_primitive_name)])
         _OVERRIDES_KEY[0] = (version, got)
         return got
+
+
+def overridden() -> list:
+    """The primitives with an entry overridden now (`overrides_key`'s, any of them)."""
+    with OVERRIDES.lock:
+        found = OVERRIDES((*_compat.rule_registries(), *_compat.type_handlers()))
+    return list(dict.fromkeys(k for _, k, _ in found if isinstance(k, _compat.Primitive)))
 
 
 def _reaches_others(k: Any, jax_primitive_name: Callable[[Any], str | None]) -> bool:
@@ -210,6 +232,17 @@ def _table_name(d: dict) -> str | None:
 
     held = [h for h in library_holders(d) if is_jax_module(h[0])]
     return f"{min(held)[0]}.{min(held)[1]}" if held else None
+
+
+def _found_at(module: str, qualname: str) -> Any:
+    """What ``module``'s attribute path ``qualname`` holds (None if nothing)."""
+    o: Any = sys.modules.get(module)
+    if module_dict(o) is None:
+        return None
+    for part in qualname.split("."):
+        d = module_dict(o) if is_a(o, types.ModuleType) else (cdict(o) if is_a(o, type) else None)
+        o = (d or {}).get(part)
+    return o
 
 
 def _describe_key(k: Any) -> str | None:
@@ -324,9 +357,12 @@ def _describe_rule(obj, depth: int) -> str | None:
         if owner is not None and not isinstance(owner, types.ModuleType):
             return None  # a method bound to some object
         return f"builtin:{getattr(obj, '__module__', None)}.{obj.__qualname__}"
-    if t.__module__ == "nanobind" and t.__name__ == "nb_func":  # jaxlib's C++ (StringAttr.get)
+    if t is _compat.NB_FUNC:  # jaxlib's C++ (``StringAttr.get``), by the very type
+        # (and by where it is found: its names say nothing, review 96)
         mod, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
-        return f"nb:{mod}.{name}" if is_jax_module(mod) and type(name) is str else None
+        if not (is_jax_module(mod) and type(name) is str and _found_at(mod, name) is obj):
+            return None
+        return f"nb:{mod}.{name}"
     if not (is_jax_module(t.__module__) and is_library_type(t)):
         return None
     if isinstance(obj, _compat.Primitive):

@@ -583,6 +583,9 @@ def _tables() -> tuple[tuple, dict, tuple, tuple, int, str, bool]:
             # (a rule or handler replaced, JAX's own of another primitive or type
             # included: it may run where the jaxpr does not name it, review 92)
             _REG.overrides = _canon_rules.overrides_key(_canon.jax_primitive_name)[0]
+            # (an overridden primitive's rules are walked like a user primitive's: they
+            # may hold data the program changes in place, review 96)
+            _REG.prims += tuple(p for p in _canon_rules.overridden() if p not in _REG.prims)
             _REG.epoch += 1
         return regs, tree, _REG.prims, _REG.nodes, _REG.epoch, _REG.overrides, _REG.handler
 
@@ -616,6 +619,8 @@ def registry_key(w: Walker) -> tuple:
     keyed by ``w`` (so their globals are guarded with the callable's)."""
     w.registry = True  # (rules JAX made: `register_pytree_node_class`'s methodcaller)
     regs, tree, prims, nodes, epoch, overrides, _ = _tables()
+    if overrides:  # (described afresh: what an override's rule holds may change in place)
+        overrides = _canon_rules.overrides_key(_canon.jax_primitive_name)[0]
     out: list = [epoch, ("overrides", overrides)]
     try:
         for p in prims:

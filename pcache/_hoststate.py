@@ -236,7 +236,9 @@ def _user_hook(hook: Any, depth: int = 0, held: bool = False) -> bool:
     elif is_library_type(t) and t not in _WRAPPERS:
         if _known_opaque(t):
             return False
-        inner, held = fields(hook), False
+        # (a container it holds may be the program's: ``ChainMap(D).get``, review 96;
+        # a debugger's bound method holding its breakpoints is taken as the program's)
+        inner, held = fields(hook), True
         if inner is None:
             return True  # (state no Python code reads: an ``lru_cache`` of any function)
     else:

@@ -684,7 +684,7 @@ if JIT_SEAM:
     jit_info_key, jit_parts = _traces.jit_info_key, _traces.jit_parts
     primitive_rules, pytree_registry = _traces.primitive_rules, _traces.pytree_registry
     rule_registries, type_handlers = _traces.rule_registries, _traces.type_handlers
-    rule_tables, OPAQUE_TYPES = _traces.rule_tables, _traces.OPAQUE_TYPES
+    rule_tables, OPAQUE_TYPES, NB_FUNC = _traces.rule_tables, _traces.OPAQUE_TYPES, _traces.NB_FUNC
     served_entry, trace_reuse_blocked = _traces.served_entry, _traces.trace_reuse_blocked
     unreusable_params, recording_token = _traces.unreusable_params, _traces.recording_token
 else:  # pragma: no cover - trace reuse runs behind the jit seam only
@@ -697,4 +697,4 @@ else:  # pragma: no cover - trace reuse runs behind the jit seam only
     out_tree_from = config_snapshot = jit_info_key = jit_parts = rule_tables = _no_jit_seam
     primitive_rules = pytree_registry = rule_registries = type_handlers = _no_jit_seam
     served_entry = trace_reuse_blocked = unreusable_params = _no_jit_seam
-    CONFIG_DECORATOR, OPAQUE_TYPES = None, ()
+    CONFIG_DECORATOR, OPAQUE_TYPES, NB_FUNC = None, (), None

@@ -342,9 +342,8 @@ def watch_canonicalize_handlers() -> None:
 #: a program's code: a setting's holders (its name, default and JAX's hooks; its
 #: value every key holds through the config snapshot) and the compiled functions of
 #: jaxlib's nanobind extensions (extension code, as a builtin's)
-OPAQUE_TYPES = (
-    _config.StateContextManager, type(_config.enable_x64), type(_mlir.ir.StringAttr.get)
-)  # fmt: skip
+NB_FUNC = type(_mlir.ir.StringAttr.get)  # (nanobind's function type)
+OPAQUE_TYPES = (_config.StateContextManager, type(_config.enable_x64), NB_FUNC)
 
 
 def pytree_registry() -> dict:
