@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import struct
 import sys
 import threading
 import types
@@ -20,7 +21,7 @@ import numpy as np
 
 from pcache import _compat, _dictwatch, _memos
 from pcache._canon_memo import local_token, memos_on
-from pcache._introspect import cdict, is_a, items, names
+from pcache._introspect import cdict, fields, is_a, items, names
 from pcache._usercode import is_library_code, is_library_type, module_dict
 
 
@@ -305,7 +306,9 @@ def _describe_function(obj, depth: int) -> str | None:
     if None in items or any(d is None for _, d in kws):
         return None
     body = ",".join(items) + ";" + ",".join(f"{k}={d}" for k, d in kws)
-    return f"fn:{module}.{code.co_qualname}:{code.co_firstlineno}({body})"
+    # (and by its bytecode: two lambdas on one line share a name and a line)
+    ops = hashlib.sha256(code.co_code).hexdigest()[:12]
+    return f"fn:{module}.{code.co_qualname}:{code.co_firstlineno}:{ops}({body})"
 
 
 def _describe_rule(obj, depth: int) -> str | None:
@@ -319,8 +322,11 @@ def _describe_rule(obj, depth: int) -> str | None:
     if depth > 8:
         return None
     t = type(obj)
-    if obj is None or any(t is k for k in (bool, int, float, complex, str, bytes)):
+    if obj is None or any(t is k for k in (bool, int, str, bytes)):
         return repr(obj)
+    if t is float or t is complex:  # (by their bits: ``repr`` prints every NaN alike)
+        parts = (obj,) if t is float else (obj.real, obj.imag)
+        return f"{t.__name__}:" + "".join(struct.pack("<d", v).hex() for v in parts)
     if t is tuple or t is list or t is frozenset:  # (by identity: no metaclass __eq__)
         items = [
             _describe_rule(v, depth + 1) for v in (sorted(obj, key=repr) if t is frozenset else obj)
@@ -369,7 +375,11 @@ def _describe_rule(obj, depth: int) -> str | None:
         # (one of JAX's own only: a program's primitive bound by a JAX function,
         # ``lower_fun(my_p.bind)``, lowers by the program's rule: review 93)
         return f"prim:{obj.name}" if JAX_PRIMITIVE[0](obj) is not None else None
-    # A JAX object (a config holder, custom_partitioning...): its type and state.
+    # A JAX object (a config holder, custom_partitioning...): its type and state, only
+    # where that is all it keeps (not a C++ object's fields, a tuple subclass's items,
+    # a jit object's callee: review 97)
+    if fields(obj) is None:
+        return None
     state = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
     for klass in t.__mro__:
         for slot in getattr(klass, "__slots__", ()):

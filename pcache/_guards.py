@@ -643,8 +643,6 @@ def registry_key(w: Walker) -> tuple:
 _NOT_CODE = frozenset(
     {types.BuiltinFunctionType, operator.methodcaller, operator.attrgetter, operator.itemgetter}
 )
-
-
 _PROXIES = frozenset({weakref.ProxyType, weakref.CallableProxyType})
 
 
@@ -677,8 +675,10 @@ def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
     elif is_library_type(t) and hasattr(obj, "f_transformed") and hasattr(obj, "f"):
         # JAX's WrappedFun
         inner = [obj.f, obj.f_transformed]
-    elif t is _compat.PjitFunction or t is _compat.LoweringRuleEntry:  # (review 78)
-        inner = [obj._fun] if t is _compat.PjitFunction else [obj.rule]
+    elif t is _compat.PjitFunction:  # (review 78; its callee as the C++ object holds it)
+        inner = None if (parts := _compat.jit_parts(obj)) is None else [parts[0]]
+    elif t is _compat.LoweringRuleEntry:
+        inner = [obj.rule]
     elif is_a(obj, _compat.CUSTOM_DERIVATIVE_TYPES):
         inner = fields(obj)
     elif is_a(obj, type):

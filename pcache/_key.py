@@ -108,6 +108,7 @@ _EXTRA_CONFIGS = (
     # flags read by compiler.get_compile_options (optimization level 0 / no remat pass)
     "jax_disable_most_optimizations",
     "jax_compiler_enable_remat_pass",
+    "jax_xla_profile_version",
     # decide whether lowering warns about captured constants, and what the warning
     # says (a hit replays the warnings of the lowering it skips: they must be the ones
     # this setting would have issued)

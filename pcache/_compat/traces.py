@@ -7,6 +7,7 @@ Imported by the package on a JAX line it supports (`JIT_SEAM`) only.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import operator
 import sys
@@ -71,10 +72,15 @@ def served_entry(params) -> Any:
 
 
 def jit_parts(f) -> tuple[Any, Any] | None:
-    """(the function, its PjitInfo) of a `jax.jit` object, else None."""
+    """(the function, its PjitInfo) of a `jax.jit` object, else None: also where its
+    ``_fun`` attribute is not the function its C++ object calls (deleted, or another
+    assigned: review 97), among what the interpreter sees the object hold."""
     if type(f) is not PjitFunction:
         return None
-    return f._fun, f._jit_info
+    fun = getattr(f, "_fun", None)
+    if fun is None or not any(x is fun for x in gc.get_referents(f)):
+        return None
+    return fun, f._jit_info
 
 
 def jit_info_key(ji, location: bool = True) -> tuple:
