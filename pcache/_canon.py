@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 from pcache import _canon_rules, _canon_values, _compat, _memos
 from pcache._canon_memo import BoundedMemo, IdMemo, fresh, memos_on
 from pcache._canon_params import CALLBACK_LOWERING_PRIMS, STATEFUL_PRIMS, enc_params
-from pcache._canon_rules import RULE_KEYS, RuleKey, lowering_rule_key
+from pcache._canon_rules import RULE_KEYS, RuleKey, baseline_rule, lowering_rule_key
 from pcache._canon_values import (
     ARRAY_MEMO,
     AVAL_MEMO,
@@ -286,6 +286,11 @@ def _rule_key(p: Any, ctx: Ctx) -> RuleKey:
         rk = ctx.rule_keys[p] = lowering_rule_key(p)
     if p not in ctx.rules:
         ctx.rules[p] = rk.entries
+        if not baseline_rule(p, rk.entries):
+            # (a rule registered since pcache first read JAX's tables is described
+            # afresh at every use: what it holds may change in place, so no digest
+            # over it is kept either, review 98)
+            ctx.volatile = True
     if not rk.persistent:
         # The lowering is user code the key cannot see: memory tier only, and the
         # key names the rule itself (rk.token is unique to those rule objects).

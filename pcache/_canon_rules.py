@@ -97,14 +97,14 @@ def lowering_rule_key(prim) -> RuleKey:
         key = RuleKey(
             entries, True, hashlib.sha256(";".join(parts).encode()).hexdigest()[:32], tuple(traced)
         )
-    if memos_on() and _baseline(prim, entries):
+    if memos_on() and baseline_rule(prim, entries):
         if len(RULE_KEYS) > 4096:
             RULE_KEYS.clear()
         RULE_KEYS[prim] = key
     return key
 
 
-def _baseline(prim: Any, entries: tuple) -> bool:
+def baseline_rule(prim: Any, entries: tuple) -> bool:
     """Whether every entry is the one its table held when pcache first read it (JAX's
     own: what a rule registered since holds, the program may change in place, a
     partial's keywords included: review 96; such keys are made afresh each time)."""

@@ -659,7 +659,8 @@ def test_shared_sub_jaxpr_with_a_local_rule_makes_every_enclosing_memo_local():
     closed = jax.make_jaxpr(both)(M)
     assert not _canon.jaxpr_fingerprint(closed).persistent
     scan_body = next(e for e in closed.jaxpr.eqns if e.primitive.name == "scan").params["jaxpr"]
-    assert not _canon._JAXPR_MEMO.get(scan_body).persistent
+    memo = _canon._JAXPR_MEMO.get(scan_body)  # (none kept over a rule registered since
+    assert memo is None or not memo.persistent  # pcache first read JAX's tables: review 98)
     assert not _canon.jaxpr_fingerprint(scan_body).persistent
 
 
