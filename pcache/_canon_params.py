@@ -52,8 +52,9 @@ _SKIP_PARAMS: dict[str, frozenset[str]] = {
 # lowering registered (this call's own functions; `pcache._jit_seam`). The key
 # never decides which Python function runs.
 _HOST_CALLBACK_PRIMS = frozenset({"pure_callback", "io_callback", "debug_callback"})
-# Primitives whose lowering makes a host callback from their (data) params: relower.
-CALLBACK_LOWERING_PRIMS = frozenset({"debug_print", *_HOST_CALLBACK_PRIMS})
+# Primitives whose lowering makes a host callback from their (data) params: relower
+# (checkify's ``check`` raises its error from one: review 99).
+CALLBACK_LOWERING_PRIMS = frozenset({"debug_print", "check", *_HOST_CALLBACK_PRIMS})
 # Primitives whose result depends on state XLA keeps inside each executable:
 # ``rng_uniform`` draws from a generator seeded when the executable is compiled (from
 # a per-process sequence) and advanced by each run, so one executable served to two

@@ -109,6 +109,10 @@ _EXTRA_CONFIGS = (
     "jax_disable_most_optimizations",
     "jax_compiler_enable_remat_pass",
     "jax_xla_profile_version",
+    # read after tracing, where JAX lowers a jit (Refs discharged to pins or not; a
+    # checkify error raised by the runtime or by a host callback: review 99)
+    "jax_refs_to_pins",
+    "jax_experimental_unsafe_xla_runtime_errors",
     # decide whether lowering warns about captured constants, and what the warning
     # says (a hit replays the warnings of the lowering it skips: they must be the ones
     # this setting would have issued)
