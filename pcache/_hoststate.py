@@ -217,9 +217,7 @@ def _user_hook(hook: Any, depth: int = 0, held: bool = False) -> bool:
     if t is types.FunctionType:
         if not is_library_code(hook.__globals__, hook.__code__):
             return True
-        inner = [c.cell_contents for c in hook.__closure__ or () if cell_bound(c)]
-        inner += [*(hook.__defaults__ or ()), *(hook.__kwdefaults__ or {}).values()]
-        held = True
+        inner, held = _function_held(hook), True
     elif t is types.MethodType:
         inner, held = [hook.__func__, hook.__self__], True
     elif t is types.BuiltinFunctionType or t is types.MethodWrapperType:
@@ -247,6 +245,14 @@ def _user_hook(hook: Any, depth: int = 0, held: bool = False) -> bool:
 
 
 _MUTABLE = (list, dict, set, bytearray, collections.deque, np.ndarray, array.array)
+
+
+def _function_held(f: types.FunctionType) -> list:
+    """What a function holds: its bound closure cells' values and its defaults."""
+    inner = [c.cell_contents for c in f.__closure__ or () if cell_bound(c)]
+    return inner + [*(f.__defaults__ or ()), *(f.__kwdefaults__ or {}).values()]
+
+
 _DATA = frozenset({bool, int, float, complex, str, bytes, type(...)})
 #: library classes that call whatever they were given (by name or held): judged by
 #: what they hold only where that is read above, else the program's
@@ -345,8 +351,7 @@ def _program_function(v: Any, depth: int = 0) -> bool:
     if t is types.FunctionType:
         if not is_library_code(v.__globals__, v.__code__):
             return True
-        inner = [c.cell_contents for c in v.__closure__ or () if cell_bound(c)]
-        inner += [*(v.__defaults__ or ()), *(v.__kwdefaults__ or {}).values()]
+        inner = _function_held(v)
         # (and what containers there hold: ``singledispatch``'s registry)
         inner += [y for x in inner if type(x) in (dict, list, tuple)
                   for y in (x.values() if type(x) is dict else x)]  # fmt: skip
