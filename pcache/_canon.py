@@ -31,8 +31,10 @@ identity, and the result is marked ``persistent=False`` (memory tier only).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
+import types
 from typing import Any, NamedTuple
 
 from pcache import _canon_rules, _canon_values, _compat, _memos
@@ -56,6 +58,8 @@ from pcache._canon_values import (
     same_content,
 )
 from pcache._errors import Uncacheable
+from pcache._introspect import cell_bound
+from pcache._rule_state import holds_state
 
 __all__ = [
     "BoundedMemo",
@@ -286,10 +290,11 @@ def _rule_key(p: Any, ctx: Ctx) -> RuleKey:
         rk = ctx.rule_keys[p] = lowering_rule_key(p)
     if p not in ctx.rules:
         ctx.rules[p] = rk.entries
-        if not baseline_rule(p, rk.entries):
-            # (a rule registered since pcache first read JAX's tables is described
-            # afresh at every use: what it holds may change in place, so no digest
-            # over it is kept either, review 98)
+        if rk.persistent and not baseline_rule(p, rk.entries) and any(map(_changeable, rk.entries)):
+            # (a rule registered since pcache first read JAX's tables, described by
+            # content, over data the program may change in place: described afresh at
+            # every use, so no digest over it is kept either, review 98; one that is
+            # not described is relowered at every hit anyway)
             ctx.volatile = True
     if not rk.persistent:
         # The lowering is user code the key cannot see: memory tier only, and the
@@ -303,6 +308,27 @@ def _rule_key(p: Any, ctx: Ctx) -> RuleKey:
         # (JaxprDigest.relower), so a hit is always what lowering gives now.
         ctx.relower = True
     return rk
+
+
+def _changeable(entry: Any) -> bool:
+    """Whether a lowering-rule entry holds state (`holds_state`) or a partial with
+    keywords (a dict the program may write) anywhere it reaches."""
+    if entry is None:
+        return False
+    todo, seen = [getattr(entry, "rule", entry)], set()
+    while todo:
+        o = todo.pop()
+        if id(o) in seen or len(seen) > 256:
+            return len(seen) > 256
+        seen.add(id(o))
+        if type(o) is functools.partial:
+            if o.keywords:
+                return True
+            todo += [o.func, *o.args]
+        elif type(o) is types.FunctionType:
+            todo += [c.cell_contents for c in o.__closure__ or () if cell_bound(c)]
+            todo += list(o.__defaults__ or ())
+    return holds_state(getattr(entry, "rule", entry))
 
 
 def _enc_const(c: Any, ctx: Ctx) -> str:

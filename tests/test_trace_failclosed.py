@@ -871,3 +871,27 @@ print(json.dumps(got))
     base, later, prim, f32, frac = json.loads(out.stdout.strip().splitlines()[-1])
     assert base == later == prim == ""
     assert f32 and frac and f32 != frac
+
+
+def test_a_primitive_registered_after_pcache_is_still_reused(tmp_path):
+    """Review 101: a trace binding a primitive whose rules were registered after pcache
+    was switched on (equinox imported after the first JAX call) is recorded and
+    reused; only a rule described by content over data the program may change in
+    place (a partial's keywords: review 98) keeps its digests from being memoized."""
+    script = """
+import json, jax, jax.numpy as jnp, pcache
+x = jnp.arange(3.0)
+jax.jit(lambda a: a + 1)(x)
+import equinox.internal as eqxi
+outs = [jax.jit(lambda a: jnp.where(eqxi.unvmap_any(a > 1), a, -a))(x).tolist() for _ in range(4)]
+st = pcache.stats()
+print(json.dumps([outs, st["trace_hits"], st["trace_unrecorded"]]))
+"""
+    env = {**os.environ, "JAX_PCACHE_DIR": str(tmp_path / "c"), "JAX_PCACHE_RAISE_ERRORS": "1"}
+    env.pop("JAX_PCACHE_TRACE_RECORD_AFTER", None)
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    outs, hits, unrecorded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert outs == [[0.0, 1.0, 2.0]] * 4
+    assert hits == 2 and not unrecorded, (hits, unrecorded)
