@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 
 def test_store_is_installed_as_pcache_store_and_never_imports_jax(tmp_path):
@@ -38,7 +40,6 @@ print(json.dumps({
 # -- who imports what ------------------------------------------------------------------
 
 import ast  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 PKG = Path(__file__).resolve().parent.parent / "pcache"
 STORE = Path(__file__).resolve().parent.parent / "store"
@@ -297,3 +298,16 @@ def test_no_module_class_or_function_is_over_its_size_limit():
     done = sorted(name for name in OVER_LIMIT if name not in over)
     assert not new, f"over the size limit (split it): {new}"
     assert not done, f"no longer over the limit: remove from OVER_LIMIT: {done}"
+
+
+def test_scenarios_read_no_file_they_did_not_write():
+    """A scenario is run from a fresh clone: one that execs or opens a file under
+    /tmp that only a reviewer's machine had fails in CI alone (r67's did)."""
+    root = Path(__file__).parent
+    bad = [
+        str(p.relative_to(root))
+        for d in ("trace_scenarios", "persist_scenarios")
+        for p in sorted((root / d).glob("*.py"))
+        if re.search(r"""(exec\(open|runpy\.run_path)\(\s*["']/""", p.read_text())
+    ]
+    assert not bad, bad

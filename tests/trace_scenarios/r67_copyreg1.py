@@ -24,5 +24,3 @@ mk = lambda: jax.jit(lambda a: body(a))
 show("s1", lambda: mk()(x))
 SCALE = 3.0
 show("s2", lambda: mk()(x))
-exec(open("/tmp/r67/why.py").read())
-why()
