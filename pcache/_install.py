@@ -19,6 +19,7 @@ from pcache import (
     _jit_seam,
     _memos,
     _replay,
+    _served,
     _state,
     _trace,
 )
@@ -147,6 +148,7 @@ def _install_jit_seam() -> None:
         "compile", _CacheClearProxy(_jit_compile.compilation_wrapper, compile_)
     )
     orig["stablehlo"] = _compat.patch("stablehlo", _jit_seam.stablehlo_wrapper)
+    orig["run_python"] = _compat.patch("run_python", _served.run_python_pjit_wrapper)
     # Last: `lower` present in ORIG means "installed".
     orig["lower"] = _compat.patch("lower", _CacheClearProxy(_jit_seam.lowering_wrapper, lower))
 

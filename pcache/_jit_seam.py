@@ -33,15 +33,26 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-import weakref
 
 import jax
 
-from pcache import _canon, _compat, _key, _load, _lowering_session, _memos, _replay, _state, _trace
+from pcache import (
+    _canon,
+    _compat,
+    _key,
+    _load,
+    _lowering_session,
+    _memos,
+    _replay,
+    _served,
+    _state,
+    _trace,
+)
 from pcache._errors import CheckError, Uncacheable
 from pcache._jit_handoff import Pending, Prefetched, hand_over
 from pcache._key import CacheKey, Predicted
 from pcache._lowering_session import LowerCtx
+from pcache._served import NO_STATE
 
 logger = logging.getLogger("pcache")
 
@@ -85,9 +96,9 @@ def pjit_lower_wrapper(*args, **kwargs):
         # A reused trace: this very jaxpr object, whose computation JAX's own cache
         # (the call below) holds, as for any JAX trace-cache hit. Unless its program
         # keeps state of its own: then it serves no other callable from here on.
-        out = _trace.lower_recorded(jaxpr, call)
-        if jaxpr not in _NO_STATE and not _stateful(rt, getattr(out, "_hlo", None), jaxpr, ""):
-            _NO_STATE.add(jaxpr)  # (its module read once)
+        out = _served.lower_recorded(jaxpr, call)
+        if jaxpr not in NO_STATE and not _stateful(rt, getattr(out, "_hlo", None), jaxpr, ""):
+            NO_STATE.add(jaxpr)  # (its module read once)
         return out
     try:
         d = _canon.jaxpr_fingerprint(jaxpr)
@@ -299,10 +310,6 @@ def _lower_miss(rt, key: CacheKey, predicted: Predicted, lower, args, kwargs, fu
         module, Pending(key, predicted, fun_name, tuple(keepalive), tuple(host_callbacks), replay)
     )
     return out
-
-
-# recorded traces whose module holds no state of its own
-_NO_STATE: weakref.WeakSet = _memos.memo("jit.no_state", weakref.WeakSet())
 
 
 def _stateful(rt, module, call, fun_name: str) -> bool:

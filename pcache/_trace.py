@@ -28,7 +28,7 @@ never recorded. The memo (`TraceMemo`) is bounded in entries and bytes, and keep
 no JAX array alive that stock JAX would free: a trace whose callable holds one is
 dropped when the last callable it served dies. The lowering-time warnings a new
 trace's lowering would have issued are issued again on a reuse
-(`lower_recorded`).
+(`pcache._served`).
 """
 
 from __future__ import annotations
@@ -588,25 +588,5 @@ def forget_states() -> None:
 _memos.register("trace.function_states", forget_states, with_jax_caches=True)
 
 
-# ------------------------------------------------------------ lowering's warnings
-
-#: jaxpr -> the warnings its lowering issued (weakly: the jaxprs of recorded traces).
-_LOWERING_WARNINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def lower_recorded(jaxpr, call):
-    """Lower a recorded trace's jaxpr through JAX's own cache (``call``). When JAX's
-    cache serves it, lowering does not run and its warnings (unusable donated
-    buffers, ...) are not issued; the new call's own lowering would have issued
-    them, so they are issued again, as a cache hit replays them."""
-    out, warned = _replay.recorded_call(call)
-    seen = _LOWERING_WARNINGS.get(jaxpr)
-    if seen is None or warned:
-        _LOWERING_WARNINGS[jaxpr] = warned  # lowering ran, and issued them itself
-    else:
-        _replay.Replay(warnings=seen).on_hit(None)
-    return out
-
-
 __all__ = ["MEMO", "Recorded", "TraceMemo", "clear", "forget_states",
-           "infer_params_cached_wrapper", "lower_recorded", "note_states"]  # fmt: skip
+           "infer_params_cached_wrapper", "note_states"]  # fmt: skip

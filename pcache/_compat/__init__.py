@@ -10,11 +10,10 @@ False, the jit seam is not installed, and only the HLO-level seam runs (JAX's ow
 persistent-cache interface: `compile_or_get_cached`, `get_cache_key`), if even
 those names exist (`HLO_SEAM`). No name here raises on import on any JAX.
 
-The 0.9 line differs from 0.10 in: `_cached_lowering_to_hlo` also returns
-``nreps`` (jit-of-pmap) and `_cached_compilation` takes mesh / spmd / auto-spmd /
-pmap_nreps inputs (see `lowering_result`, `compile_call`); the auto-layout and
-PRNG names; literal arrays; the trace-context names; `PartitionSpec` internals;
-and abstract devices without a platform.
+The 0.9 line differs from 0.10 in: `_cached_lowering_to_hlo` also returns ``nreps``
+(jit-of-pmap) and `_cached_compilation` takes mesh / spmd / auto-spmd / pmap_nreps inputs (see
+`lowering_result`, `compile_call`); the auto-layout and PRNG names; literal arrays; the
+trace-context names; `PartitionSpec` internals; and abstract devices without a platform.
 """
 
 from __future__ import annotations
@@ -174,6 +173,7 @@ PATCH_POINTS = {
     "stablehlo": ("MeshComputation", "stablehlo"),
     "compile_or_get_cached": ("compiler", "compile_or_get_cached"),
     "trace_to_jaxpr": ("pe", "trace_to_jaxpr"),  # (persisted traces: `pcache._persist`)
+    "run_python": ("pjit", "_run_python_pjit"),  # (a served trace: `pcache._served`)
 }
 
 

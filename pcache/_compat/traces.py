@@ -20,7 +20,7 @@ from jax._src import core as _core
 from jax._src import pjit as _pjit
 from jax._src.interpreters import mlir as _mlir
 from jax._src.state.types import AbstractRef
-from jaxlib._jax import PjitFunction
+from jaxlib._jax import ArrayImpl, PjitFunction
 from jaxlib._jax.pytree import PyTreeDef
 
 from pcache import _dictwatch, _memos
@@ -69,6 +69,62 @@ def served_entry(params) -> Any:
     entry = _pjit.InferParamsCacheEntry()
     entry.pjit_params = params
     return entry
+
+
+def params_jaxpr(p) -> Any:
+    return p.params["jaxpr"]
+
+
+def jaxpr_dispatch_ok(p) -> bool:
+    """Whether `run_by_jaxpr` may run ``p``: no enclosing trace, and none of the
+    options under which `_run_python_pjit` or its slow path act on each call (it
+    takes ``jit_p.bind`` itself under key-reuse checks and for high-level jaxprs)."""
+    c = _config
+    return (
+        bool(_core.trace_state_clean())
+        and not p.params["jaxpr"].jaxpr.is_high
+        and not any(
+            o.value
+            for o in (c.debug_key_reuse, c.enable_pgle, c.debug_nans, c.debug_infs)
+            + (c.no_execution, c.distributed_debug)
+        )
+    )
+
+
+class _DropEntry:
+    """`run_by_jaxpr`'s PGLE profiler, for `_pjit.cache_miss`: "rebuild with FDO"
+    (``_need_to_rebuild_with_fdo``) makes it ask the jit object's C++ cache to drop
+    the entry it made for this call, which holds no fast path: its next call takes
+    the slow path again (by `_run_python_pjit`, its function seen) and builds one."""
+
+    def is_enabled(self) -> bool:
+        return True
+
+    def is_fdo_consumed(self) -> bool:
+        return False
+
+
+DROP_ENTRY = _DropEntry()
+
+
+def run_by_jaxpr(p, args_flat, slow) -> tuple:
+    """`_run_python_pjit`'s result for ``p``, run by ``jit_p.bind`` outside any trace:
+    JAX's jaxpr-keyed C++ dispatch (`_pjit_call_impl`). The arguments are checked as
+    JAX checks them; an error JAX raises before running anything (an argument on the
+    wrong devices, an invalid input) is raised by ``slow`` (`_run_python_pjit`), in
+    its words; a deleted array argument too."""
+    from jax._src import dispatch, dtypes, stages, tree_util
+
+    for arg in args_flat:
+        dispatch.check_arg(arg)
+        if type(arg) is ArrayImpl and arg.is_deleted():
+            return slow()
+    try:
+        out_flat = _pjit.jit_p.bind(*args_flat, **p.params)
+    except (stages.DeviceAssignmentMismatchError, dtypes.InvalidInputException):
+        return slow()
+    outs = tree_util.tree_unflatten(p.out_tree, out_flat)
+    return (outs, out_flat, p.out_tree, args_flat, p.params["jaxpr"], None, DROP_ENTRY, [])
 
 
 def jit_parts(f) -> tuple[Any, Any] | None:
