@@ -27,6 +27,8 @@ JAX's slow path does besides, and each of those keeps the slow path:
 
 from __future__ import annotations
 
+import functools
+import types
 import weakref
 
 from pcache import _compat, _memos, _replay, _state
@@ -83,12 +85,14 @@ def run_python_pjit_wrapper(p, args_flat, fun, args, kwargs):
 
 
 def _first_call(fun) -> bool:
-    try:
-        if fun in _CALLED:
-            return False
-        _CALLED.add(fun)
-    except TypeError:  # (not weakly referenceable or unhashable: never by the jaxpr)
+    """Whether ``fun`` is called by a jit object for the first time: only for
+    functions and plain partials, which hash and compare by identity (any other
+    callable's ``__hash__`` or ``__eq__`` may run the program's code)."""
+    if type(fun) is not types.FunctionType and type(fun) is not functools.partial:
         return False
+    if fun in _CALLED:
+        return False
+    _CALLED.add(fun)
     return True
 
 
