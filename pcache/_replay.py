@@ -142,6 +142,9 @@ def _warning_category(name: str) -> type[Warning]:
 
 
 def _reissue(w: WarningRecord) -> None:
+    record = _WARN_RECORD.get()
+    if record is not None:  # (issued again inside a recorded call: it issued it too)
+        record.append(w)
     mod = sys.modules.get(w.module)
     registry = mod.__dict__.setdefault("__warningregistry__", {}) if mod is not None else None
     warnings.warn_explicit(

@@ -459,6 +459,10 @@ def _record(made: Made, p, owned) -> str | None:
     """Record trace ``p`` for equal callables: None, else why it was not (counted in
     ``stats()["trace_unrecorded"]``)."""
     why = _compat.unreusable_params(p) or _changed(made)
+    if why == "warned":
+        # A recording traces afresh, inner jits included, where JAX's caches would
+        # have skipped a warning or print of theirs: tried once, not again.
+        MEMO.never_record(made.skeleton)
     if why is not None:
         return why
     if not _guards.pure_tree(p.out_tree, {id(o) for o in made.pins}):

@@ -628,7 +628,9 @@ def test_a_trace_not_recorded_is_counted_by_why(tmp_path):
         warnings.simplefilter("always")
         st = _same_as_stock(tmp_path, scenario)
     why = (st["trace_unrecorded"], st["trace_miss_reasons"])
-    assert st["trace_unrecorded"] == {"host-callback": 3, "warned": 3}, why
+    # (a recording that warned is not tried again: it traces inner jits afresh,
+    # whose warnings JAX's caches would have skipped)
+    assert st["trace_unrecorded"] == {"host-callback": 3, "warned": 1}, why
     assert st["trace_hits"] == 0
 
 
