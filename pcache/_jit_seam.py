@@ -104,12 +104,12 @@ def pjit_lower_wrapper(*args, **kwargs):
         d = _canon.jaxpr_fingerprint(jaxpr)
         if rt.check_mode:
             _check_same("jaxpr digest", d, _fresh(_canon.jaxpr_fingerprint, jaxpr))
-        if not d.persistent:
-            return _call_with_digest(call, jaxpr, d)
-        memo_key = _memo_key(c, d)
-        digest = COMPUTATIONS.get(memo_key)
+        memo_key = _memo_key(c, d) if d.persistent else None
+        digest = None if memo_key is None else COMPUTATIONS.get(memo_key)
     except Exception:  # uncacheable or unhashable: the lowering seam decides and counts
         return call()
+    if not d.persistent:  # (outside the try: an error of the lowering is the program's)
+        return _call_with_digest(call, jaxpr, d)
     if digest is not None and rt.check_mode:
         # Take the whole lowering path, and check that it arrives at the same key.
         comp = _call_with_digest(call, jaxpr, d)

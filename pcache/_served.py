@@ -21,7 +21,7 @@ JAX's slow path does besides, and each of those keeps the slow path:
   (`NO_STATE`), and none of whose lowerings issued a warning (`_WARNED`): a
   lowering a new signature needs still runs, from C++ back into Python;
 * per-call options that act in the slow path (PGLE, NaN/Inf checks, key-reuse
-  checks, ``jax_no_execution``, distributed debug logging): the slow path
+  checks, ``jax_no_execution``, distributed debug logging, transfer guards): the slow path
   (`_compat.traces.jaxpr_dispatch_ok`); and check mode (``JAX_PCACHE_CHECK``).
 """
 

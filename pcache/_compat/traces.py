@@ -78,7 +78,8 @@ def params_jaxpr(p) -> Any:
 def jaxpr_dispatch_ok(p) -> bool:
     """Whether `run_by_jaxpr` may run ``p``: no enclosing trace, and none of the
     options under which `_run_python_pjit` or its slow path act on each call (it
-    takes ``jit_p.bind`` itself under key-reuse checks and for high-level jaxprs)."""
+    takes ``jit_p.bind`` itself under key-reuse checks and for high-level jaxprs),
+    transfer guards included."""
     c = _config
     return (
         bool(_core.trace_state_clean())
@@ -87,6 +88,12 @@ def jaxpr_dispatch_ok(p) -> bool:
             o.value
             for o in (c.debug_key_reuse, c.enable_pgle, c.debug_nans, c.debug_infs)
             + (c.no_execution, c.distributed_debug)
+        )
+        # (a transfer guard logs in the slow path what JAX's C++ dispatch does not)
+        and all(
+            o.value is None
+            for o in (c.transfer_guard_host_to_device, c.transfer_guard_device_to_device)
+            + (c.transfer_guard_device_to_host,)
         )
     )
 
