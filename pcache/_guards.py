@@ -567,7 +567,7 @@ def _scan_registries(regs: tuple, tree: dict) -> None:
     _REG.prims, _REG.nodes = tuple(prims), tuple(nodes)
 
 
-def _tables() -> tuple[tuple, dict, tuple, tuple, int, str, bool]:
+def tables() -> tuple[tuple, dict, tuple, tuple, int, str, bool]:
     """``(rule tables, pytree registry, user primitives, user node types, epoch,
     overrides' token, user handler)``, scanned again whenever any table was written
     (`_dictwatch`: a rule registered again, even a library primitive's, is a change
@@ -598,7 +598,7 @@ def _user_handler(dicts: tuple) -> bool:
     )
 
 
-def user_type_handler() -> bool:
+def user_type_handler(tabs: tuple | None = None) -> bool:
     """Whether a handler is registered for a type of the program's, or a handler of
     the program's for any type (its aval, a zero, its MLIR type, a constant or
     attribute of it, how it is batched or canonicalized: `_compat.type_handlers`):
@@ -606,7 +606,7 @@ def user_type_handler() -> bool:
     lowering caches hold a served trace's lowering by the jaxpr's identity (a
     constant handler changing how ``2.0`` lowers: reviews 80, 81). Answered again
     whenever a table was written (`_dictwatch`)."""
-    return _tables()[-1]
+    return (tabs or tables())[-1]
 
 
 def user_primitives(prims: dict) -> bool:
@@ -614,11 +614,11 @@ def user_primitives(prims: dict) -> bool:
     return any(id(p) in prims for p in _REG.prims)
 
 
-def registry_key(w: Walker) -> tuple:
+def registry_key(w: Walker, tabs: tuple | None = None) -> tuple:
     """The state of every user rule and user pytree node JAX may run while tracing,
     keyed by ``w`` (so their globals are guarded with the callable's)."""
     w.registry = True  # (rules JAX made: `register_pytree_node_class`'s methodcaller)
-    regs, tree, prims, nodes, epoch, overrides, _ = _tables()
+    regs, tree, prims, nodes, epoch, overrides, _ = tabs or tables()
     if overrides:  # (described afresh: what an override's rule holds may change in place)
         overrides = _canon_rules.overrides_key(_canon.jax_primitive_name)[0]
     out: list = [epoch, ("overrides", overrides)]

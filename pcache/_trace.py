@@ -278,9 +278,10 @@ def infer_params_cached_wrapper(*args, **kwargs):
         return entry
 
 
-def _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple:
-    """The callable's key by ``w``, and the rest of the call's (registries by ``rw``),
-    in the order `_changed` walks them again."""
+def _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh, tabs=None) -> tuple:
+    """The callable's key by ``w``, and the rest of the call's (registries by ``rw``;
+    ``tabs``: `_guards.tables` read for this call), in the order `_changed` walks
+    them again."""
     ck = w.value(fun)
     rest = (
         jit_options(w, jit_info),  # not ==: 1 == True == 1.0
@@ -289,7 +290,7 @@ def _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple:
         ctx_mesh,
         # JAX's trace context, every option tracing may read, and the host's
         (_compat.trace_context(), _compat.config_snapshot(), _hoststate.host_state()),
-        _guards.registry_key(rw),
+        _guards.registry_key(rw, tabs),
         # objects the rules share with the callable and its arguments (a rule that
         # compares an argument tree's function with one it holds: identity)
         _guards.aliases(w, rw),
@@ -299,14 +300,15 @@ def _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple:
 
 def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     blocked = _compat.trace_reuse_blocked()
-    if blocked is None and _guards.user_type_handler():
+    tabs = _guards.tables()  # (read once for this call)
+    if blocked is None and _guards.user_type_handler(tabs):
         blocked = "user-type-handler"
     if blocked is not None:
         return _missed(rt, entry, fun, blocked)
     w = Walker()
     rw = Walker()  # the registries' rules: guarded, but JAX holds no trace of them
     try:
-        ck, rest = _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh)
+        ck, rest = _key_of(w, rw, fun, jit_info, signature, in_avals, ctx_mesh, tabs)
         key = HashedKey((ck, rest))
         key_hash = key.hash
     except NoReuse as e:
