@@ -22,6 +22,7 @@ from jax._src import util as jax_util
 
 import pcache
 from pcache import _trace
+from tests import progs
 
 X = jnp.linspace(-1.0, 1.0, 16, dtype=jnp.float32).reshape(4, 4)
 
@@ -193,3 +194,30 @@ def test_errors_are_raised_as_stock_raises_them(tmp_path):
     assert stock.count("ValueError") == 4 and "deleted" in stock
     assert stock.count("FloatingPointError") == 5
     assert run("pcache", str(tmp_path / "c")) == stock
+
+
+@pytest.mark.parametrize("name", sorted(progs.PATTERNS))
+def test_the_seed_patterns_run_by_the_jaxpr_with_stock_results(tmp_path, name, slow_path_calls):
+    """Every seed pattern, re-created each step: bitwise stock results, and fewer of
+    JAX's slow-path calls than stock (served steps run by the jaxpr; CI's check mode
+    traces every served call instead, so it never reaches this path)."""
+    step = progs.PATTERNS[name]
+    x, w = progs.inputs()
+    jax.block_until_ready((x, w))
+
+    def steps():
+        return [progs.digest(jax.block_until_ready(step(x, w))) for _ in range(8)]
+
+    _fresh()
+    del slow_path_calls[:]
+    stock = steps()
+    stock_slow = len(slow_path_calls)
+    _fresh()
+    with pcache.enabled(tmp_path / "c", raise_errors=True, check=False):
+        del slow_path_calls[:]
+        cached = steps()
+        hits = pcache.stats()["trace_hits"]
+    assert cached == stock
+    assert hits >= 5, name
+    if stock_slow:  # (the AOT pattern calls its Compiled object: no slow path in stock)
+        assert len(slow_path_calls) < stock_slow, (name, len(slow_path_calls), stock_slow)
