@@ -222,6 +222,8 @@ def environment(backend) -> tuple[list[tuple[str, str]], str]:
         parts = [(name, _h(data)) for name, data in environment_parts(backend)]
         got = (backend, parts, _h("".join(f"{name}={h};" for name, h in parts).encode()))
         if memo_key is not None and _canon.memos_on():
+            if len(_ENV_CACHE) > 64:
+                _ENV_CACHE.clear()  # (each recorded trace's context is another memo key)
             _ENV_CACHE[memo_key] = got
     return got[1], got[2]
 

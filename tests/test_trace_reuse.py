@@ -1230,3 +1230,49 @@ def test_zero_code_process(tmp_path, reuse):
     else:  # (by default a trace is recorded when its key is traced a second time)
         assert got["traces"] == 2 and got["hits"] == 3
         assert got["why"]["traced-once"] == 1, got["why"]  # (the second: recorded then)
+
+
+_EAGER_PROG = textwrap.dedent(
+    """
+    import json, sys
+    import jax, jax.numpy as jnp
+    import pcache
+
+    def f(x):
+        with jax.ensure_compile_time_eval():  # (an op run eagerly while f is traced)
+            c = jnp.sin(jnp.float32(2.0))
+        return x + c
+
+    def g(x):
+        with jax.ensure_compile_time_eval():
+            c = jnp.cos(jnp.float32(3.0))
+        return x * c
+
+    x = jnp.arange(4.0)
+    order = [f, g] if sys.argv[1] == "fg" else [g, f]
+    outs = [jax.jit(h)(x) for h in order]  # (each recorded at once: its own token)
+    print(json.dumps({"compiles": pcache.stats()["compiles"],
+                      "bits": sorted(o.tobytes().hex() for o in outs)}))
+    """
+)
+
+
+def test_an_op_run_while_a_trace_is_recorded_is_keyed_as_anywhere_else(tmp_path):
+    """A recorded trace runs under a recording token of its own (JAX's trace caches
+    miss); an op run eagerly meanwhile must not carry it into its executable key: a
+    process recording its traces in another order (a diffrax loss served from the
+    store, another traced) compiled those ops again (found with
+    ``JAX_PCACHE_TRACE_PERSIST``; here with in-process reuse alone)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
+    env.update(JAX_PCACHE_DIR=str(tmp_path / "c"), JAX_PCACHE_RAISE_ERRORS="1",
+               JAX_PCACHE_TRACE_RECORD_AFTER="1")  # fmt: skip
+    got = []
+    for order in ("fg", "gf"):
+        out = subprocess.run(
+            [sys.executable, "-c", _EAGER_PROG, order],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+        got.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert got[0]["compiles"] > 0 and got[1]["compiles"] == 0, got
+    assert got[0]["bits"] == got[1]["bits"]

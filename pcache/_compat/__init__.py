@@ -595,12 +595,13 @@ else:  # pragma: no cover
 
 
 def trace_context_items() -> list[tuple[str, object]]:
-    """(name, value) of every config/context value JAX keys its own trace caches on."""
-    values = _config.trace_context()
-    if LINE_09:
-        # 0.9 cannot name them: by position (fixed per version; both are keyed).
+    """(name, value) of every config/context value JAX keys its trace caches on but
+    pcache's recording token (`traces.RECORDING`, no program's part: an eager op run
+    while a trace was recorded was keyed apart, compiled again by a later process)."""
+    values, names = _config.trace_context(), () if LINE_09 else _config.trace_context_names()
+    if LINE_09:  # (0.9 cannot name them: by position, fixed per version; all keyed)
         return [(f"trace_context[{i}]", v) for i, v in enumerate(values)]
-    return list(zip(_config.trace_context_names(), values, strict=True))
+    return [(n, v) for n, v in zip(names, values, strict=True) if n != "jax_pcache_recording"]
 
 
 def config_value(name: str):
