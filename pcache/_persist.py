@@ -36,7 +36,6 @@ TRACE_FORMAT = 1
 HEAD = b"pcache-trace 1\n"
 #: Bounds of an entry: its bytes, and its JSON's nesting.
 MAX_RAW = 16 * 1024 * 1024
-MAX_DEPTH = 64
 _LOAD = {"kind": "trace", "trace_format": TRACE_FORMAT}
 _FIELDS = frozenset(
     {"trace_format", "key", "function_name", "trace_seconds", "jaxpr_digest", "out_tree",
@@ -159,17 +158,6 @@ def _reject(name: str) -> Any:
     raise Bad(f"json-constant:{name}")
 
 
-def _depth(v: Any, d: int = 0) -> None:
-    if d > MAX_DEPTH:
-        raise Bad("too-deep")
-    if type(v) is list:
-        for x in v:
-            _depth(x, d + 1)
-    elif type(v) is dict:
-        for x in v.values():
-            _depth(x, d + 1)
-
-
 def decode(raw: bytes, key: str) -> Served:
     """The trace an entry holds, checked (format, key, bounds, digest, tree)."""
     from pcache._canon_values import jax_primitives_by_name
@@ -178,8 +166,9 @@ def decode(raw: bytes, key: str) -> Served:
     if len(raw) > MAX_RAW or not raw.startswith(HEAD):
         raise Bad("not-a-trace")
     try:
+        # (nesting: bounded by the parser's recursion limit here, and in each param
+        # by the decoder, `jaxpr_codec.MAX_VALUE_DEPTH`; the rest has a fixed shape)
         data = json.loads(raw[len(HEAD) :].decode("utf-8"), parse_constant=_reject)
-        _depth(data)
     except (ValueError, RecursionError) as e:
         raise Bad(f"json:{type(e).__name__}") from None
     if type(data) is not dict or set(data) != _FIELDS or data["trace_format"] != TRACE_FORMAT:

@@ -19,6 +19,7 @@ import hashlib
 import os
 import sys
 import sysconfig
+import time
 import types
 import zipfile
 from typing import Any
@@ -40,6 +41,9 @@ _ATTRIBUTED: dict = _memos.memo("persist.attributed", {})  # module -> (file, ok
 _PCACHE_HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # modules checked against shadowing: (name, file) pairs, and the count of sys.modules
 _SHADOW: dict = _memos.memo("persist.shadow", {})
+_LISTINGS: dict = _memos.memo("persist.dist_listings", {})  # path -> (stamp, names)
+_DIST_DIRS = (".dist-info", ".egg-info")
+_SETTLED_NS = 2_000_000_000
 _HOMES: dict = _memos.memo("persist.homes", {})  # id(module) -> (module, a user's?)
 
 # The shell's, the terminal's, the session's and the test runner's own variables:
@@ -323,17 +327,31 @@ def distributions() -> tuple:
     """Every installed distribution, as the names of the ``.dist-info`` and
     ``.egg-info`` directories of each ``sys.path`` entry (name and version), in
     ``sys.path``'s order (two versions of one distribution: the first one's modules
-    load, review 62): read from the directories each time (cheap: one listing per
-    path entry), so an install while the process runs is seen."""
+    load, review 62). Each entry's listing is read again whenever the directory
+    changed (an install while the process runs: its modification time, inode and
+    device), and not kept while that time is under two seconds old: a change in the
+    same clock tick as the listing leaves the time as it was."""
     out = []
+    now = time.time_ns()
     for entry in sys.path:
+        path = os.path.abspath(entry or ".")
         try:
-            with os.scandir(entry or ".") as it:
-                got = sorted(e.name for e in it if e.name.endswith((".dist-info", ".egg-info")))
+            st = os.stat(path)
         except OSError:
             continue
-        if got:
-            out.append(tuple(got))
+        stamp = (st.st_mtime_ns, st.st_ino, st.st_dev)
+        got = _LISTINGS.get(path)
+        if got is None or got[0] != stamp:
+            try:
+                with os.scandir(path) as it:
+                    names = sorted(e.name for e in it if e.name.endswith(_DIST_DIRS))
+            except OSError:
+                continue
+            got = (stamp, tuple(names))
+            if now - st.st_mtime_ns > _SETTLED_NS:
+                _LISTINGS[path] = got
+        if got[1]:
+            out.append(got[1])
     return tuple(out)
 
 

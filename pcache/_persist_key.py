@@ -302,14 +302,14 @@ def _namedtuple_globals(g: dict) -> bool:
 def _own_source() -> str:
     """pcache's own code (what decides keys and entries), by content."""
     root = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256(b"pcache-source\n")
+    out = [b"pcache-source\n"]
     for d, subdirs, files in sorted(os.walk(root)):
         subdirs.sort()
         for f in sorted(files):
             if f.endswith(".py"):
                 with open(os.path.join(d, f), "rb") as fh:
-                    _pack((os.path.relpath(os.path.join(d, f), root), fh.read()), h)
-    return h.hexdigest()
+                    _pack((os.path.relpath(os.path.join(d, f), root), fh.read()), out)
+    return hashlib.sha256(b"".join(out)).hexdigest()
 
 
 # ------------------------------------------------------------ code
@@ -320,9 +320,7 @@ def code_digest(code: types.CodeType) -> str:
     e = _CODE.get(id(code))
     if e is not None and e[0] is code:
         return e[1]
-    h = hashlib.sha256(b"pcache-code\n")
-    _pack(_code_parts(code), h)
-    d = h.hexdigest()
+    d = _packed(b"pcache-code\n", _code_parts(code))
     if len(_CODE) > 65536:
         _CODE.clear()
     _CODE[id(code)] = (code, d)
@@ -414,29 +412,36 @@ def _const(x: Any) -> Any:
 # ------------------------------------------------------------ the key
 
 
-def _pack(obj: Any, h: Any) -> None:
-    """Feed ``h`` an injective encoding of ``obj`` (tagged, length-prefixed)."""
+def _pack(obj: Any, out: list) -> None:
+    """Append to ``out`` an injective encoding of ``obj`` (tagged, length-prefixed);
+    hashed once, joined (one hash update per piece cost more than the walk)."""
     t = type(obj)
     if t is tuple:
-        h.update(b"(%d:" % len(obj))
+        out.append(b"(%d:" % len(obj))
         for x in obj:
-            _pack(x, h)
-        h.update(b")")
+            _pack(x, out)
+        out.append(b")")
     elif t is str:
         b = obj.encode("utf-8", "surrogatepass")
-        h.update(b"s%d:" % len(b))
-        h.update(b)
+        out.append(b"s%d:" % len(b))
+        out.append(b)
     elif t is bytes:
-        h.update(b"y%d:" % len(obj))
-        h.update(obj)
+        out.append(b"y%d:" % len(obj))
+        out.append(obj)
     elif t is bool:
-        h.update(b"T" if obj else b"F")
+        out.append(b"T" if obj else b"F")
     elif t is int:
-        h.update(b"i%d;" % obj)
+        out.append(b"i%d;" % obj)
     elif obj is None:
-        h.update(b"N")
+        out.append(b"N")
     else:
         raise NoReuse(f"persist-unencodable:{qualname(t)}")
+
+
+def _packed(domain: bytes, obj: Any) -> str:
+    out = [domain]
+    _pack(obj, out)
+    return hashlib.sha256(b"".join(out)).hexdigest()
 
 
 def _canonical(v: Any, what: str) -> str:
@@ -663,9 +668,7 @@ def _pytree_nodes() -> str:
 
 
 def digest(parts: tuple) -> str:
-    h = hashlib.sha256(DOMAIN)
-    _pack(parts, h)
-    return h.hexdigest()
+    return _packed(DOMAIN, parts)
 
 
 def trace_key(

@@ -148,6 +148,30 @@ def test_names_off_the_tables_are_refused():
             C.decode(bad, prims)
 
 
+def test_memoized_pieces_keep_exact_types_and_nesting_is_bounded():
+    """The decoder makes an aval, a name stack and an equation context once per
+    entry: a later equation's context with ``0`` where an earlier one's had
+    ``False`` is refused all the same; a param nested deeper than the bound too."""
+    data = C.encode(jax.jit(jax.grad(f_loss)).trace(X).jaxpr)
+    prims = jax_primitives_by_name()
+    C.decode(data, prims)
+    eqns = next(j["eqns"] for j in data["jaxprs"] if len(j["eqns"]) > 1)
+    bad = copy.deepcopy(data)
+    target = next(j["eqns"] for j in bad["jaxprs"] if len(j["eqns"]) > 1)
+    assert eqns[0][4] == eqns[1][4]  # (one context: memoized after the first)
+    target[1][4][1] = int(target[1][4][1])
+    with pytest.raises(C.Undecodable):
+        C.decode(bad, prims)
+    deep: list = ["t", 1]
+    for _ in range(C.MAX_VALUE_DEPTH + 2):
+        deep = ["t", deep]
+    bad = copy.deepcopy(data)
+    eqn = next(e for j in bad["jaxprs"] for e in j["eqns"] if e[3])
+    eqn[3][next(iter(eqn[3]))] = deep
+    with pytest.raises(C.Undecodable, match="too-deep"):
+        C.decode(bad, prims)
+
+
 def _mutations(data):
     """Every node of ``data`` (a path to it), to be replaced by hostile values."""
     out = []

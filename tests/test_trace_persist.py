@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -474,6 +475,30 @@ def test_distributions_are_keyed_in_path_order(tmp_path, monkeypatch):
     first = _persist_env.distributions()
     monkeypatch.setattr(sys, "path", one[::-1])
     assert first != _persist_env.distributions()
+
+
+def test_distributions_see_an_install_after_a_listing_was_kept(tmp_path, monkeypatch):
+    """A site directory's listing is kept while its modification time says it is
+    unchanged and settled; an install (or removal) changes it, and one made in the
+    same clock tick as a fresh listing is not missed: fresh listings are not kept."""
+    from pcache import _persist_env
+
+    site = tmp_path / "site"
+    (site / "fakelib-1.0.dist-info").mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [str(site)])
+    fresh = _persist_env.distributions()
+    assert fresh == (("fakelib-1.0.dist-info",),)
+    assert str(site) not in _persist_env._LISTINGS  # (modified under 2 s ago: not kept)
+    old = time.time_ns() - 60 * 10**9
+    os.utime(site, ns=(old, old))
+    assert _persist_env.distributions() == fresh
+    assert str(site) in _persist_env._LISTINGS
+    (site / "fakelib-1.0.dist-info").rename(site / "fakelib-1.1.dist-info")
+    assert _persist_env.distributions() == (("fakelib-1.1.dist-info",),)
+    os.utime(site, ns=(old, old))
+    _persist_env.distributions()  # (kept again)
+    (site / "otherlib-2.0.dist-info").mkdir()
+    assert "otherlib-2.0.dist-info" in _persist_env.distributions()[0]
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ from jax._src.named_sharding import UNSPECIFIED, UnspecifiedValue
 from jax._src.random import prng
 
 FORMAT = 1
+MAX_VALUE_DEPTH = 48  # nested values in one param (the entry's JSON: 64 levels)
 
 
 class Unencodable(Exception):
@@ -287,6 +288,9 @@ def _undtype(name: Any) -> Any:
         return prng.KeyTy(impl)
     if type(name) is not str:
         raise Undecodable("dtype")
+    got = _DTYPES.get(name)
+    if got is not None:
+        return got
     try:
         dt = np.dtype(name)
     except TypeError:
@@ -295,6 +299,7 @@ def _undtype(name: Any) -> Any:
     plain = dt.kind in "biufc" or dt.type.__module__ == "ml_dtypes"
     if dt.name != name or not plain or dt.fields is not None or dt.subdtype is not None:
         raise Undecodable(f"dtype:{name}")
+    _DTYPES[name] = dt
     return dt
 
 
@@ -304,11 +309,21 @@ def _unb64(s: Any) -> bytes:
     return base64.b64decode(s.encode("ascii"), validate=True)
 
 
+# Numbers' dtypes by name (a pure function of the name: `_undtype`'s checks made once).
+_DTYPES: dict[str, Any] = {}
+
+
 class _Decoder:
     def __init__(self, data: dict, primitives: dict) -> None:
         self.data = data
         self.prims = primitives
         self.jaxprs: list = []
+        self.depth = 0
+        # Immutable values met again and again (one aval per variable, a name stack
+        # and context per equation), made once per entry from their encoding.
+        self.avals: dict = {}
+        self.stacks: dict = {}
+        self.ctxs: dict = {}
 
     def array(self, e: Any) -> np.ndarray:
         tag, dt, shape, raw = e
@@ -326,8 +341,14 @@ class _Decoder:
             raise Undecodable("aval")
         if type(shape) is not list or any(type(d) is not int or d < 0 for d in shape):
             raise Undecodable("aval:shape")
-        return core.ShapedArray(tuple(shape), _undtype(dt), weak,
-                                memory_space=core.MemorySpace[space])  # fmt: skip
+        memo = (tuple(shape), dt, weak, space) if type(dt) is str else None
+        got = self.avals.get(memo) if memo is not None else None
+        if got is None:
+            got = core.ShapedArray(tuple(shape), _undtype(dt), weak,
+                                   memory_space=core.MemorySpace[space])  # fmt: skip
+            if memo is not None:
+                self.avals[memo] = got
+        return got
 
     def literal(self, e: Any) -> Any:
         if type(e) is bool:
@@ -348,6 +369,15 @@ class _Decoder:
             return e
         if type(e) is not list or not e or type(e[0]) is not str:
             raise Undecodable("value")
+        if self.depth > MAX_VALUE_DEPTH:
+            raise Undecodable("too-deep")
+        self.depth += 1
+        try:
+            return self._value(e)
+        finally:
+            self.depth -= 1
+
+    def _value(self, e: list) -> Any:
         tag, rest = e[0], e[1:]
         if tag == "f":
             return _D.unpack(_unb64(rest[0]))[0]
@@ -441,12 +471,25 @@ class _Decoder:
             in_atoms = [atom(a) for a in ins]
             ps = {k: self.value(v) for k, v in params.items()}
             out_vars = [bind(o) for o in outs]
-            si = source_info_util.SourceInfo(None, self.name_stack(stack))
-            eqns.append(core.new_jaxpr_eqn(in_atoms, out_vars, p, ps, core.no_effects, si,
-                                           self.ctx(ctx)))  # fmt: skip
+            eqns.append(core.new_jaxpr_eqn(in_atoms, out_vars, p, ps, core.no_effects,
+                                           self.source_info(stack), self.context(ctx)))  # fmt: skip
         outvars = [atom(a) for a in d["outvars"]]
         return core.Jaxpr(constvars, invars, outvars, eqns, core.no_effects,
                           self.debug_info(d["debug_info"]))  # fmt: skip
+
+    def source_info(self, e: Any) -> Any:
+        memo = repr(e)  # (injective over JSON values: True and 1, 1 and 1.0 differ)
+        got = self.stacks.get(memo)
+        if got is None:
+            got = self.stacks[memo] = source_info_util.SourceInfo(None, self.name_stack(e))
+        return got
+
+    def context(self, e: Any) -> Any:
+        memo = repr(e)  # (injective over JSON values: True and 1, 1 and 1.0 differ)
+        got = self.ctxs.get(memo)
+        if got is None:
+            got = self.ctxs[memo] = self.ctx(e)
+        return got
 
     @staticmethod
     def ctx(e: Any) -> Any:
