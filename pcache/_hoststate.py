@@ -130,19 +130,22 @@ def _fp_mode() -> tuple:
 _PROBE = [1.0, 2.0**-53, 2.0**-78, 3.0]
 
 
-# (the filters list's items, klass) -> their encoding: each filter is an immutable
+# klass -> (the filters list's items, their encoding): each filter is an immutable
 # tuple of immutable parts (checked by `_filter`), so the same items by identity
-# have the same encoding (the hit path reads this on every call)
-_FILTERS: list = [(), None, ()]
+# have the same encoding (the hit path reads this on every call; one per klass: the
+# in-process key's and the persisted key's alternate on a persisted lookup)
+_FILTERS: dict = memo("hoststate.filters", {})
 
 
 def _filters(klass: Any) -> tuple:
     items = tuple(warnings.filters)
-    prev, prev_klass, enc = _FILTERS
-    if klass is prev_klass and len(items) == len(prev) and all(map(operator.is_, items, prev)):
-        return enc
+    got = _FILTERS.get(klass)
+    if got is not None and len(items) == len(got[0]) and all(map(operator.is_, items, got[0])):
+        return got[1]
     enc = tuple(_filter(f, klass) for f in items)
-    _FILTERS[:] = [items, klass, enc]
+    if len(_FILTERS) > 4:
+        _FILTERS.clear()
+    _FILTERS[klass] = (items, enc)
     return enc
 
 

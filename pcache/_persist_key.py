@@ -53,6 +53,8 @@ from pcache._errors import Uncacheable
 from pcache._holders import library_holders
 from pcache._introspect import cdict, is_a, items, names
 from pcache._persist_env import attributed
+from pcache._persist_pack import pack as _pack
+from pcache._persist_pack import packed as _packed
 from pcache._usercode import NoReuse, is_library_module, is_library_type, module_dict, qualname
 from pcache._walk import Walker
 from pcache._walk_kinds import is_library_float
@@ -410,38 +412,6 @@ def _const(x: Any) -> Any:
 
 
 # ------------------------------------------------------------ the key
-
-
-def _pack(obj: Any, out: list) -> None:
-    """Append to ``out`` an injective encoding of ``obj`` (tagged, length-prefixed);
-    hashed once, joined (one hash update per piece cost more than the walk)."""
-    t = type(obj)
-    if t is tuple:
-        out.append(b"(%d:" % len(obj))
-        for x in obj:
-            _pack(x, out)
-        out.append(b")")
-    elif t is str:
-        b = obj.encode("utf-8", "surrogatepass")
-        out.append(b"s%d:" % len(b))
-        out.append(b)
-    elif t is bytes:
-        out.append(b"y%d:" % len(obj))
-        out.append(obj)
-    elif t is bool:
-        out.append(b"T" if obj else b"F")
-    elif t is int:
-        out.append(b"i%d;" % obj)
-    elif obj is None:
-        out.append(b"N")
-    else:
-        raise NoReuse(f"persist-unencodable:{qualname(t)}")
-
-
-def _packed(domain: bytes, obj: Any) -> str:
-    out = [domain]
-    _pack(obj, out)
-    return hashlib.sha256(b"".join(out)).hexdigest()
 
 
 def _canonical(v: Any, what: str) -> str:

@@ -598,9 +598,8 @@ def trace_context_items() -> list[tuple[str, object]]:
     """(name, value) of every config/context value JAX keys its trace caches on but
     pcache's recording token (`traces.RECORDING`, no program's part: an eager op run
     while a trace was recorded was keyed apart, compiled again by a later process)."""
-    values, names = _config.trace_context(), () if LINE_09 else _config.trace_context_names()
-    if LINE_09:  # (0.9 cannot name them: by position, fixed per version; all keyed)
-        return [(f"trace_context[{i}]", v) for i, v in enumerate(values)]
+    values = _config.trace_context()  # (0.9 cannot name them: by position, all keyed)
+    names = [f"trace_context[{i}]" for i in range(len(values))] if LINE_09 else _config.trace_context_names()  # fmt: skip
     return [(n, v) for n, v in zip(names, values, strict=True) if n != "jax_pcache_recording"]
 
 
