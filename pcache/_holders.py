@@ -102,6 +102,7 @@ def _index() -> dict:
         watch = Watch()
         watch.start((sys.modules,))
         complete = True
+        classes: dict = {}  # (this pass: a class many modules hold is read once)
         for name, m in items(sys.modules):
             if done.get(name) is m:
                 continue
@@ -110,13 +111,13 @@ def _index() -> dict:
                 complete = False  # (still running its body: indexed next time)
                 continue
             if is_library_module(m):
-                _index_module(index, name, module_dict(m))
+                _index_module(index, name, module_dict(m), classes)
             done[name] = m
         _HOLDERS["ready"] = (watch, index) if complete else None
         return index
 
 
-def _index_module(index: dict, name: str, d: dict | None) -> None:
+def _index_module(index: dict, name: str, d: dict | None, classes: dict) -> None:
     add = index.setdefault
     # (a private copy, made in C: iterated without another thread's writes)
     for k, x in dict.copy(d or {}).items():
@@ -130,9 +131,15 @@ def _index_module(index: dict, name: str, d: dict | None) -> None:
             continue  # (a builtin value: no class attributes)
         add(("type", id(tx)), []).append((name, k))
         if flags(tx) & _TYPE_SUBCLASS:  # (a class: the interpreter's own flag)
-            for a, y in cdict(x).copy().items():
-                if type(a) is str and type(y) is not _FUNCTION and not a.startswith("__"):
-                    add(id(y), []).append((name, k, a))  # (not its methods, bookkeeping)
+            attrs = classes.get(id(x))
+            if attrs is None:  # (not its methods, bookkeeping; `classes` holds x)
+                attrs = [(a, id(y)) for a, y in cdict(x).copy().items()
+                         if type(a) is str and type(y) is not _FUNCTION and not a.startswith("__")]  # fmt: skip
+                classes[id(x)] = (x, attrs)
+            else:
+                attrs = attrs[1]
+            for a, i in attrs:
+                add(i, []).append((name, k, a))
 
 
 #: Module and class attributes not indexed (most of them; `library_holders` looks for

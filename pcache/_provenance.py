@@ -37,6 +37,24 @@ _CLASSES = "classes"  # (an index's entry: the qualified names of its class stat
 _COMPILED: dict[str, dict] = memo("provenance.compiled", {})
 # id(module namespace) -> (namespace, its size, its classes' generated code by id)
 _GENERATED: dict[int, tuple] = memo("provenance.generated", {})
+_REAL_DIRS: dict[str, str] = memo("provenance.real_dirs", {})  # directory -> its realpath
+
+
+def real_path(path: str) -> str:
+    """``os.path.realpath(path)`` with the directory resolved once per process (a
+    module file's directory: ~10 ``lstat`` calls each time otherwise; links are taken
+    as fixed while the program runs, as the verdicts kept per file name are); the
+    file itself is checked for a link every time."""
+    d, base = os.path.split(path)
+    if not os.path.isabs(path) or base in ("", ".", ".."):
+        return os.path.realpath(path)
+    rd = _REAL_DIRS.get(d)
+    if rd is None:
+        if len(_REAL_DIRS) > 4096:
+            _REAL_DIRS.clear()
+        rd = _REAL_DIRS[d] = os.path.realpath(d)
+    full = os.path.join(rd, base)
+    return os.path.realpath(full) if os.path.islink(full) else full
 
 
 def defined_by(g: dict, code: _CODE, library_file) -> bool:
@@ -50,7 +68,7 @@ def defined_by(g: dict, code: _CODE, library_file) -> bool:
         got = _compiled(f, name)  # a module the interpreter holds frozen (os, codecs)
     elif type(f) is not str or type(mf) is not str or not library_file(f):
         return False
-    elif f != mf and os.path.realpath(f) != os.path.realpath(mf):
+    elif f != mf and real_path(f) != real_path(mf):
         return False
     else:
         got = _compiled(f)

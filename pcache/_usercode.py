@@ -27,7 +27,7 @@ from typing import Any
 from pcache import _usercode_imports as _imports
 from pcache._introspect import Override, cdict, flags, inst_dict, is_a, items, mro, names
 from pcache._memos import memo
-from pcache._provenance import defined_by
+from pcache._provenance import defined_by, real_path
 from pcache._records import recorded
 from pcache._reflection import (
     _ATTR_BUILTINS,
@@ -97,7 +97,7 @@ def _library_file(file: Any) -> bool:
     if got is None:
         if len(_FILES) > 16384:
             _FILES.clear()
-        got = _FILES[file] = _library_real(os.path.realpath(file))
+        got = _FILES[file] = _library_real(real_path(file))
     return got
 
 
@@ -138,7 +138,7 @@ def _found_at(name: str, g: dict) -> bool:
     ``sys.path`` leads is not): pcache's own modules at the file their name says,
     or a search of ``sys.path`` (a submodule: of its library package's path) that
     ignores ``sys.modules``."""
-    file = os.path.realpath(g["__file__"])
+    file = real_path(g["__file__"])
     if name == "pcache" or name.startswith("pcache."):  # (an editable install's finder)
         rel = os.path.join(_PCACHE_DIR, *name.split(".")[1:])
         return file in (rel + ".py", os.path.join(rel, "__init__.py"))
@@ -146,7 +146,7 @@ def _found_at(name: str, g: dict) -> bool:
         return False
     spec = _find(name)
     origin = getattr(spec, "origin", None)
-    return isinstance(origin, str) and os.path.realpath(origin) == file
+    return isinstance(origin, str) and real_path(origin) == file
 
 
 def _find(name: str) -> Any:
