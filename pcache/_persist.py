@@ -183,9 +183,12 @@ def decode(raw: bytes, key: str) -> Served:
     try:
         closed = jaxpr_codec.decode(data["jaxpr"], jax_primitives_by_name())
         out_tree = _compat.out_tree_from(bytes.fromhex(tree))
+        rebuilt = _canon.jaxpr_digest(closed).hex()
     except (jaxpr_codec.Undecodable, ValueError) as e:
         raise Bad(f"decode:{e}") from None
-    if _canon.jaxpr_digest(closed).hex() != digest:
+    except RecursionError:  # (sub-jaxprs nested past the interpreter's stack: review 105)
+        raise Bad("too-deep") from None
+    if rebuilt != digest:
         raise Bad("digest")  # a decoder that rebuilt another program
     if out_tree.num_leaves != len(closed.jaxpr.outvars) or len(paths) != out_tree.num_leaves:
         raise Bad("out-tree")

@@ -328,9 +328,10 @@ def distributions() -> tuple:
     ``.egg-info`` directories of each ``sys.path`` entry (name and version), in
     ``sys.path``'s order (two versions of one distribution: the first one's modules
     load, review 62). Each entry's listing is read again whenever the directory
-    changed (an install while the process runs: its modification time, inode and
-    device), and not kept while that time is under two seconds old: a change in the
-    same clock tick as the listing leaves the time as it was."""
+    changed (an install while the process runs: its modification and change times,
+    inode and device; a tool that sets the modification time back still moves the
+    change time: review 105), and not kept while either is under two seconds old: a
+    change in the same clock tick as the listing leaves the times as they were."""
     out = []
     now = time.time_ns()
     for entry in sys.path:
@@ -339,7 +340,7 @@ def distributions() -> tuple:
             st = os.stat(path)
         except OSError:
             continue
-        stamp = (st.st_mtime_ns, st.st_ino, st.st_dev)
+        stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
         got = _LISTINGS.get(path)
         if got is None or got[0] != stamp:
             try:
@@ -348,7 +349,7 @@ def distributions() -> tuple:
             except OSError:
                 continue
             got = (stamp, tuple(names))
-            if now - st.st_mtime_ns > _SETTLED_NS:
+            if now - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS:
                 _LISTINGS[path] = got
         if got[1]:
             out.append(got[1])

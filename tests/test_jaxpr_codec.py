@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 
 import hypothesis.strategies as st
 import jax
@@ -170,6 +171,22 @@ def test_memoized_pieces_keep_exact_types_and_nesting_is_bounded():
     eqn[3][next(iter(eqn[3]))] = deep
     with pytest.raises(C.Undecodable, match="too-deep"):
         C.decode(bad, prims)
+
+
+def test_a_field_nested_past_the_stack_is_undecodable():
+    """An equation's name stack or context nested deeper than the interpreter's
+    stack (the decoder's memo keys read it first): refused, never a RecursionError
+    (review 105)."""
+    data = C.encode(jax.jit(f_loss).trace(X).jaxpr)
+    prims = jax_primitives_by_name()
+    nested: list = []
+    for _ in range(sys.getrecursionlimit() * 2):
+        nested = [nested]
+    for field in (4, 5):  # (the context, the name stack)
+        bad = copy.deepcopy(data)
+        next(e for j in bad["jaxprs"] for e in j["eqns"])[field] = nested
+        with pytest.raises(C.Undecodable):
+            C.decode(bad, prims)
 
 
 def _mutations(data):

@@ -897,3 +897,32 @@ print(json.dumps([outs, st["trace_hits"], st["trace_unrecorded"]]))
     outs, hits, unrecorded = json.loads(out.stdout.strip().splitlines()[-1])
     assert outs == [[0.0, 1.0, 2.0]] * 4
     assert hits == 2 and not unrecorded, (hits, unrecorded)
+
+
+def test_the_library_float_scan_runs_no_program_code(monkeypatch):
+    """Which loaded modules hold a float is asked of every module's values by their
+    types' identity: a program's metaclass ``__eq__`` never runs while a key is made
+    (``float in types`` would call it, and its error left a module unscanned: review
+    105)."""
+    import types as pytypes
+
+    from pcache import _walk_kinds
+
+    calls = []
+
+    class Meta(type):
+        def __eq__(cls, other):
+            calls.append(other)
+            raise RuntimeError("the program's __eq__")
+
+        __hash__ = type.__hash__
+
+    class Odd(metaclass=Meta):
+        pass
+
+    mod = pytypes.ModuleType("pcache_test_odd_module")
+    mod.ODD, mod.HALF = Odd(), 0.5
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    assert _walk_kinds.is_library_float(2.5) is False
+    assert calls == []
+    assert mod.__name__ in _walk_kinds._LIB_SCANNED

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -478,9 +477,10 @@ def test_distributions_are_keyed_in_path_order(tmp_path, monkeypatch):
 
 
 def test_distributions_see_an_install_after_a_listing_was_kept(tmp_path, monkeypatch):
-    """A site directory's listing is kept while its modification time says it is
-    unchanged and settled; an install (or removal) changes it, and one made in the
-    same clock tick as a fresh listing is not missed: fresh listings are not kept."""
+    """A site directory's listing is kept while its modification and change times say
+    it is unchanged and settled; an install or removal changes them, a tool that sets
+    the modification time back still moves the change time (review 105), and a
+    listing made in the same clock tick as a change is not kept."""
     from pcache import _persist_env
 
     site = tmp_path / "site"
@@ -488,17 +488,47 @@ def test_distributions_see_an_install_after_a_listing_was_kept(tmp_path, monkeyp
     monkeypatch.setattr(sys, "path", [str(site)])
     fresh = _persist_env.distributions()
     assert fresh == (("fakelib-1.0.dist-info",),)
-    assert str(site) not in _persist_env._LISTINGS  # (modified under 2 s ago: not kept)
-    old = time.time_ns() - 60 * 10**9
-    os.utime(site, ns=(old, old))
+    assert str(site) not in _persist_env._LISTINGS  # (changed under 2 s ago: not kept)
+    monkeypatch.setattr(_persist_env, "_SETTLED_NS", -1)  # (every time settled)
     assert _persist_env.distributions() == fresh
     assert str(site) in _persist_env._LISTINGS
     (site / "fakelib-1.0.dist-info").rename(site / "fakelib-1.1.dist-info")
     assert _persist_env.distributions() == (("fakelib-1.1.dist-info",),)
-    os.utime(site, ns=(old, old))
-    _persist_env.distributions()  # (kept again)
+    before = os.stat(site).st_mtime_ns
     (site / "otherlib-2.0.dist-info").mkdir()
+    os.utime(site, ns=(before, before))  # (an install that put the time back)
     assert "otherlib-2.0.dist-info" in _persist_env.distributions()[0]
+
+
+def test_a_chain_of_sub_jaxprs_past_the_stack_is_refused():
+    """A (signed) entry whose sub-jaxprs call each other thousands deep decodes
+    (its references are flat) but its digest recurses past the interpreter's stack:
+    the entry is refused, not a RecursionError (review 105)."""
+    import jax
+    import jax.numpy as jnp
+
+    from pcache import _compat, _persist
+    from pcache._compat import jaxpr_codec as C
+
+    inner = jax.jit(lambda x: jnp.sin(x))
+    data = C.encode(jax.jit(lambda x: inner(x)).trace(jnp.arange(3.0)).jaxpr)
+    call = data["jaxprs"][-1]
+    assert any(e[3].get("jaxpr") for e in call["eqns"])  # (the inner jit's equation)
+    jaxprs = data["jaxprs"][:-1]
+    for _ in range(sys.getrecursionlimit() * 2):
+        j = copy.deepcopy(call)
+        for e in j["eqns"]:
+            if e[3].get("jaxpr"):
+                e[3]["jaxpr"] = ["CJ", len(jaxprs) - 1, []]
+        jaxprs.append(j)
+    data = {**data, "jaxprs": jaxprs, "root": ["CJ", len(jaxprs) - 1, []]}
+    key = "0" * 64
+    tree = _compat.out_tree_bytes(jax.tree_util.tree_structure(0.0)).hex()
+    entry = {"trace_format": 1, "key": key, "function_name": "f", "trace_seconds": 0.0,
+             "jaxpr_digest": "0" * 64, "out_tree": tree, "result_paths": [""], "jaxpr": data}  # fmt: skip
+    raw = _persist.HEAD + json.dumps(entry, separators=(",", ":")).encode()
+    with pytest.raises(_persist.Bad, match="too-deep"):
+        _persist.decode(raw, key)
 
 
 @pytest.mark.parametrize(

@@ -545,7 +545,7 @@ def decode(data: Any, primitives: dict) -> Any:
             dec.jaxprs.append(dec.jaxpr(d))
         return dec.closed(data["root"])
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, AssertionError,
-            struct.error) as e:  # fmt: skip
+            struct.error, RecursionError) as e:  # fmt: skip
         raise Undecodable(f"malformed:{type(e).__name__}") from None
 
 
