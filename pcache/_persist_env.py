@@ -24,6 +24,8 @@ import types
 import zipfile
 from typing import Any
 
+import pcache.store as _store
+import pcache.store.schemas as _schemas
 from pcache import _memos
 from pcache._hoststate import modules_stamp
 from pcache._introspect import items
@@ -37,8 +39,16 @@ from pcache._usercode import (
 
 _ATTRIBUTED: dict = _memos.memo("persist.attributed", {})  # module -> (file, ok)
 # pcache's own files: its package's directory's neighbours too (a checkout installs
-# ``store/`` and ``schemas/`` as ``pcache.store`` and ``pcache.store.schemas``)
+# ``store/`` and ``schemas/`` as ``pcache.store`` and ``pcache.store.schemas``), and
+# wherever the import system found those two for pcache (an editable install's finder
+# maps them to its checkout while ``sys.path`` leads ``pcache`` to another copy: keyed
+# as the program's, and ``pcache.store.schemas``, imported on a write only, made the
+# writing process's keys differ from every reader's)
 _PCACHE_HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_PCACHE_HOMES = (
+    _PCACHE_HOME,
+    *(os.path.join(os.path.dirname(os.path.abspath(m.__file__)), "") for m in (_store, _schemas)),
+)
 # modules checked against shadowing: (name, file) pairs, and the count of sys.modules
 _SHADOW: dict = _memos.memo("persist.shadow", {})
 _LISTINGS: dict = _memos.memo("persist.dist_listings", {})  # path -> (stamp, names)
@@ -254,7 +264,7 @@ def user_module(name: str, m: Any) -> bool:
     if top in ("pcache", "builtins", "cython_runtime") or top.startswith("_cython_"):
         # (Cython's shared runtime, made by its extensions, has no file; a module of
         # the program's own under such a name is the program's: review 70)
-        own = top == "pcache" and type(file) is str and file.startswith(_PCACHE_HOME)
+        own = top == "pcache" and type(file) is str and file.startswith(_PCACHE_HOMES)
         if type(file) is not str or own:
             return False
     if type(file) is str:

@@ -547,3 +547,16 @@ def test_the_hash_seed_is_read_as_the_interpreter_reads_it(value, seed):
         assert value == "x" and "PYTHONHASHSEED" in e.stderr  # (the interpreter refuses it)
         return
     assert out.stdout.split()[-1] == seed
+
+
+def test_pcache_s_own_modules_are_never_the_program_s():
+    """pcache's modules, its store's and schemas' packages included wherever the
+    import system found them, are not user code the persisted key digests (a write
+    imports ``pcache.store.schemas``: keyed, a writer's keys differed from a
+    reader's where an editable install's finder put the store elsewhere)."""
+    import pcache.store.schemas  # noqa: F401
+    from pcache import _persist_env
+
+    own = [n for n in list(sys.modules) if n == "pcache" or n.startswith("pcache.")]
+    assert "pcache.store.schemas" in own and "pcache.store._db" in own
+    assert [n for n in own if _persist_env.user_module(n, sys.modules[n])] == []
