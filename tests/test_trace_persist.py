@@ -555,6 +555,7 @@ def test_pcache_s_own_modules_are_never_the_program_s():
     imports ``pcache.store.schemas``: keyed, a writer's keys differed from a
     reader's where an editable install's finder put the store elsewhere)."""
     import pcache.store.schemas  # noqa: F401
+
     from pcache import _persist_env
 
     own = [n for n in list(sys.modules) if n == "pcache" or n.startswith("pcache.")]
