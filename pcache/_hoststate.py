@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import abc
 import array
+import codecs
 import collections
 import copyreg
 import decimal
 import functools
+import gc
 import importlib.machinery
 import locale
 import operator
@@ -58,6 +60,8 @@ def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
         raise NoReuse("numpy-print-hooks")  # functions ``repr`` runs while tracing
     if not _copyreg_plain():
         raise NoReuse("copyreg-user-reducer")  # ``copy.copy`` runs it (review 67)
+    if not _codecs_plain():
+        raise NoReuse("codec-user-hook")  # ``str.encode`` runs it (review 106)
     if _user_hook(sys.breakpointhook) or not _library_finders():
         raise NoReuse("interpreter-hook")  # user code run on ``breakpoint()``, an import
     if _user_hook(sys.gettrace()) or _user_hook(sys.getprofile()):
@@ -292,6 +296,78 @@ def _copyreg_verdict() -> bool:
 _copyreg_plain = memo(
     "hoststate.copyreg", Derived(lambda: (copyreg.dispatch_table,), _copyreg_verdict)
 )
+
+
+_CODECS: dict = memo("hoststate.codecs", {})
+_PROBE_NAME = "pcache.probe"
+
+
+def _probe_handler(e: Any) -> Any:  # (registered for good: no API removes a handler)
+    raise e
+
+
+def _codec_registries() -> tuple:
+    """The interpreter's codec search functions (a list) and error handlers (a dict):
+    neither can be listed from Python, so each is found, once, as the one container
+    that refers to a probe registered in it (None: not found)."""
+    got = _CODECS.get("registries")
+    if got is not None:
+        return got
+
+    def probe(_name: str) -> None:
+        return None
+
+    codecs.register(probe)
+    try:
+        lists = [r for r in gc.get_referrers(probe) if type(r) is list and probe in r]
+    finally:
+        codecs.unregister(probe)
+    codecs.register_error(_PROBE_NAME, _probe_handler)
+    dicts = [
+        r
+        for r in gc.get_referrers(_probe_handler)
+        if type(r) is dict and r.get(_PROBE_NAME) is _probe_handler
+    ]
+    got = _CODECS["registries"] = (
+        lists[0] if len(lists) == 1 else None,
+        dicts[0] if len(dicts) == 1 else None,
+    )
+    return got
+
+
+def _codecs_plain() -> bool:
+    """Whether every codec search function and error handler the interpreter holds is
+    a library's (`_user_hook`): ``str.encode``/``bytes.decode`` run them while
+    tracing, and no key sees a program's (``codecs.register_error("h", mine)`` made
+    at import, by a configuration the next process reads otherwise: review 106); the
+    last answer again for the same functions (kept alive). Registries not found:
+    no (fail closed)."""
+    search, errors = _codec_registries()
+    if search is None or errors is None:
+        return False
+    handlers = tuple(dict.copy(errors).items())  # (copies made in C)
+    now = (*list(search), *handlers)
+    last = _CODECS.get("last")
+    if last is not None and len(now) == len(last[0]) and all(map(operator.is_, now, last[0])):
+        return last[1]
+    ok = not any(map(_user_hook, search)) and all(_handler(n, h) for n, h in handlers)
+    _CODECS["last"] = (now, ok)
+    return ok
+
+
+def _handler(name: Any, h: Any) -> bool:
+    """A library's error handler, or the interpreter's own under its standard name
+    (made in C with no module: ``strict`` is ``strict_errors``)."""
+    if type(h) is types.BuiltinFunctionType and h.__self__ is None:
+        return _STANDARD_HANDLERS.get(name) == h.__name__
+    return not _user_hook(h)
+
+
+_STANDARD_HANDLERS = {
+    **{n: f"{n}_errors" for n in ("strict", "ignore", "replace", "xmlcharrefreplace",
+                                  "backslashreplace", "namereplace")},
+    "surrogatepass": "surrogatepass", "surrogateescape": "surrogateescape",
+}  # fmt: skip
 
 
 def _library_finders() -> bool:
