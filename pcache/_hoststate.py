@@ -20,6 +20,7 @@ import re
 import sys
 import types
 import warnings
+import zipimport
 from typing import Any
 
 import numpy as np
@@ -62,7 +63,7 @@ def host_state(klass: Any = None, abc_token: bool = True) -> tuple:
         raise NoReuse("copyreg-user-reducer")  # ``copy.copy`` runs it (review 67)
     if not _codecs_plain():
         raise NoReuse("codec-user-hook")  # ``str.encode`` runs it (review 106)
-    if _user_hook(sys.breakpointhook) or not _library_finders():
+    if _user_hook(sys.breakpointhook) or not _library_finders() or not _path_finders():
         raise NoReuse("interpreter-hook")  # user code run on ``breakpoint()``, an import
     if _user_hook(sys.gettrace()) or _user_hook(sys.getprofile()):
         # the program's own trace or profile function runs at every line it traces
@@ -388,6 +389,76 @@ def _library_finders() -> bool:
     # change without the list changing)
     _META["last"] = (now, kinds, ok, not any(map(_holds_state, now)))
     return ok
+
+
+def _path_finders() -> bool:
+    """Whether the path finder's hooks (``sys.path_hooks``) and the finders it made
+    per directory (``sys.path_importer_cache``) are the interpreter's or a library's:
+    a program's finder there serves its own copy of a module a library imports while
+    tracing (review 107); the last answer again for the same objects (a finder's
+    loaders changed in place are not seen)."""
+    now = (*tuple(sys.path_hooks), *tuple(sys.path_importer_cache.values()))
+    last = _META.get("paths")
+    if last is not None and len(now) == len(last[0]) and all(map(operator.is_, now, last[0])):
+        return last[1]
+    ok = all(map(_path_hook, sys.path_hooks)) and all(
+        map(_path_finder, tuple(sys.path_importer_cache.values()))
+    )
+    _META["paths"] = (now, ok)
+    return ok
+
+
+_MACHINERY = importlib.machinery
+_LOADERS = (_MACHINERY.SourceFileLoader, _MACHINERY.SourcelessFileLoader,
+            _MACHINERY.ExtensionFileLoader)  # fmt: skip
+_HOOK_CODES = tuple(
+    c for c in _MACHINERY.FileFinder.path_hook.__code__.co_consts if type(c) is types.CodeType
+)
+_FILE_FINDER_STATE = frozenset({"_loaders", "path", "_path_mtime", "_path_cache", "_relaxed_path_cache"})  # fmt: skip
+
+
+def _loader(x: Any) -> bool:
+    return any(x is c for c in _LOADERS)
+
+
+def _path_hook(h: Any) -> bool:
+    if h is zipimport.zipimporter:
+        return True
+    if type(h) is types.FunctionType and any(h.__code__ is c for c in _HOOK_CODES):
+        # (``FileFinder.path_hook(*loader_details)``'s closure: the interpreter's loaders)
+        try:
+            cells = dict(zip(h.__code__.co_freevars, (c.cell_contents for c in h.__closure__ or ()), strict=True))  # fmt: skip
+        except ValueError:  # (an empty cell; a closure of another length)
+            return False
+        details = cells.get("loader_details")
+        return (
+            cells.get("cls") is _MACHINERY.FileFinder
+            and type(details) is tuple
+            and all(
+                type(d) is tuple and len(d) == 2 and _loader(d[0]) and type(d[1]) is list
+                and all(type(x) is str for x in d[1])
+                for d in details
+            )
+        )  # fmt: skip
+    return not _user_hook(h)
+
+
+def _path_finder(f: Any) -> bool:
+    if f is None:
+        return True  # (a directory nothing imports from)
+    t = type(f)
+    if t is _MACHINERY.FileFinder:
+        try:
+            d = inst_dict(f) or {}
+        except Override:
+            return False
+        return set(d) <= _FILE_FINDER_STATE and all(
+            type(p) is tuple and len(p) == 2 and type(p[0]) is str and _loader(p[1])
+            for p in d.get("_loaders", ())
+        )
+    if t is zipimport.zipimporter:
+        return True  # (an archive's path and listing)
+    return _library_finder(f)
 
 
 def _holds_state(finder: Any) -> bool:

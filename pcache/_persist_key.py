@@ -243,13 +243,17 @@ def _user_code() -> str:
     of the program's own (a helper it imports, a function kept in its registry or
     held by a partial, a base class: review 58) is keyed, whoever reaches it. A user
     module with no source (built at run time, bytecode only, an extension) refuses;
-    so does one still running its body. Recomputed when the module count changes."""
+    so does one still running its body. And which imports are blocked (``None`` in
+    ``sys.modules``). Recomputed when the module count changes."""
     stamp = _hoststate.modules_stamp()  # (a module replaced by another: review 60)
     got = _USER_CODE.get("all")
     if got is not None and got[0] == stamp:
         return got[1]
     out = []
     for name, m in items(sys.modules):
+        if m is None:  # (an import blocked the interpreter's way: review 107)
+            out.append((name, "blocked"))
+            continue
         d = module_dict(m)
         if d is None or not _persist_env.user_module(name, m):
             continue
