@@ -194,6 +194,17 @@ def parse_names(v: Any) -> tuple[str, ...]:
     return out
 
 
+def parse_gain(v: Any) -> float:
+    """A non-negative factor such as ``1`` or ``0.5`` (``0``: off)."""
+    try:
+        g = float(v) if not isinstance(v, bool) else -1.0
+    except (TypeError, ValueError):
+        g = -1.0
+    if not 0 <= g < float("inf"):
+        raise ConfigError(f"invalid factor {v!r}; expected a non-negative number such as 1")
+    return g
+
+
 def parse_flag(v: Any) -> bool:
     """A switch: ``True``/``False`` as given, or a variable's text (`BOOL_FORMS`)."""
     return v if isinstance(v, bool) else parse_bool(str(v))
@@ -313,6 +324,17 @@ OPTIONS: tuple[Option, ...] = (
         "store top-level traces and serve them to a new process whose callable is equal "
         f"by content: it does not trace ({BOOL_FORMS}); default off (opt-in: trace-time "
         "I/O and randomness are not seen, docs/design-trace-persist.md)",
+    ),
+    Option(
+        "trace_persist_min_gain",
+        "JAX_PCACHE_TRACE_PERSIST_MIN_GAIN",
+        parse_gain,
+        1.0,
+        "store a persisted trace only when tracing it took this many times what serving "
+        "it costs (its content key and decode, measured when written); a callable not "
+        "stored is remembered, and its later calls skip the lookup (a non-negative "
+        "factor; 0: store every trace, look every call up)",
+        keyword=False,
     ),
     Option(
         "trace_persist_env_ignore",

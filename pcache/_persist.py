@@ -28,7 +28,7 @@ import json
 import time
 from typing import Any, NamedTuple
 
-from pcache import _canon, _compat, _persist_key
+from pcache import _canon, _compat, _persist_hints, _persist_key
 from pcache._errors import CheckError
 from pcache._usercode import NoReuse
 
@@ -82,6 +82,23 @@ def lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str | None
         # in-process key does not walk, review 60; `_trace._Recorder`)
         return key, None
     return key, got[0]
+
+
+def candidate(rt, fun) -> bool:
+    """Whether a call may be served a persisted trace or store its own: persisted
+    traces on, a top-level call (no enclosing trace), and its callable not one whose
+    trace was not stored before (`_persist_hints`: no key, no read). Only a candidate
+    records its first trace (to store it); any other call is recorded as without
+    persisted traces (a nested jit inside a new program pays no recording)."""
+    if not rt.settings.trace_persist or not _compat.trace_state_clean():
+        return False
+    if not rt.settings.trace_persist_min_gain:
+        return True
+    s = _persist_hints.stub(fun)
+    if s is not None and _persist_hints.skip(rt, s):
+        _miss(rt, "not-stored-before")
+        return False
+    return True
 
 
 def key_again(rt, fun, jit_info, signature, in_avals, ctx_mesh) -> str | None:
@@ -195,28 +212,50 @@ def decode(raw: bytes, key: str) -> Served:
     return Served(closed, out_tree, tuple(paths), digest)
 
 
-def _refused(rt, reason: str) -> None:
+def _refused(rt, reason: str, fun: Any = None) -> None:
+    """Count a trace not stored; remember its callable (`_persist_hints`) when its
+    next trace is not stored either (``fun``: the reason is the program's own)."""
     rt.stats.count("trace_persist_misses", 0, f"unstored:{reason}")
+    if fun is not None and rt.settings.trace_persist_min_gain:
+        _persist_hints.remember(rt, _persist_hints.stub(fun))
 
 
-def record(rt, key: str, p: Any, seconds: float) -> None:
-    """Store the trace ``p`` (JAX's PjitParams) of a top-level call under ``key``."""
+def not_stored(rt, fun: Any, why: str) -> None:
+    """A recording trace reuse refused for a reason the callable's every trace has:
+    its lookups are not worth their key."""
+    if why in _PROGRAM_REASONS and rt.settings.trace_persist_min_gain:
+        _persist_hints.remember(rt, _persist_hints.stub(fun))
+
+
+#: `pcache._trace._record`'s reasons that are the program's, not the moment's (a
+#: thread's write, a warning, a setting changed while tracing are the moment's).
+_PROGRAM_REASONS = frozenset({
+    "host-callback", "later-user-code", "output-tree-objects", "user-primitive",
+    "constants-not-snapshotted", "later-reads-program-data", "separated-consts",
+    "high-level-jaxpr", "mutable-refs",
+})  # fmt: skip
+
+
+def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: Any = None) -> None:
+    """Store the trace ``p`` (JAX's PjitParams) of a top-level call under ``key``:
+    ``seconds`` tracing it took, ``key_seconds`` its content key; ``fun`` the
+    callable (remembered when its trace is not stored: `_persist_hints`)."""
     from pcache._compat import jaxpr_codec
     from pcache._hlo_seam import entry_meta
 
     closed = p.params["jaxpr"]
     if p.consts or closed.effects:
-        return _refused(rt, "consts" if p.consts else "effects")
+        return _refused(rt, "consts" if p.consts else "effects", fun)
     try:
         jaxpr = jaxpr_codec.encode(closed)
         tree = _compat.out_tree_bytes(p.out_tree).hex()
     except jaxpr_codec.Unencodable as e:
-        return _refused(rt, e.reason)
+        return _refused(rt, e.reason, fun)
     except ValueError:
-        return _refused(rt, "out-tree-node")
+        return _refused(rt, "out-tree-node", fun)
     paths = closed.jaxpr.debug_info.result_paths
     if type(paths) is not tuple or not all(type(x) is str for x in paths):
-        return _refused(rt, "result-paths")
+        return _refused(rt, "result-paths", fun)
     entry = {
         "trace_format": TRACE_FORMAT,
         "key": key,
@@ -228,10 +267,15 @@ def record(rt, key: str, p: Any, seconds: float) -> None:
         "jaxpr": jaxpr,
     }
     raw = HEAD + json.dumps(entry, allow_nan=False, separators=(",", ":")).encode()
+    t0 = timer()
     try:  # decoded and compared now: a lossy rule shows where it is written
         back = decode(raw, key)
     except Bad as e:
         return _refused(rt, f"roundtrip:{e}")
+    gain = rt.settings.trace_persist_min_gain
+    if gain and seconds < gain * (key_seconds + timer() - t0):
+        # (serving it would cost what tracing does: a content key and this decode)
+        return _refused(rt, "cheaper-to-trace", fun)
     if back.out_tree != p.out_tree or [v.aval for v in back.closed.jaxpr.outvars] != [
         v.aval for v in closed.jaxpr.outvars
     ]:

@@ -347,7 +347,8 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         MEMO.never_record(skeleton)
     # (traced as JAX traces it, its functions' states noted: recorded if it comes again)
     settings = rt.settings
-    record = MEMO.sighted(key_hash, 1 if settings.trace_persist else settings.trace_record_after)
+    persist = _persist.candidate(rt, fun)
+    record = MEMO.sighted(key_hash, 1 if persist else settings.trace_record_after)
     try:
         guards, gw = _guards.guards_for(w.funcs + rw.funcs, (w, rw), rw.pins, reach=record)
     except NoReuse as e:
@@ -361,7 +362,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         MEMO.saw(skeleton, ck, rest, {id(c): c for _, c, *_ in w.funcs})
         return entry
     call = (fun, jit_info, signature, in_avals, ctx_mesh)
-    persisted = _persist.lookup(rt, *call) if rt.settings.trace_persist else (None, None)
+    persisted = _persist.lookup(rt, *call) if persist else (None, None)
     codes = {id(c): c for _, c, *_ in w.funcs}
     try:
         jax_arrays = tuple(weakref.ref(a) for a in (*w.arrays, *rw.arrays, *gw.arrays))
@@ -386,6 +387,7 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple) -> _R
     t0 = _persist.timer()
 
     def record(p) -> None:
+        traced = _persist.timer() - t0
         try:
             if served is not None and rt.check_mode:
                 _persist.check(rt, served, p)
@@ -394,9 +396,12 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple) -> _R
             why = _record(made, p, owned)
             if why is not None:
                 rt.stats.count("trace_unrecorded", 0, why)
+                if pkey is not None and served is None:
+                    _persist.not_stored(rt, call[0], why)
             elif pkey is not None and served is None:
+                t1 = _persist.timer()
                 if _persist.key_again(rt, *call) == pkey:
-                    _persist.record(rt, pkey, p, _persist.timer() - t0)
+                    _persist.record(rt, pkey, p, traced, _persist.timer() - t1, call[0])
                 else:
                     rt.stats.count("trace_persist_misses", 0, "unstored:changed-while-traced")
         except CheckError:

@@ -29,6 +29,7 @@ SAMPLES = {
     _config.parse_flag: ("yes", True),
     os.fspath: ("/some/key", "/some/key"),
     _config.parse_names: (" PHASE, SLURM_* ", ("PHASE", "SLURM_*")),
+    _config.parse_gain: ("0.5", 0.5),
 }
 
 

@@ -32,6 +32,8 @@ def run(*args: str, cache: Path | None, **env: str) -> dict:
     e.update({"JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)})
     if cache is not None:
         e.update(JAX_PCACHE_DIR=str(cache), JAX_PCACHE_TRACE_PERSIST="1")
+        # (every trace stored and looked up: the key's tests, not the cost policy's)
+        e["JAX_PCACHE_TRACE_PERSIST_MIN_GAIN"] = "0"
         e["JAX_PCACHE_RAISE_ERRORS"] = "1"
         # (what tells A from B in a review's scenario, read at module level and keyed
         # by what it changes there)
@@ -561,3 +563,44 @@ def test_pcache_s_own_modules_are_never_the_program_s():
     own = [n for n in list(sys.modules) if n == "pcache" or n.startswith("pcache.")]
     assert "pcache.store.schemas" in own and "pcache.store._db" in own
     assert [n for n in own if _persist_env.user_module(n, sys.modules[n])] == []
+
+
+def test_a_trace_cheaper_than_its_lookup_is_not_stored_and_not_looked_up(tmp_path):
+    """The cost policy (`pcache._persist_hints`): a trace that took less than
+    ``JAX_PCACHE_TRACE_PERSIST_MIN_GAIN`` times its content key and decode is not
+    stored (here every one: a factor of 1000), its callable is remembered in the
+    store, and a later process skips those lookups; bitwise stock throughout, and a
+    factor of 0 looks every call up and stores every trace again."""
+    cache = tmp_path / "c"
+    stock = run("patterns", cache=None)
+    gain = {"JAX_PCACHE_TRACE_PERSIST_MIN_GAIN": "1000"}
+    first = run("patterns", cache=cache, **gain)
+    second = run("patterns", cache=cache, **gain)
+    assert first["digests"] == second["digests"] == stock["digests"]
+    assert first["stats"]["trace_persist_writes"] == 0
+    assert first["stats"]["trace_persist_misses"]["unstored:cheaper-to-trace"] > 0
+    missed = second["stats"]["trace_persist_misses"]
+    assert missed.get("not-stored-before", 0) > 0 and "absent" not in missed, missed
+    assert second["stats"]["trace_persist_writes"] == 0
+    third = run("patterns", cache=cache)  # (factor 0: the policy off)
+    assert third["digests"] == stock["digests"]
+    assert third["stats"]["trace_persist_writes"] > 0
+    assert "not-stored-before" not in third["stats"]["trace_persist_misses"]
+
+
+def test_a_callable_whose_trace_is_never_stored_is_not_looked_up_again(tmp_path):
+    """A trace refused for what the program is (a host callback here) leaves its
+    callable remembered: the next process neither computes its key nor reads."""
+    prog = tmp_path / "cb.py"
+    prog.write_text(
+        "def f(a):\n"
+        "    jax.debug.callback(lambda v: None, a)\n"
+        "    return a * 2\n"
+        "show('cb', lambda: jax.jit(f)(x))\n"
+    )
+    cache, gain = tmp_path / "c", {"JAX_PCACHE_TRACE_PERSIST_MIN_GAIN": "1"}
+    first = run("scenario", str(prog), cache=cache, PHASE="A", **gain)
+    second = run("scenario", str(prog), cache=cache, PHASE="B", **gain)
+    assert first["digests"]["shown"] == second["digests"]["shown"]
+    assert first["stats"]["trace_unrecorded"].get("host-callback", 0) >= 1, first["stats"]
+    assert second["stats"]["trace_persist_misses"].get("not-stored-before", 0) >= 1
