@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import threading
 import time
 import types
@@ -70,12 +71,23 @@ def stub(fun: Any) -> str | None:
     return packed(b"pcache-trace-stub\n", tuple(parts)) if parts else None
 
 
+def _after_fork_in_child() -> None:
+    # (a thread of the parent may have held the lock while it read the store: review 109;
+    # the parent writes what it remembered, the child starts over from the store)
+    global _LOCK
+    _LOCK = threading.Lock()
+    _STATE.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _known(rt) -> set:
     store = rt.local.store
     st = _STATE
     if st.get("store") is not store:
         try:
-            read = set(store.key_set(HINTS))
+            read = set(store.key_set(HINTS)[:_MAX])  # (a planted set: bounded)
         except Exception as exc:  # (a hint: never worth failing a call for)
             rt.error("store read (trace hints)", exc)
             read = set()

@@ -604,3 +604,17 @@ def test_a_callable_whose_trace_is_never_stored_is_not_looked_up_again(tmp_path)
     assert first["digests"]["shown"] == second["digests"]["shown"]
     assert first["stats"]["trace_unrecorded"].get("host-callback", 0) >= 1, first["stats"]
     assert second["stats"]["trace_persist_misses"].get("not-stored-before", 0) >= 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_the_hints_lock_is_free_in_a_forked_child():
+    """A thread holding the stubs' lock (reading the store) when the program forks
+    leaves the child a fresh lock (review 109)."""
+    from pcache import _persist_hints
+
+    with _persist_hints._LOCK:
+        pid = os.fork()
+        if pid == 0:  # (the child: its lock must be free)
+            os._exit(0 if _persist_hints._LOCK.acquire(timeout=5) else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
