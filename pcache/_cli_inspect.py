@@ -121,8 +121,9 @@ def _stats_data(store: Store, directory: Path, limit: int, top: int) -> dict[str
         )[:top],
         "working_sets": [
             {"name": name, "keys": n, "updated": updated}
-            for name, n, updated in store.key_sets()[:top]
-        ],
+            for name, n, updated in store.key_sets()
+            if not name.startswith("pcache:")  # (pcache's own hints: `_persist_hints.HINTS`)
+        ][:top],
         "bypass_reasons": reasons[_BYPASS],
         "nonpersistent_reasons": reasons[_NONPERSISTENT],
         "tiers": {
