@@ -51,6 +51,10 @@ class Served(NamedTuple):
     out_tree: Any
     result_paths: tuple
     digest: str
+    #: It holds stand-ins for custom-derivative rules (`jaxpr_codec.STANDIN_SLOTS`):
+    #: served only to a top-level dispatch, never kept where a transformation or
+    #: ``.trace()`` could find it (neither JAX's trace-cache entry nor the memo).
+    standins: bool = False
 
 
 class Bad(Exception):
@@ -61,8 +65,12 @@ def _miss(rt, reason: str) -> None:
     rt.stats.count("trace_persist_misses", 0, reason)
 
 
-def lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str | None, Served | None]:
-    """(the call's persisted key, the stored trace); a None key: not persistable."""
+def lookup(
+    rt, fun, jit_info, signature, in_avals, ctx_mesh, dispatch: bool = False
+) -> tuple[str | None, Served | None]:
+    """(the call's persisted key, the stored trace); a None key: not persistable.
+    ``dispatch``: the call is JAX's top-level dispatch (`_compat.dispatching`), the
+    only one a trace holding stand-ins is served to."""
     if not _compat.trace_state_clean():
         return None, None  # (inside another trace: not a candidate)
     try:
@@ -81,6 +89,9 @@ def lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh) -> tuple[str | None
         # trace JAX cached by identity: an inner global jit, whose function an
         # in-process key does not walk, review 60; `_trace._Recorder`)
         return key, None
+    if got[0].standins and not dispatch:
+        _miss(rt, "dispatch-only")  # (`.trace()`, `.lower()`: traced, not stored again)
+        return None, None
     return key, got[0]
 
 
@@ -198,7 +209,7 @@ def decode(raw: bytes, key: str) -> Served:
     if type(digest) is not str or type(tree) is not str:
         raise Bad("fields")
     try:
-        closed = jaxpr_codec.decode(data["jaxpr"], jax_primitives_by_name())
+        closed, standins = jaxpr_codec.decode(data["jaxpr"], jax_primitives_by_name())
         out_tree = _compat.out_tree_from(bytes.fromhex(tree))
         rebuilt = _canon.jaxpr_digest(closed).hex()
     except (jaxpr_codec.Undecodable, ValueError) as e:
@@ -209,7 +220,7 @@ def decode(raw: bytes, key: str) -> Served:
         raise Bad("digest")  # a decoder that rebuilt another program
     if out_tree.num_leaves != len(closed.jaxpr.outvars) or len(paths) != out_tree.num_leaves:
         raise Bad("out-tree")
-    return Served(closed, out_tree, tuple(paths), digest)
+    return Served(closed, out_tree, tuple(paths), digest, standins)
 
 
 def _refused(rt, reason: str, fun: Any = None) -> None:
@@ -230,10 +241,14 @@ def not_stored(rt, fun: Any, why: str) -> None:
 #: `pcache._trace._record`'s reasons that are the program's, not the moment's (a
 #: thread's write, a warning, a setting changed while tracing are the moment's).
 _PROGRAM_REASONS = frozenset({
-    "host-callback", "later-user-code", "output-tree-objects", "user-primitive",
-    "constants-not-snapshotted", "later-reads-program-data", "separated-consts",
-    "high-level-jaxpr", "mutable-refs",
+    "host-callback", "output-tree-objects", "user-primitive", "constants-not-snapshotted",
+    "separated-consts", "high-level-jaxpr", "mutable-refs",
 })  # fmt: skip
+#: Its reasons that concern only what JAX runs when the trace is transformed (the
+#: program's own custom-derivative rules, or rules reading its data): another
+#: callable in this process must trace its own, but a stored trace holds stand-ins
+#: for them and is served to a top-level dispatch only, which never runs them.
+DISPATCH_ONLY = frozenset({"later-user-code", "later-reads-program-data"})
 
 
 def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: Any = None) -> None:

@@ -214,13 +214,14 @@ class _Recorder:
     this recording's all along (review 75: a call under `ensure_compile_time_eval`
     looks like a top-level one)."""
 
-    __slots__ = ("_entry", "_record", "_cm", "_token", "_fresh", "__weakref__")
+    __slots__ = ("_entry", "_record", "_cm", "_token", "_fresh", "_fill", "__weakref__")
 
-    def __init__(self, entry: Any, record: Any, fresh: bool = True) -> None:
+    def __init__(self, entry: Any, record: Any, fresh: bool = True, fill: bool = True) -> None:
         self._entry = entry
         self._record = record
         self._cm = self._token = None
         self._fresh = fresh  # (False: check mode's trace of a reuse, as stock makes it)
+        self._fill = fill  # (False: a served trace holding stand-ins, for this dispatch)
 
     @property
     def pjit_params(self) -> Any:
@@ -237,7 +238,8 @@ class _Recorder:
         if cm is not None:
             _RECORDING.active = None
             cm.__exit__(None, None, None)
-        self._entry.pjit_params = p
+        if self._fill:
+            self._entry.pjit_params = p
         if own or not self._fresh:
             self._record(p)
 
@@ -362,7 +364,9 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         MEMO.saw(skeleton, ck, rest, {id(c): c for _, c, *_ in w.funcs})
         return entry
     call = (fun, jit_info, signature, in_avals, ctx_mesh)
-    persisted = _persist.lookup(rt, *call) if persist else (None, None)
+    persisted = (
+        _persist.lookup(rt, *call, dispatch=_compat.dispatching()) if persist else (None, None)
+    )
     codes = {id(c): c for _, c, *_ in w.funcs}
     try:
         jax_arrays = tuple(weakref.ref(a) for a in (*w.arrays, *rw.arrays, *gw.arrays))
@@ -393,12 +397,18 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple) -> _R
                 _persist.check(rt, served, p)
             if served is not None:
                 rt.stats.count("trace_persist_hits")  # (recorded for this process or not)
+                if served.standins and not rt.check_mode:
+                    return  # (dispatch only: kept nowhere a transformation finds it)
             why = _record(made, p, owned)
             if why is not None:
                 rt.stats.count("trace_unrecorded", 0, why)
-                if pkey is not None and served is None:
+                if pkey is not None and served is None and why not in _persist.DISPATCH_ONLY:
                     _persist.not_stored(rt, call[0], why)
-            elif pkey is not None and served is None:
+            if (
+                (why is None or why in _persist.DISPATCH_ONLY)
+                and pkey is not None
+                and served is None
+            ):
                 t1 = _persist.timer()
                 if _persist.key_again(rt, *call) == pkey:
                     _persist.record(rt, pkey, p, traced, _persist.timer() - t1, call[0])
@@ -409,7 +419,8 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple) -> _R
         except Exception as exc:
             rt.error("trace reuse", exc)
 
-    return _Recorder(entry, record)
+    fill = served is None or not served.standins or rt.check_mode
+    return _Recorder(entry, record, fill=fill)
 
 
 class Made(NamedTuple):

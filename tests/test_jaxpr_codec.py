@@ -13,6 +13,7 @@ import sys
 
 import hypothesis.strategies as st
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -70,7 +71,9 @@ PROGRAMS = {
 
 def _roundtrip(cj):
     text = json.dumps(C.encode(cj), allow_nan=False)  # plain JSON: no NaN, no objects
-    return C.decode(json.loads(text), jax_primitives_by_name()), text
+    back = C.decode(json.loads(text), jax_primitives_by_name())
+    assert back.standins == ('"SI"' in text or '"SO"' in text)
+    return back.closed, text
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -115,7 +118,6 @@ _g.defjvp(lambda p, t: (_g(p[0]), t[0]))
             "pure_callback.callback:jax._src.callback._FlatCallback",
         ),
         (lambda x: x + CAPTURED, "constant:ArrayImpl"),
-        (lambda x: _g(x), "custom_jvp_call.jvp_jaxpr_fun:jax._src.linear_util.WrappedFun"),
         (lambda x: (jax.debug.print("{}", x), x)[1], "jaxpr:Jaxpr:effects=True"),
         (
             lambda x: jax.lax.with_sharding_constraint(
@@ -124,13 +126,73 @@ _g.defjvp(lambda p, t: (_g(p[0]), t[0]))
             "sharding_constraint.sharding:jax.sharding.SingleDeviceSharding",
         ),
     ],
-    ids=["callback", "captured-array", "custom-jvp", "effects", "sharding"],
+    ids=["callback", "captured-array", "effects", "sharding"],
 )
 def test_what_has_no_encoding_is_refused_by_name(fn, reason):
     cj = jax.jit(fn).trace(jnp.ones(3, jnp.float32)).jaxpr
     with pytest.raises(C.Unencodable) as e:
         C.encode(cj)
     assert e.value.reason == reason
+
+
+@jax.custom_vjp
+def _clip(x):
+    return x
+
+
+_clip.defvjp(lambda x: (x, None), lambda _, g: (jnp.clip(g, -1.0, 1.0),))
+
+
+def _custom(x):
+    return jnp.sum(jax.nn.relu(_g(_clip(x * 3.0))) ** 2)
+
+
+def test_custom_derivative_rules_are_stored_as_stand_ins_that_refuse_to_run():
+    """A custom_jvp's jvp thunk and a custom_vjp's fwd, bwd and output-trees thunks
+    are stored by name only: the decoded jaxpr has the digest and, run, the results
+    of the traced one; differentiating it reaches a stand-in, which raises (why a
+    trace holding them is only served to a top-level dispatch: `test_trace_persist`)."""
+    cj = jax.jit(_custom).trace(X).jaxpr
+    back, text = _roundtrip(cj)
+    assert '"SI"' in text and '"SO"' in text
+    assert _canon.jaxpr_digest(back) == _canon.jaxpr_digest(cj)
+    want = jax.core.eval_jaxpr(cj.jaxpr, cj.consts, X)
+    got = jax.core.eval_jaxpr(back.jaxpr, back.consts, X)
+    assert [np.asarray(a).tobytes() for a in got] == [np.asarray(a).tobytes() for a in want]
+    lowered = jax.jit(jax.extend.core.jaxpr_as_fun(back)).lower(X).as_text()
+    assert "stablehlo" in lowered
+    with pytest.raises(C.StandInCalled):
+        jax.grad(lambda x: jax.extend.core.jaxpr_as_fun(back)(x)[0])(X)
+    with pytest.raises(C.StandInCalled):
+        jax.jvp(jax.extend.core.jaxpr_as_fun(back), (X,), (X,))
+
+
+def test_stand_ins_decode_only_where_a_custom_derivative_rule_stood():
+    """A stand-in's tag in any other param, another value in a rule's place, or an
+    entry whose stand-in flag disagrees with what it holds: all undecodable."""
+    data = C.encode(jax.jit(_custom).trace(X).jaxpr)
+    prims = jax_primitives_by_name()
+    assert C.decode(data, prims).standins
+
+    def eqn_with(d, key):
+        return next(e for j in d["jaxprs"] for e in j["eqns"] if key in e[3])
+
+    for edit in [
+        lambda d: eqn_with(d, "num_consts")[3].__setitem__("num_consts", ["SO"]),
+        lambda d: eqn_with(d, "jvp_jaxpr_fun")[3].__setitem__("jvp_jaxpr_fun", None),
+        lambda d: eqn_with(d, "bwd")[3].__setitem__("bwd", ["SO"]),
+        lambda d: eqn_with(d, "out_trees")[3].__setitem__("out_trees", ["SI", "a", "b"]),
+        lambda d: eqn_with(d, "bwd")[3].__setitem__("bwd", ["SI", 1, "b"]),
+        lambda d: d.__setitem__("standins", False),
+    ]:
+        bad = copy.deepcopy(data)
+        edit(bad)
+        with pytest.raises(C.Undecodable):
+            C.decode(bad, prims)
+    plain = C.encode(jax.jit(f_loss).trace(X).jaxpr)
+    assert not plain["standins"]
+    with pytest.raises(C.Undecodable):
+        C.decode({**plain, "standins": True}, prims)
 
 
 def test_names_off_the_tables_are_refused():

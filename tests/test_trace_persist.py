@@ -565,6 +565,27 @@ def test_pcache_s_own_modules_are_never_the_program_s():
     assert [n for n in own if _persist_env.user_module(n, sys.modules[n])] == []
 
 
+def test_custom_rules_are_served_to_dispatch_only(tmp_path):
+    """Programs holding custom_jvp/custom_vjp rules (the program's own, and JAX's
+    ``relu``) are stored with stand-ins for the rules and served to a new process's
+    top-level dispatch; ``.trace()``/``.lower()``/``.eval_shape()`` are not served
+    them, and the jit object served is traced afresh when transformed: every result
+    bitwise stock (a stand-in reached would raise), in check mode too."""
+    prog = str(ROOT / "tests" / "trace_mods" / "custom_rules_scenario.py")
+    cache = tmp_path / "c"
+    a = run("scenario", prog, cache=cache)
+    assert a["stats"]["trace_persist_writes"] >= 4, a["stats"]
+    stock = run("scenario", prog, cache=None)
+    b = run("scenario", prog, cache=cache)
+    assert b["digests"]["shown"] == stock["digests"]["shown"]
+    assert not any(" EXC " in s for s in stock["digests"]["shown"])
+    assert b["digests"]["served"]["custom_rules_scenario.py"] >= 4, b["stats"]
+    misses = b["stats"]["trace_persist_misses"]
+    assert misses.get("dispatch-only", 0) >= 3, misses  # (trace, lower, eval_shape)
+    checked = run("scenario", prog, cache=cache, JAX_PCACHE_CHECK="1")
+    assert checked["digests"]["shown"] == stock["digests"]["shown"]
+
+
 def test_a_trace_cheaper_than_its_lookup_is_not_stored_and_not_looked_up(tmp_path):
     """The cost policy (`pcache._persist_hints`): a trace that took less than
     ``JAX_PCACHE_TRACE_PERSIST_MIN_GAIN`` times its content key and decode is not

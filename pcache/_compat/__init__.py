@@ -663,7 +663,6 @@ def gspmd_sharding_proto(s) -> bytes:  # its serialized OpSharding proto
 
 
 # ------------------------------------------------------------------ trace reuse
-
 InferParamsCall = _call_type(
     "InferParamsCall",
     "fun jit_info signature in_avals ctx_mesh",
@@ -687,6 +686,7 @@ if JIT_SEAM:
     rule_tables, OPAQUE_TYPES, NB_FUNC = _traces.rule_tables, _traces.OPAQUE_TYPES, _traces.NB_FUNC
     served_entry, trace_reuse_blocked = _traces.served_entry, _traces.trace_reuse_blocked
     unreusable_params, recording_token = _traces.unreusable_params, _traces.recording_token
+    dispatching = _traces.dispatching  # (a jit object's dispatch: `_persist.lookup`)
 else:  # pragma: no cover - trace reuse runs behind the jit seam only
 
     def _no_jit_seam(*args: Any, **kwargs: Any) -> Any:
@@ -696,5 +696,5 @@ else:  # pragma: no cover - trace reuse runs behind the jit seam only
     default_backend = trace_state_clean = traced = out_tree_bytes = _no_jit_seam
     out_tree_from = config_snapshot = jit_info_key = jit_parts = rule_tables = _no_jit_seam
     primitive_rules = pytree_registry = rule_registries = type_handlers = _no_jit_seam
-    served_entry = trace_reuse_blocked = unreusable_params = _no_jit_seam
+    served_entry = trace_reuse_blocked = unreusable_params = dispatching = _no_jit_seam
     CONFIG_DECORATOR, OPAQUE_TYPES, NB_FUNC = None, (), None

@@ -17,6 +17,13 @@ name stacks (a lowered module's op names), every param, the debug info's names.
 
 Identity among sub-jaxprs is kept: a jaxpr met twice (a ``cond`` whose branches are
 one object) is encoded once and decoded to one object.
+
+Stand-ins (phase 4): the rules a ``custom_jvp``/``custom_vjp`` equation holds (its
+jvp thunk; its fwd thunk, bwd and output-trees thunk) are Python JAX calls only
+when the program is transformed, never when it is lowered or run. They are stored
+as their names only and decoded to stand-ins that raise `StandInCalled` if called
+(`STANDIN_SLOTS`, by JAX's primitive object): a jaxpr holding one is
+`Decoded.standins`, which `pcache._persist` hands only to a top-level dispatch.
 """
 
 from __future__ import annotations
@@ -24,10 +31,11 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from typing import Any
+import types
+from typing import Any, NamedTuple
 
 import numpy as np
-from jax._src import core, literals, source_info_util
+from jax._src import core, custom_derivatives, literals, source_info_util
 from jax._src import linear_util as lu
 from jax._src import mesh as mesh_lib
 from jax._src.lax import convolution, lax, slicing
@@ -50,6 +58,24 @@ class Undecodable(Exception):
     """An entry that names what is not on the decoder's tables, or is malformed."""
 
 
+class StandInCalled(RuntimeError):
+    """A stored trace's custom-derivative rule was called: the trace reached a
+    transformation, which `pcache._persist` never hands it to (a pcache bug)."""
+
+
+def _standin(*args: Any, **kwargs: Any) -> Any:
+    raise StandInCalled(
+        "pcache: a custom_jvp/custom_vjp rule of a persisted trace was called; such a "
+        "trace is only ever served to a top-level dispatch (please report this; "
+        "JAX_PCACHE_TRACE_PERSIST=0 avoids it)"
+    )
+
+
+class Decoded(NamedTuple):
+    closed: Any  # the `ClosedJaxpr`
+    standins: bool  # whether it holds stand-ins for custom-derivative rules
+
+
 # Enums and named tuples params hold, by a stable name (their classes never travel).
 _ENUMS: dict[str, type] = {
     "lax.Precision": lax.Precision,
@@ -61,6 +87,14 @@ _TUPLES: dict[str, type] = {
     "slicing.GatherDimensionNumbers": slicing.GatherDimensionNumbers,
     "slicing.ScatterDimensionNumbers": slicing.ScatterDimensionNumbers,
     "convolution.ConvDimensionNumbers": convolution.ConvDimensionNumbers,
+}
+#: (id of JAX's primitive, param) -> the kind of Python a stand-in replaces there:
+#: JAX's `lu.WrappedFun` thunks ("SI"), the plain output-trees thunk ("SO").
+STANDIN_SLOTS: dict[tuple[int, str], str] = {
+    (id(custom_derivatives.custom_jvp_call_p), "jvp_jaxpr_fun"): "SI",
+    (id(custom_derivatives.custom_vjp_call_p), "fwd_jaxpr_thunk"): "SI",
+    (id(custom_derivatives.custom_vjp_call_p), "bwd"): "SI",
+    (id(custom_derivatives.custom_vjp_call_p), "out_trees"): "SO",
 }
 _ENUM_NAMES = {id(c): n for n, c in _ENUMS.items()}
 _TUPLE_NAMES = {id(c): n for n, c in _TUPLES.items()}
@@ -90,6 +124,7 @@ class _Encoder:
         self.jaxprs: list = []
         self.index: dict[int, int] = {}
         self.keep: list = []  # what `index` names by id, alive while encoding
+        self.standins = False
 
     def jaxpr(self, j: Any) -> int:
         n = self.index.get(id(j))
@@ -123,7 +158,7 @@ class _Encoder:
             if e.effects:
                 raise Unencodable(f"effects:{e.primitive.name}")
             ins = [atom(a) for a in e.invars]
-            params = {k: self.param(e.primitive.name, k, v) for k, v in sorted(e.params.items())}
+            params = {k: self.param(e.primitive, k, v) for k, v in sorted(e.params.items())}
             outs = [bind(v) for v in e.outvars]
             eqns.append([self.primitive(e.primitive), ins, outs, params, self.ctx(e.ctx),
                          self.name_stack(e.source_info.name_stack)])  # fmt: skip
@@ -190,11 +225,29 @@ class _Encoder:
         raw = np.ascontiguousarray(a).tobytes()
         return ["N", _dtype(a.dtype), list(a.shape), _b64(raw)]
 
-    def param(self, prim: str, name: str, v: Any) -> Any:
+    def param(self, prim: Any, name: str, v: Any) -> Any:
+        slot = STANDIN_SLOTS.get((id(prim), name))
+        if slot is not None:
+            return self.standin(slot, prim, name, v)
         try:
             return self.value(v)
         except Unencodable as e:
-            raise Unencodable(f"{prim}.{name}:{e.reason}") from None
+            raise Unencodable(f"{prim.name}.{name}:{e.reason}") from None
+
+    def standin(self, slot: str, prim: Any, name: str, v: Any) -> list:
+        """A custom-derivative rule, by its names only (`_standin` when decoded)."""
+        if slot == "SO":
+            if type(v) is not types.FunctionType:
+                raise Unencodable(f"{prim.name}.{name}:{type(v).__qualname__}")
+            self.standins = True
+            return ["SO"]
+        d = getattr(v, "debug_info", None) if type(v) is lu.WrappedFun else None
+        if type(d) is not lu.DebugInfo or type(d.traced_for) is not str:
+            raise Unencodable(f"{prim.name}.{name}:{type(v).__qualname__}")
+        if type(d.func_src_info) is not str:
+            raise Unencodable(f"{prim.name}.{name}:debug-info")
+        self.standins = True
+        return ["SI", d.traced_for, d.func_src_info]
 
     def value(self, v: Any) -> Any:
         t = type(v)
@@ -274,7 +327,7 @@ def encode(closed: Any) -> dict:
         raise Unencodable(f"root:{type(closed).__qualname__}")
     enc = _Encoder()
     root = enc.closed(closed)
-    return {"format": FORMAT, "jaxprs": enc.jaxprs, "root": root}
+    return {"format": FORMAT, "jaxprs": enc.jaxprs, "root": root, "standins": enc.standins}
 
 
 # ------------------------------------------------------------------ decoding
@@ -324,6 +377,7 @@ class _Decoder:
         self.avals: dict = {}
         self.stacks: dict = {}
         self.ctxs: dict = {}
+        self.standins = False
 
     def array(self, e: Any) -> np.ndarray:
         tag, dt, shape, raw = e
@@ -469,13 +523,27 @@ class _Decoder:
             if p is None:
                 raise Undecodable(f"primitive:{prim}")
             in_atoms = [atom(a) for a in ins]
-            ps = {k: self.value(v) for k, v in params.items()}
+            ps = {k: self.param(p, k, v) for k, v in params.items()}
             out_vars = [bind(o) for o in outs]
             eqns.append(core.new_jaxpr_eqn(in_atoms, out_vars, p, ps, core.no_effects,
                                            self.source_info(stack), self.context(ctx)))  # fmt: skip
         outvars = [atom(a) for a in d["outvars"]]
         return core.Jaxpr(constvars, invars, outvars, eqns, core.no_effects,
                           self.debug_info(d["debug_info"]))  # fmt: skip
+
+    def param(self, prim: Any, name: str, e: Any) -> Any:
+        slot = STANDIN_SLOTS.get((id(prim), name))
+        if slot is None:
+            return self.value(e)  # (a stand-in's tag is on no other table)
+        if type(e) is not list or not e or e[0] != slot:
+            raise Undecodable(f"stand-in:{name}")
+        self.standins = True
+        if slot == "SO":
+            return _standin
+        _, traced_for, src = e
+        if type(traced_for) is not str or type(src) is not str:
+            raise Undecodable("stand-in:names")
+        return lu.wrap_init(_standin, debug_info=lu.DebugInfo(traced_for, src, None, None))
 
     def source_info(self, e: Any) -> Any:
         memo = repr(e)  # (injective over JSON values: True and 1, 1 and 1.0 differ)
@@ -530,23 +598,28 @@ def _bool(v: Any) -> bool:
     return v
 
 
-def decode(data: Any, primitives: dict) -> Any:
-    """The `ClosedJaxpr` ``data`` (from `encode`) describes. ``primitives``: JAX's
-    loaded primitives by ``module:attribute`` (`pcache._canon_values`)."""
+def decode(data: Any, primitives: dict) -> Decoded:
+    """The `ClosedJaxpr` ``data`` (from `encode`) describes, and whether it holds
+    stand-ins. ``primitives``: JAX's loaded primitives by ``module:attribute``
+    (`pcache._canon_values`)."""
     if (
         type(data) is not dict
         or data.get("format") != FORMAT
         or type(data.get("jaxprs")) is not list
+        or type(data.get("standins")) is not bool
     ):
         raise Undecodable("format")
     dec = _Decoder(data, primitives)
     try:
         for d in data["jaxprs"]:
             dec.jaxprs.append(dec.jaxpr(d))
-        return dec.closed(data["root"])
+        closed = dec.closed(data["root"])
+        if dec.standins != data["standins"]:
+            raise Undecodable("stand-ins")
+        return Decoded(closed, dec.standins)
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, AssertionError,
             struct.error, RecursionError) as e:  # fmt: skip
         raise Undecodable(f"malformed:{type(e).__name__}") from None
 
 
-__all__ = ["FORMAT", "Undecodable", "Unencodable", "decode", "encode"]
+__all__ = ["FORMAT", "Decoded", "StandInCalled", "Undecodable", "Unencodable", "decode", "encode"]

@@ -71,6 +71,37 @@ def served_entry(params) -> Any:
     return entry
 
 
+def _dispatch_codes() -> tuple | None:
+    """(`_infer_params`'s code, the code of the `cache_miss` a jit object calls on a
+    miss of its C++ fast path), or None where JAX's are not found (never dispatching)."""
+    miss = [
+        c
+        for c in _pjit._cpp_pjit.__code__.co_consts
+        if type(c) is types.CodeType and c.co_name == "cache_miss"
+    ]
+    infer = getattr(getattr(_pjit, "_infer_params", None), "__code__", None)
+    return (infer, miss[0]) if len(miss) == 1 and infer is not None else None
+
+
+_DISPATCH_CODES = _dispatch_codes()
+
+
+def dispatching() -> bool:
+    """Whether the innermost `_infer_params` on this thread's stack was called by a
+    jit object's dispatch (its `cache_miss`), not by ``.trace()``, ``.lower()`` or
+    ``.eval_shape()``: the one use a trace holding stand-ins may serve (with a clean
+    trace state, JAX runs it: `_run_python_pjit`, and only lowers and runs it)."""
+    codes = _DISPATCH_CODES
+    f = sys._getframe(1)
+    for _ in range(12):
+        if f is None or codes is None:
+            return False
+        if f.f_code is codes[0]:
+            return f.f_back is not None and f.f_back.f_code is codes[1]
+        f = f.f_back
+    return False
+
+
 def params_jaxpr(p) -> Any:
     return p.params["jaxpr"]
 
