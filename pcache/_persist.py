@@ -206,11 +206,11 @@ def decode(raw: bytes, key: str) -> Served:
     paths, digest, tree = data["result_paths"], data["jaxpr_digest"], data["out_tree"]
     if type(paths) is not list or not all(type(p) is str for p in paths):
         raise Bad("result-paths")
-    if type(digest) is not str or type(tree) is not str:
+    if type(digest) is not str or type(tree) not in (str, list):
         raise Bad("fields")
     try:
         closed, standins = jaxpr_codec.decode(data["jaxpr"], jax_primitives_by_name())
-        out_tree = _compat.out_tree_from(bytes.fromhex(tree))
+        out_tree = _compat.out_tree_of(tree)
         rebuilt = _canon.jaxpr_digest(closed).hex()
     except (jaxpr_codec.Undecodable, ValueError) as e:
         raise Bad(f"decode:{e}") from None
@@ -263,7 +263,7 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
         return _refused(rt, "consts" if p.consts else "effects", fun)
     try:
         jaxpr = jaxpr_codec.encode(closed)
-        tree = _compat.out_tree_bytes(p.out_tree).hex()
+        tree = _compat.out_tree_data(p.out_tree)
     except jaxpr_codec.Unencodable as e:
         return _refused(rt, e.reason, fun)
     except ValueError:

@@ -635,6 +635,8 @@ def child(name: str) -> None:
             stats["trace_persist_misses"] = st["trace_persist_misses"]
         if st.get("trace_miss_reasons"):  # (why a call was not reused, nor persisted)
             stats["trace_miss_reasons"] = st["trace_miss_reasons"]
+        if st.get("trace_unrecorded"):  # (why a trace was not recorded, nor stored)
+            stats["trace_unrecorded"] = st["trace_unrecorded"]
         stats["bypass_reasons"] = st["bypass_reasons"]
         stats["nonpersistent_reasons"] = st["nonpersistent_reasons"]
     print(json.dumps({"wall": wall, "digest": digest, **counts, "pcache": stats}), flush=True)

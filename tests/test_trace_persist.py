@@ -89,9 +89,9 @@ def test_ls_shows_persisted_traces_by_kind(patterns):
     assert "exe" in kinds and set(kinds) == {"exe", "trace"}
 
 
-def test_stored_traces_match_their_schema(patterns):
-    """Every persisted trace's value is the JSON object schemas/trace-entry.schema.json
-    describes, after its head."""
+def stored_traces(cache: Path) -> list[dict]:
+    """Every persisted trace's value in ``cache``, checked against
+    schemas/trace-entry.schema.json (after its head)."""
     from importlib import resources
 
     import jsonschema
@@ -99,20 +99,26 @@ def test_stored_traces_match_their_schema(patterns):
 
     from pcache import _persist
 
-    stock, _, _, cache = patterns
     schema = json.loads(
         resources.files("pcache.store.schemas").joinpath("trace-entry.schema.json").read_text()
     )
     store = Store(cache / "store")
+    out = []
     try:
-        traces = [e for e in store.entries() if (e.extra.get("load") or {}).get("kind") == "trace"]
-        assert len(traces) == len(stock["digests"])
-        for e in traces:
-            raw = store.get(e.key)
-            assert raw.startswith(_persist.HEAD)
-            jsonschema.validate(json.loads(raw[len(_persist.HEAD) :]), schema)
+        for e in store.entries():
+            if (e.extra.get("load") or {}).get("kind") == "trace":
+                raw = store.get(e.key)
+                assert raw.startswith(_persist.HEAD)
+                out.append(json.loads(raw[len(_persist.HEAD) :]))
+                jsonschema.validate(out[-1], schema)
     finally:
         store.close()
+    return out
+
+
+def test_stored_traces_match_their_schema(patterns):
+    stock, _, _, cache = patterns
+    assert len(stored_traces(cache)) == len(stock["digests"])
 
 
 def test_off_by_default(tmp_path):
@@ -525,7 +531,7 @@ def test_a_chain_of_sub_jaxprs_past_the_stack_is_refused():
         jaxprs.append(j)
     data = {**data, "jaxprs": jaxprs, "root": ["CJ", len(jaxprs) - 1, []]}
     key = "0" * 64
-    tree = _compat.out_tree_bytes(jax.tree_util.tree_structure(0.0)).hex()
+    tree = _compat.out_tree_data(jax.tree_util.tree_structure(0.0))
     entry = {"trace_format": 1, "key": key, "function_name": "f", "trace_seconds": 0.0,
              "jaxpr_digest": "0" * 64, "out_tree": tree, "result_paths": [""], "jaxpr": data}  # fmt: skip
     raw = _persist.HEAD + json.dumps(entry, separators=(",", ":")).encode()
@@ -579,11 +585,68 @@ def test_custom_rules_are_served_to_dispatch_only(tmp_path):
     b = run("scenario", prog, cache=cache)
     assert b["digests"]["shown"] == stock["digests"]["shown"]
     assert not any(" EXC " in s for s in stock["digests"]["shown"])
+    assert sum(t["jaxpr"]["standins"] for t in stored_traces(cache)) >= 4
     assert b["digests"]["served"]["custom_rules_scenario.py"] >= 4, b["stats"]
     misses = b["stats"]["trace_persist_misses"]
     assert misses.get("dispatch-only", 0) >= 3, misses  # (trace, lower, eval_shape)
     checked = run("scenario", prog, cache=cache, JAX_PCACHE_CHECK="1")
     assert checked["digests"]["shown"] == stock["digests"]["shown"]
+
+
+def test_namedtuple_outputs_are_served_as_the_classes_a_trace_makes(tmp_path):
+    """Output trees holding NamedTuples (the program's, nested, and JAX's own) are
+    stored by class name and served as the very classes; a class its module no
+    longer names under its name, and a local class, are not stored."""
+    prog = str(ROOT / "tests" / "trace_mods" / "namedtuple_out_scenario.py")
+    cache = tmp_path / "c"
+    a = run("scenario", prog, cache=cache)
+    stock = run("scenario", prog, cache=None)
+    b = run("scenario", prog, cache=cache)
+    assert b["digests"]["shown"] == stock["digests"]["shown"]
+    assert not any(" EXC " in s for s in stock["digests"]["shown"])
+    refused = {k for k in a["stats"]["trace_persist_misses"] if k != "absent"}
+    assert len(refused) == 2, refused  # (the key already has no name for either class)
+    assert b["digests"]["served"]["namedtuple_out_scenario.py"] >= 2, b["stats"]
+    assert not b["stats"]["trace_persist_misses"].get("absent"), b["stats"]  # (all found)
+    trees = [t["out_tree"] for t in stored_traces(cache) if type(t["out_tree"]) is list]
+    assert len(trees) == 2 and trees[0][0] in ("N", "t"), trees
+
+
+def test_an_output_tree_naming_what_is_not_that_namedtuple_is_refused():
+    """A stored tree's NamedTuple resolves only to a loaded class of that module and
+    name that is a NamedTuple of those fields: anything else (a module not loaded, a
+    function, a plain class, other fields, a bad shape) is a ValueError: the entry
+    is refused, nothing imported or called."""
+    import jax
+
+    from pcache import _compat
+    from pcache._compat import traces
+
+    t = jax.tree_util.tree_structure(jax.numpy.linalg.slogdet(jax.numpy.eye(2)))
+    data = _compat.out_tree_data(t)
+    assert data[:3] == ["N", "jax._src.numpy.linalg", "SlogdetResult"]
+    assert _compat.out_tree_of(data) == t
+    for bad in [
+        ["N", "no_such_module_pcache", "X", ["a"], "*"],
+        ["N", "os", "system", ["a"], "*"],
+        ["N", "collections", "OrderedDict", ["a"], "*"],
+        [*data[:3], ["logabsdet", "sign"], *data[4:]],
+        [*data[:3], data[3], "*"],
+        ["N", "jax._src.numpy.linalg", "<locals>.SlogdetResult", data[3], *data[4:]],
+        ["x", "*"],
+        ["d", [1], "*"],
+        ["d", ["b", "a"], "*", "*"],
+        ["d", ["a", "a"], "*", "*"],
+        "**",
+        ["t", *[["t"]] * 2, 5],
+    ]:
+        with pytest.raises(ValueError):
+            _compat.out_tree_of(bad)
+    deep: list = ["t"]
+    for _ in range(traces.MAX_TREE_DEPTH + 2):
+        deep = ["t", deep]
+    with pytest.raises(ValueError):
+        _compat.out_tree_of(deep)
 
 
 def test_a_trace_cheaper_than_its_lookup_is_not_stored_and_not_looked_up(tmp_path):

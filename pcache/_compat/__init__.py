@@ -678,7 +678,7 @@ if JIT_SEAM:
     recording, recording_trace = _traces.recording, _traces.recording_trace
     config_items, default_backend = _traces.config_items, _traces.default_backend
     trace_state_clean, traced = _traces.trace_state_clean, _traces.traced
-    out_tree_bytes, out_tree_from = _traces.out_tree_bytes, _traces.out_tree_from
+    out_tree_data, out_tree_of = _traces.out_tree_data, _traces.out_tree_of
     config_snapshot, CONFIG_DECORATOR = _traces.config_snapshot, _traces.CONFIG_DECORATOR
     jit_info_key, jit_parts = _traces.jit_info_key, _traces.jit_parts
     primitive_rules, pytree_registry = _traces.primitive_rules, _traces.pytree_registry
@@ -693,8 +693,8 @@ else:  # pragma: no cover - trace reuse runs behind the jit seam only
         raise RuntimeError("trace reuse needs the jit seam (a supported JAX line)")
 
     recording = recording_trace = recording_token = config_items = _no_jit_seam
-    default_backend = trace_state_clean = traced = out_tree_bytes = _no_jit_seam
-    out_tree_from = config_snapshot = jit_info_key = jit_parts = rule_tables = _no_jit_seam
+    default_backend = trace_state_clean = traced = out_tree_data = _no_jit_seam
+    out_tree_of = config_snapshot = jit_info_key = jit_parts = rule_tables = _no_jit_seam
     primitive_rules = pytree_registry = rule_registries = type_handlers = _no_jit_seam
     served_entry = trace_reuse_blocked = unreusable_params = dispatching = _no_jit_seam
     CONFIG_DECORATOR, OPAQUE_TYPES, NB_FUNC = None, (), None

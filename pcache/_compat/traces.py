@@ -24,7 +24,10 @@ from jaxlib._jax import ArrayImpl, PjitFunction
 from jaxlib._jax.pytree import PyTreeDef
 
 from pcache import _dictwatch, _memos
-from pcache._introspect import items, typed
+from pcache._introspect import cdict as _class_dict
+from pcache._introspect import inst_dict as _inst_dict
+from pcache._introspect import is_a, items, names, typed
+from pcache._introspect import mro as _mro
 
 # ------------------------------------------------------------------ trace reuse
 
@@ -255,15 +258,107 @@ def trace_state_clean() -> bool:
     return bool(_core.trace_state_clean())
 
 
-def out_tree_bytes(tree: Any) -> bytes:
-    """A tree definition of builtin nodes as bytes (ValueError for any other node)."""
-    return tree.serialize_using_proto()
+#: Nesting bound of an output tree stored as nodes (a JSON entry nests 64 deep).
+MAX_TREE_DEPTH = 40
 
 
-def out_tree_from(data: bytes) -> Any:
+def out_tree_data(tree: Any) -> Any:
+    """An output tree as data: JAX's protobuf (hex) where every node is builtin; else
+    its nodes as JSON lists, where a node other than a tuple, list, None or dict of
+    string keys must be a NamedTuple class named by module and qualified name that
+    resolve back to it (`_named_class`). ValueError for any other tree."""
+    try:
+        return tree.serialize_using_proto().hex()
+    except ValueError:
+        return _tree_nodes(tree, 0)
+
+
+def _tree_nodes(t: Any, depth: int) -> Any:
+    if depth > MAX_TREE_DEPTH:
+        raise ValueError("out-tree:deep")
+    nd = t.node_data()
+    if nd is None:
+        return "*"
+    typ, aux = nd
+    kids = [_tree_nodes(c, depth + 1) for c in t.children()]
+    if typ is tuple or typ is list or typ is type(None):
+        return [{tuple: "t", list: "l"}.get(typ, "n"), *kids]
+    if typ is dict and type(aux) is list and all(type(k) is str for k in aux):
+        return ["d", list(aux), *kids]
+    if aux is None and (named := _named_class(typ)) is not None:
+        return ["N", *named, *kids]
+    raise ValueError(f"out-tree:{names(typ)[1] if is_a(typ, type) else '?'}")
+
+
+def _named_class(typ: Any) -> list | None:
+    """[module, qualified name, fields] of a NamedTuple class its module holds under
+    that name (its nested classes' namespaces read as the interpreter holds them)."""
+    if not is_a(typ, type) or tuple not in _mro(typ):
+        return None
+    fields_ = _class_dict(typ).get("_fields")
+    module, qualname = _class_dict(typ).get("__module__"), names(typ)[1]
+    if type(fields_) is not tuple or not all(type(f) is str for f in fields_):
+        return None
+    if type(module) is not str or _resolve(module, qualname) is not typ:
+        return None
+    return [module, qualname, list(fields_)]
+
+
+def _resolve(module: str, qualname: str) -> Any:
+    """The object at ``qualname`` in loaded module ``module`` (nothing imported, no
+    attribute hook run), else None."""
+    m = sys.modules.get(module)
+    if type(m) is not types.ModuleType or "<locals>" in qualname:
+        return None
+    ns: Any = _inst_dict(m)
+    got = None
+    for part in qualname.split("."):
+        got = ns.get(part) if type(ns) in (dict, types.MappingProxyType) else None
+        if got is None or not is_a(got, type):
+            return None
+        ns = _class_dict(got)
+    return got
+
+
+def out_tree_of(data: Any) -> Any:
+    """The output tree `out_tree_data` made ``data`` of; ValueError if malformed or
+    naming a class that is not loaded or not the NamedTuple it was."""
     from jax._src import tree_util
 
-    return PyTreeDef.deserialize_using_proto(tree_util.tracing_registry, data)
+    if type(data) is str:
+        return PyTreeDef.deserialize_using_proto(tree_util.tracing_registry, bytes.fromhex(data))
+    return _tree_from(data, tree_util, 0)
+
+
+def _tree_from(e: Any, tu: Any, depth: int) -> Any:
+    if e == "*" and type(e) is str:
+        return tu.tree_structure(0)
+    if type(e) is not list or not e or depth > MAX_TREE_DEPTH:
+        raise ValueError("out-tree")
+    tag = e[0]
+    if tag in ("t", "l", "n"):
+        node, rest = ({"t": tuple, "l": list}.get(tag, type(None)), None), e[1:]
+    elif (
+        tag == "d"
+        and type(e[1]) is list
+        and all(type(k) is str for k in e[1])
+        and (
+            e[1] == sorted(set(e[1]))  # (JAX's order: sorted, each key once)
+        )
+    ):
+        node, rest = (dict, list(e[1])), e[2:]
+    elif tag == "N" and type(e[1]) is str and type(e[2]) is str and type(e[3]) is list:
+        cls = _resolve(e[1], e[2])
+        if cls is None or _named_class(cls) != e[1:4]:
+            raise ValueError("out-tree:class")
+        node, rest = (cls, None), e[4:]
+    else:
+        raise ValueError("out-tree")
+    arity = {"n": 0, "d": len(node[1] or ()), "N": len(e[3]) if tag == "N" else 0}.get(tag)
+    if arity is not None and len(rest) != arity:
+        raise ValueError("out-tree:arity")  # (JAX would build it: unflattening would fail)
+    kids = [_tree_from(c, tu, depth + 1) for c in rest]
+    return PyTreeDef.from_node_data_and_children(tu.default_registry, node, kids)
 
 
 def traced(closed: Any, out_avals: list, out_tree: Any) -> tuple:
