@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import sys
 import time
 from typing import Any, NamedTuple
 
@@ -145,11 +146,12 @@ def serve(fun, in_avals, served: Served) -> None:
         _compat.patch("trace_to_jaxpr", _PROXY)
 
 
-def trace_to_jaxpr_wrapper(orig, fun, in_avals, debug_info, *rest, **kw):
+def trace_to_jaxpr_wrapper(orig, caller, fun, in_avals, debug_info, *rest, **kw):
     """JAX's `pe.trace_to_jaxpr`: the stored trace for the call `serve` prepared
-    (this function object, these avals, a plain trace), else JAX's own."""
+    (called by `_trace_for_jit`, frame ``caller``, with this function object and
+    these avals, a plain trace), else JAX's own."""
     pending = _SERVE.get()
-    if pending is not None and pending[0] is fun:
+    if pending is not None and pending[0] is fun and _compat.is_trace_for_jit(caller):
         _SERVE.set(None)
         if not kw and tuple(in_avals.vals) == pending[1]:
             s: Served = pending[2]
@@ -169,8 +171,11 @@ class _Proxy:
 
     def __call__(self, *args, **kwargs):
         orig = self.orig
+        caller = sys._getframe(1)
+        if not _compat.is_trace_for_jit(caller):
+            return orig(*args, **kwargs)  # (a trace run inside it: not the one prepared)
         _compat.patch("trace_to_jaxpr", orig)
-        return trace_to_jaxpr_wrapper(orig, *args, **kwargs)
+        return trace_to_jaxpr_wrapper(orig, caller, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.orig, name)

@@ -87,6 +87,14 @@ def _dispatch_codes() -> tuple | None:
 
 
 _DISPATCH_CODES = _dispatch_codes()
+_TRACE_FOR_JIT = getattr(getattr(_pjit, "_trace_for_jit", None), "__code__", None)
+
+
+def is_trace_for_jit(caller: Any) -> bool:
+    """Whether frame ``caller`` is JAX's `_trace_for_jit`: the one caller of
+    `pe.trace_to_jaxpr` a prepared serve is for (a `cond` or `scan` that a pytree's
+    flatten runs inside it traces the same function at the same avals: review 111)."""
+    return _TRACE_FOR_JIT is not None and caller is not None and caller.f_code is _TRACE_FOR_JIT
 
 
 def dispatching() -> bool:
