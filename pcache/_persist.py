@@ -271,8 +271,8 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
         tree = _compat.out_tree_data(p.out_tree)
     except jaxpr_codec.Unencodable as e:
         return _refused(rt, e.reason, fun)
-    except ValueError:
-        return _refused(rt, "out-tree-node", fun)
+    except ValueError as e:  # ("out-tree:<the node's class>")
+        return _refused(rt, str(e)[:80], fun)
     paths = closed.jaxpr.debug_info.result_paths
     if type(paths) is not tuple or not all(type(x) is str for x in paths):
         return _refused(rt, "result-paths", fun)

@@ -56,9 +56,11 @@ from pcache._persist_env import attributed
 from pcache._persist_pack import pack as _pack
 from pcache._persist_pack import packed as _packed
 from pcache._usercode import NoReuse, is_library_module, is_library_type, module_dict, qualname
-from pcache._walk import Walker
+from pcache._walk import Walker, plain_array
 from pcache._walk_kinds import is_library_float
 
+#: Bytes of JAX arrays one key may hold by content (design section 7's bound).
+MAX_JAX_ARRAY_BYTES = 256 * 1024
 #: The key's own domain: never an executable key.
 DOMAIN = b"pcache-trace-1\n"
 _BUILTINS = vars(builtins)
@@ -100,7 +102,23 @@ class ContentWalker(Walker):
         return namespace_name(g)
 
     def _jax_array(self, v: Any) -> tuple:
-        raise NoReuse("persist-jax-array")
+        """A JAX array the callable holds, by content (phase 2): its values (a
+        digest), dtype, shape, weak type, committedness and sharding, at most
+        `MAX_JAX_ARRAY_BYTES` in one key; a typed PRNG key array, a deleted one, or
+        one with attributes of the program's: refused."""
+        if type(v) is not _compat.ArrayImpl or not plain_array(v) or v.is_deleted():
+            raise NoReuse("persist-jax-array")
+        if not isinstance(v.dtype, np.dtype) or v.dtype.hasobject:
+            raise NoReuse("persist-jax-array")
+        back = self._enter(v)
+        if back is not None:
+            return back
+        self.arrays.append(v)
+        if sum(a.nbytes for a in self.arrays) > MAX_JAX_ARRAY_BYTES:
+            raise NoReuse("persist-jax-array-too-large")
+        data = np.ascontiguousarray(np.asarray(v)).tobytes()
+        return ("A", v.dtype.str, v.shape, bool(v.aval.weak_type), bool(v._committed),
+                self.same(v.sharding), hashlib.sha256(data).hexdigest())  # fmt: skip
 
 
 # ------------------------------------------------------------ names
@@ -440,7 +458,10 @@ def _guard_parts(guards: list, w: ContentWalker) -> tuple:
         elif kind == _guards.VAL:
             out.append((kind, namespace_name(ns), name, expected))
         elif kind == _guards.IS:
-            out.append((kind, namespace_name(ns), name, w.ident(expected)))
+            got = w._jax_array(expected) if type(expected) is _compat.ArrayImpl else None
+            out.append((kind, namespace_name(ns), name, got or w.ident(expected)))
+        elif kind == _guards.PLAIN:  # (a global JAX array: by content, its IS guard)
+            out.append((kind,))
         else:  # (an identity guard a content walk does not make)
             raise NoReuse(f"persist-guard:{kind}")
     return tuple(out)

@@ -676,8 +676,9 @@ _NUMBERED = frozenset(
 if _compat.ArrayImpl is not _compat.Absent:
     _ARRAY_OWN[_compat.ArrayImpl] = frozenset()
     _ARRAY_OWN[_compat.PRNGKeyArray] = frozenset({"_impl", "_consumed", "_base_array"})
-    _DISPATCH[_compat.ArrayImpl] = Walker._jax_array
-    _DISPATCH[_compat.PRNGKeyArray] = Walker._jax_array  # typed keys: a JAX array too
+    # (by the walker's own method: the persisted key's walker keys them by content)
+    _DISPATCH[_compat.ArrayImpl] = lambda w, v: w._jax_array(v)
+    _DISPATCH[_compat.PRNGKeyArray] = lambda w, v: w._jax_array(v)  # typed keys: a JAX array too
     _DISPATCH[_compat.PjitFunction] = Walker.callable
 _EXACT_ID, _DISPATCH_ID = _introspect.by_id(_EXACT), _introspect.by_id(_DISPATCH)
 _SINGLETON_IDS, _NUMBERED_IDS, _LIBRARY_VALUE_IDS = map(

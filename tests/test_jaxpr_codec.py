@@ -97,7 +97,7 @@ def test_one_sub_jaxpr_met_twice_is_one_object_after_decoding():
     assert (branches[0].jaxpr is branches[1].jaxpr) == (got[0].jaxpr is got[1].jaxpr)
 
 
-CAPTURED = jnp.arange(3.0)
+CAPTURED_WEAK = jnp.asarray(2.0)  # (weakly typed: nothing but its values is stored)
 
 
 @jax.custom_jvp
@@ -117,7 +117,7 @@ _g.defjvp(lambda p, t: (_g(p[0]), t[0]))
             ),
             "pure_callback.callback:jax._src.callback._FlatCallback",
         ),
-        (lambda x: x + CAPTURED, "constant:ArrayImpl"),
+        (lambda x: x + CAPTURED_WEAK, "constant:ArrayImpl"),
         (lambda x: (jax.debug.print("{}", x), x)[1], "jaxpr:Jaxpr:effects=True"),
         (
             lambda x: jax.lax.with_sharding_constraint(
@@ -193,6 +193,28 @@ def test_stand_ins_decode_only_where_a_custom_derivative_rule_stood():
     assert not plain["standins"]
     with pytest.raises(C.Undecodable):
         C.decode({**plain, "standins": True}, prims)
+
+
+def test_a_jax_array_a_trace_made_is_stored_by_value_and_rebuilt_uncommitted():
+    """A JAX array constant a trace made (under ``ensure_compile_time_eval``, in an
+    inner jit) is stored by value and decoded to an uncommitted array on the default
+    device: the same digest and results; a committed or weakly typed one: refused."""
+
+    def made(v):
+        with jax.ensure_compile_time_eval():
+            k = jnp.arange(8.0, dtype=jnp.float32) * 2
+        return jax.lax.scan(lambda s, _: (jax.jit(lambda y: y + k)(s), None), v, None, length=2)[0]
+
+    cj = jax.jit(made).trace(X[0]).jaxpr
+    back, text = _roundtrip(cj)
+    assert '"JA"' in text
+    assert _canon.jaxpr_digest(back) == _canon.jaxpr_digest(cj)
+    got = jax.core.eval_jaxpr(back.jaxpr, back.consts, X[0])
+    assert np.asarray(got[0]).tobytes() == np.asarray(jax.jit(made)(X[0])).tobytes()
+    for const in (jax.device_put(jnp.arange(3.0), jax.devices()[0]), jnp.asarray(2.0)):
+        cj = jax.jit(lambda v, c=const: jax.jit(lambda y: y + c)(v)).trace(jnp.ones(3)).jaxpr
+        with pytest.raises(C.Unencodable, match="constant:ArrayImpl"):
+            C.encode(cj)
 
 
 def test_names_off_the_tables_are_refused():

@@ -18,6 +18,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pcache import _compat
@@ -647,6 +648,31 @@ def test_an_output_tree_naming_what_is_not_that_namedtuple_is_refused():
         deep = ["t", deep]
     with pytest.raises(ValueError):
         _compat.out_tree_of(deep)
+
+
+def test_captured_jax_arrays_are_keyed_by_content_not_identity():
+    """The persisted key's walker keys a JAX array by its values, dtype, shape, weak
+    type, committedness and sharding (it once reached the in-process walker's
+    dispatch entry, which keys by id); a typed key array and a committed one's
+    difference are refused or keyed."""
+    import jax
+    import jax.numpy as jnp
+
+    from pcache._persist_key import ContentWalker
+    from pcache._usercode import NoReuse
+
+    def key(v):
+        return ContentWalker().value(v)
+
+    a, b = jnp.arange(3.0), jnp.arange(3.0)
+    assert a is not b and key(a) == key(b)
+    assert key(a) != key(a + 1.0) and key(a) != key(jnp.arange(4.0))
+    assert key(jnp.asarray(1.0)) != key(jnp.asarray(np.float32(1.0)))  # (weak type)
+    assert key(a) != key(jax.device_put(a, jax.devices()[0]))  # (committed)
+    with pytest.raises(NoReuse):
+        key(jax.random.key(0))
+    with pytest.raises(NoReuse, match="too-large"):
+        key(jnp.zeros(1 << 17))
 
 
 def test_a_trace_cheaper_than_its_lookup_is_not_stored_and_not_looked_up(tmp_path):

@@ -34,6 +34,7 @@ import struct
 import types
 from typing import Any, NamedTuple
 
+import jax
 import numpy as np
 from jax._src import core, custom_derivatives, literals, source_info_util
 from jax._src import linear_util as lu
@@ -41,9 +42,16 @@ from jax._src import mesh as mesh_lib
 from jax._src.lax import convolution, lax, slicing
 from jax._src.named_sharding import UNSPECIFIED, UnspecifiedValue
 from jax._src.random import prng
+from jax.sharding import SingleDeviceSharding
+from jaxlib._jax import ArrayImpl
 
 FORMAT = 1
 MAX_VALUE_DEPTH = 48  # nested values in one param (the entry's JSON: 64 levels)
+MAX_JAX_CONST = 256 * 1024  # bytes of one JAX array constant a trace made
+
+
+def _default_device() -> Any:
+    return jax.config.jax_default_device or jax.devices()[0]
 
 
 class Unencodable(Exception):
@@ -216,7 +224,23 @@ class _Encoder:
             return self.value(c)
         if type(c) is literals.TypedNdArray:
             return self.literal(c)
-        raise Unencodable(f"constant:{type(c).__qualname__}")  # (phase 2: JAX arrays)
+        if type(c) is ArrayImpl:
+            return self.jax_array(c)
+        raise Unencodable(f"constant:{type(c).__qualname__}")
+
+    def jax_array(self, c: Any) -> list:
+        """A JAX array a trace made (a captured one is refused by the key): by its
+        values, where nothing else about it can differ from what `jax.device_put` of
+        them makes: uncommitted, on the default device, not weakly typed, a numpy
+        dtype (no PRNG key data), at most `MAX_JAX_CONST` bytes."""
+        if c.is_deleted() or c._committed or c.aval.weak_type or c.nbytes > MAX_JAX_CONST:
+            raise Unencodable("constant:ArrayImpl")
+        sharding = c.sharding
+        if type(sharding) is not SingleDeviceSharding or not isinstance(c.dtype, np.dtype):
+            raise Unencodable("constant:ArrayImpl:sharding")
+        if sharding._device != _default_device():
+            raise Unencodable("constant:ArrayImpl:device")
+        return ["JA", self.array(np.asarray(c))]
 
     @staticmethod
     def array(a: np.ndarray) -> list:
@@ -488,6 +512,11 @@ class _Decoder:
     def const(self, e: Any) -> Any:
         if type(e) is list and e and e[0] == "TA":
             return self.literal(e)
+        if type(e) is list and len(e) == 2 and e[0] == "JA":
+            a = self.array(e[1])
+            if type(a) is not np.ndarray or a.nbytes > MAX_JAX_CONST:
+                raise Undecodable("jax-constant")
+            return jax.device_put(a)  # (uncommitted, on the default device)
         return self.value(e)
 
     def jaxpr(self, d: Any) -> Any:

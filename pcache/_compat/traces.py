@@ -291,11 +291,45 @@ def _tree_nodes(t: Any, depth: int) -> Any:
     kids = [_tree_nodes(c, depth + 1) for c in t.children()]
     if typ is tuple or typ is list or typ is type(None):
         return [{tuple: "t", list: "l"}.get(typ, "n"), *kids]
-    if typ is dict and type(aux) is list and all(type(k) is str for k in aux):
-        return ["d", list(aux), *kids]
+    if typ is dict and type(aux) is list:
+        return ["d", [_dict_key(k, 0) for k in aux], *kids]
     if aux is None and (named := _named_class(typ)) is not None:
         return ["N", *named, *kids]
     raise ValueError(f"out-tree:{names(typ)[1] if is_a(typ, type) else '?'}")
+
+
+def _dict_key(k: Any, depth: int) -> Any:
+    """A dict key of an output tree: a string, an int, or a tuple of them."""
+    if type(k) is str:
+        return k
+    if type(k) is int:
+        return ["i", k]
+    if type(k) is tuple and depth < 4:
+        return ["t", *[_dict_key(x, depth + 1) for x in k]]
+    raise ValueError(f"out-tree:dict-key:{type(k).__name__}")
+
+
+def _dict_key_of(e: Any, depth: int) -> Any:
+    if type(e) is str:
+        return e
+    if type(e) is list and len(e) == 2 and e[0] == "i" and type(e[1]) is int:
+        return e[1]
+    if type(e) is list and e and e[0] == "t" and depth < 4:
+        return tuple(_dict_key_of(x, depth + 1) for x in e[1:])
+    raise ValueError("out-tree:dict-key")
+
+
+def _sorted_keys(e: Any) -> list:
+    """The keys a stored dict node names, each once and in JAX's (sorted) order."""
+    if type(e) is not list:
+        raise ValueError("out-tree:dict")
+    keys = [_dict_key_of(k, 0) for k in e]
+    try:
+        if keys != sorted(keys) or len(set(keys)) != len(keys):
+            raise ValueError("out-tree:dict-order")
+    except TypeError:
+        raise ValueError("out-tree:dict-keys") from None
+    return keys
 
 
 def _named_class(typ: Any) -> list | None:
@@ -346,15 +380,8 @@ def _tree_from(e: Any, tu: Any, depth: int) -> Any:
     tag = e[0]
     if tag in ("t", "l", "n"):
         node, rest = ({"t": tuple, "l": list}.get(tag, type(None)), None), e[1:]
-    elif (
-        tag == "d"
-        and type(e[1]) is list
-        and all(type(k) is str for k in e[1])
-        and (
-            e[1] == sorted(set(e[1]))  # (JAX's order: sorted, each key once)
-        )
-    ):
-        node, rest = (dict, list(e[1])), e[2:]
+    elif tag == "d" and len(e) > 1:
+        node, rest = (dict, _sorted_keys(e[1])), e[2:]
     elif tag == "N" and type(e[1]) is str and type(e[2]) is str and type(e[3]) is list:
         cls = _resolve(e[1], e[2])
         if cls is None or _named_class(cls) != e[1:4]:
