@@ -66,13 +66,23 @@ def _miss(rt, reason: str) -> None:
     rt.stats.count("trace_persist_misses", 0, reason)
 
 
+def infer_params_frame() -> Any:
+    """The `_infer_params` frame of the call being keyed (`_compat.traces`)."""
+    from pcache._compat import traces
+
+    return traces.infer_params_frame()
+
+
 def lookup(
-    rt, fun, jit_info, signature, in_avals, ctx_mesh, dispatch: bool = False
+    rt, fun, jit_info, signature, in_avals, ctx_mesh, frame: Any = None
 ) -> tuple[str | None, Served | None]:
     """(the call's persisted key, the stored trace); a None key: not persistable.
-    ``dispatch``: the call is JAX's top-level dispatch (`_compat.dispatching`), the
-    only one a trace holding stand-ins is served to."""
-    if not _compat.trace_state_clean():
+    ``frame``: the call's `_infer_params` frame (None: nothing is served), whose
+    caller tells JAX's top-level dispatch, the one use a trace holding stand-ins is
+    served to (`traces.dispatching`)."""
+    from pcache._compat import traces
+
+    if not _compat.trace_state_clean() or frame is None:
         return None, None  # (inside another trace: not a candidate)
     try:
         ignore = rt.settings.trace_persist_env_ignore
@@ -90,7 +100,7 @@ def lookup(
         # trace JAX cached by identity: an inner global jit, whose function an
         # in-process key does not walk, review 60; `_trace._Recorder`)
         return key, None
-    if got[0].standins and not dispatch:
+    if got[0].standins and not traces.dispatching(frame):
         _miss(rt, "dispatch-only")  # (`.trace()`, `.lower()`: traced, not stored again)
         return None, None
     return key, got[0]
@@ -134,12 +144,13 @@ def unserve() -> None:
             _compat.patch("trace_to_jaxpr", _PROXY.orig)
 
 
-def serve(fun, in_avals, served: Served) -> None:
-    """Prepare JAX's next trace of ``fun`` at ``in_avals`` in this context to take
-    ``served``. `pe.trace_to_jaxpr` is replaced only until its next call (a wrapper in
-    place for good would add its frames to the stack of every trace: a program that
-    reads its stack while traced, ``logging``'s ``stack_info``, would see them)."""
-    _SERVE.set((fun, tuple(in_avals), served))
+def serve(fun, in_avals, served: Served, frame: Any) -> None:
+    """Prepare the trace of ``fun`` at ``in_avals`` that `_trace_for_jit` makes for
+    `_infer_params` frame ``frame`` (this call's, no other) to take ``served``.
+    `pe.trace_to_jaxpr` is replaced only until that call (a wrapper in place for good
+    would add its frames to the stack of every trace: a program that reads its stack
+    while traced, ``logging``'s ``stack_info``, would see them)."""
+    _SERVE.set((fun, tuple(in_avals), served, frame))
     current = _compat.current("trace_to_jaxpr")
     if current is not _PROXY:
         _PROXY.orig = current
@@ -148,10 +159,12 @@ def serve(fun, in_avals, served: Served) -> None:
 
 def trace_to_jaxpr_wrapper(orig, caller, fun, in_avals, debug_info, *rest, **kw):
     """JAX's `pe.trace_to_jaxpr`: the stored trace for the call `serve` prepared
-    (called by `_trace_for_jit`, frame ``caller``, with this function object and
-    these avals, a plain trace), else JAX's own."""
+    (called by that call's `_trace_for_jit`, frame ``caller``, with this function
+    object and these avals, a plain trace), else JAX's own."""
+    from pcache._compat import traces
+
     pending = _SERVE.get()
-    if pending is not None and pending[0] is fun and _compat.is_trace_for_jit(caller):
+    if pending is not None and pending[0] is fun and traces.is_trace_for_jit(caller, pending[3]):
         _SERVE.set(None)
         if not kw and tuple(in_avals.vals) == pending[1]:
             s: Served = pending[2]
@@ -171,8 +184,10 @@ class _Proxy:
 
     def __call__(self, *args, **kwargs):
         orig = self.orig
-        caller = sys._getframe(1)
-        if not _compat.is_trace_for_jit(caller):
+        from pcache._compat import traces
+
+        caller, pending = sys._getframe(1), _SERVE.get()
+        if pending is None or not traces.is_trace_for_jit(caller, pending[3]):
             return orig(*args, **kwargs)  # (a trace run inside it: not the one prepared)
         _compat.patch("trace_to_jaxpr", orig)
         return trace_to_jaxpr_wrapper(orig, caller, *args, **kwargs)

@@ -364,9 +364,8 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         MEMO.saw(skeleton, ck, rest, {id(c): c for _, c, *_ in w.funcs})
         return entry
     call = (fun, jit_info, signature, in_avals, ctx_mesh)
-    persisted = (
-        _persist.lookup(rt, *call, dispatch=_compat.dispatching()) if persist else (None, None)
-    )
+    frame = _persist.infer_params_frame() if persist else None
+    persisted = _persist.lookup(rt, *call, frame=frame) if persist else (None, None)
     codes = {id(c): c for _, c, *_ in w.funcs}
     try:
         jax_arrays = tuple(weakref.ref(a) for a in (*w.arrays, *rw.arrays, *gw.arrays))
@@ -379,15 +378,15 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     made = Made(key, skeleton, guards, pins, ck, rest, codes, jax_arrays, fun, warned,
                 signature, jit_info, spaces, met)  # fmt: skip
     owned = fun if w.arrays else None  # the callable holds JAX arrays: see `_hold`
-    return _recorder(rt, entry, made, owned, call, persisted)
+    return _recorder(rt, entry, made, owned, call, persisted, frame)
 
 
-def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple) -> _Recorder:
+def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple, frame) -> _Recorder:
     """Trace and record for equal callables (and other processes: ``persisted``, this
-    call's `_persist.lookup`)."""
+    call's `_persist.lookup`; ``frame``: its `_infer_params` frame)."""
     pkey, served = persisted
     if served is not None and not rt.check_mode:
-        _persist.serve(call[0], call[3], served)
+        _persist.serve(call[0], call[3], served, frame)
     t0 = _persist.timer()
 
     def record(p) -> None:

@@ -686,15 +686,14 @@ if JIT_SEAM:
     rule_tables, OPAQUE_TYPES, NB_FUNC = _traces.rule_tables, _traces.OPAQUE_TYPES, _traces.NB_FUNC
     served_entry, trace_reuse_blocked = _traces.served_entry, _traces.trace_reuse_blocked
     unreusable_params, recording_token = _traces.unreusable_params, _traces.recording_token
-    dispatching, is_trace_for_jit = _traces.dispatching, _traces.is_trace_for_jit
 else:  # pragma: no cover - trace reuse runs behind the jit seam only
 
     def _no_jit_seam(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("trace reuse needs the jit seam (a supported JAX line)")
 
-    recording = recording_trace = recording_token = config_items = is_trace_for_jit = _no_jit_seam
+    recording = recording_trace = recording_token = config_items = _no_jit_seam
     default_backend = trace_state_clean = traced = out_tree_data = _no_jit_seam
     out_tree_of = config_snapshot = jit_info_key = jit_parts = rule_tables = _no_jit_seam
     primitive_rules = pytree_registry = rule_registries = type_handlers = _no_jit_seam
-    served_entry = trace_reuse_blocked = unreusable_params = dispatching = _no_jit_seam
+    served_entry = trace_reuse_blocked = unreusable_params = _no_jit_seam
     CONFIG_DECORATOR, OPAQUE_TYPES, NB_FUNC = None, (), None

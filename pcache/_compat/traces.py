@@ -90,27 +90,42 @@ _DISPATCH_CODES = _dispatch_codes()
 _TRACE_FOR_JIT = getattr(getattr(_pjit, "_trace_for_jit", None), "__code__", None)
 
 
-def is_trace_for_jit(caller: Any) -> bool:
-    """Whether frame ``caller`` is JAX's `_trace_for_jit`: the one caller of
-    `pe.trace_to_jaxpr` a prepared serve is for (a `cond` or `scan` that a pytree's
-    flatten runs inside it traces the same function at the same avals: review 111)."""
-    return _TRACE_FOR_JIT is not None and caller is not None and caller.f_code is _TRACE_FOR_JIT
+def is_trace_for_jit(caller: Any, infer: Any) -> bool:
+    """Whether frame ``caller`` is JAX's `_trace_for_jit` called by `_infer_params`
+    frame ``infer``: the one caller of `pe.trace_to_jaxpr` a serve prepared in that
+    call is for (a `cond` a pytree's flatten runs inside it traces the same function
+    at the same avals, review 111; another call's `_trace_for_jit`, after the call
+    the serve was prepared in raised inside such a flatten, review 112)."""
+    return (
+        _TRACE_FOR_JIT is not None
+        and caller is not None
+        and caller.f_code is _TRACE_FOR_JIT
+        and caller.f_back is infer
+    )
 
 
-def dispatching() -> bool:
-    """Whether the innermost `_infer_params` on this thread's stack was called by a
-    jit object's dispatch (its `cache_miss`), not by ``.trace()``, ``.lower()`` or
-    ``.eval_shape()``: the one use a trace holding stand-ins may serve (with a clean
-    trace state, JAX runs it: `_run_python_pjit`, and only lowers and runs it)."""
+def infer_params_frame() -> Any:
+    """The innermost `_infer_params` frame on this thread's stack (the call pcache's
+    `_infer_params_cached` wrapper is in), or None."""
     codes = _DISPATCH_CODES
     f = sys._getframe(1)
     for _ in range(12):
         if f is None or codes is None:
-            return False
+            return None
         if f.f_code is codes[0]:
-            return f.f_back is not None and f.f_back.f_code is codes[1]
+            return f
         f = f.f_back
-    return False
+    return None
+
+
+def dispatching(frame: Any) -> bool:
+    """Whether `_infer_params` frame ``frame`` was called by a jit object's dispatch
+    (its `cache_miss`), not by ``.trace()``, ``.lower()`` or ``.eval_shape()``: the
+    one use a trace holding stand-ins may serve (with a clean trace state, JAX runs
+    it: `_run_python_pjit`, and only lowers and runs it)."""
+    codes = _DISPATCH_CODES
+    back = frame.f_back if frame is not None else None
+    return codes is not None and back is not None and back.f_code is codes[1]
 
 
 def params_jaxpr(p) -> Any:
