@@ -117,8 +117,10 @@ class ContentWalker(Walker):
         if sum(a.nbytes for a in self.arrays) > MAX_JAX_ARRAY_BYTES:
             raise NoReuse("persist-jax-array-too-large")
         data = np.ascontiguousarray(np.asarray(v)).tobytes()
-        return ("A", v.dtype.str, v.shape, bool(v.aval.weak_type), bool(v._committed),
-                self.same(v.sharding), hashlib.sha256(data).hexdigest())  # fmt: skip
+        # (the dtype by all it is: ``dtype.str`` is '<V1' for int4, uint4 and every
+        # float8 alike, review 113; the layout a committed array may have been put in)
+        return ("A", self.dtype(v.dtype), v.shape, bool(v.aval.weak_type), bool(v._committed),
+                self.same(v.sharding), repr(v.format.layout), hashlib.sha256(data).hexdigest())  # fmt: skip
 
 
 # ------------------------------------------------------------ names

@@ -27,6 +27,7 @@ import numpy as np
 from pcache import _compat, _memos
 from pcache._holders import library_holders
 from pcache._introspect import Override, cdict, inst_dict, is_a, items, mro, names, type_ids
+from pcache._made import left_out
 from pcache._reflection import (
     _MUTATORS,
     FORMAT_REFLECTIVE,
@@ -569,12 +570,11 @@ def _library_instance(w: Walker, v: Any, t: type) -> tuple | None:
     """An instance of library class ``t`` whose state is its attributes alone (else
     None): no builtin base but ``object`` (whose C state a dict's items or a list's
     would be), no slot, no module of reflection. What it does is then its class's
-    library code over those attributes. One holding none (a library's ``MISSING``,
-    equinox's, in a treedef's aux data and an annotation) is keyed by its class and
-    identity; one holding some, only if a library module holds it (a singleton such
-    as numpyro's ``constraints.real_vector``, a user distribution's ``support``; an
-    instance the program made would be kept alive by its key), by its class,
-    identity and attributes, walked again on every walk."""
+    library code over those attributes. One a library module holds (a library's
+    ``MISSING``, equinox's; a singleton such as numpyro's ``constraints.real_vector``,
+    a user distribution's ``support``) is keyed by its class, identity and
+    attributes, walked again on every walk; one the program made (numpyro's ``NUTS``,
+    ``MCMC``, transforms, handlers), by its class and attributes (`pcache._made`)."""
     k = mro(t)
     if k[-1] is not object or any(not _FLAGS(c) & _HEAPTYPE for c in k[:-1]):
         return None
@@ -591,13 +591,17 @@ def _library_instance(w: Walker, v: Any, t: type) -> tuple | None:
         return None
     if d is None or any(x is not _UNSET for _, x in _slot_items(v)):
         return None
-    if not d:
-        return ("sentinel", w.ident(t), w.ident(v))
-    if any(type(n) is not str for n in d) or not library_holders(v):
+    if any(type(n) is not str for n in d):
         return None
+    held = library_holders(v)
+    if not d and held:
+        return ("sentinel", w.ident(t), w.ident(v))
     back = w._enter(v)
     if back is not None:
         return back
+    if not held:  # (one the program made: by class and attributes, `pcache._made`)
+        skip = left_out(t)
+        return ("made", w.ident(t), tuple((n, w.value(x)) for n, x in items(d) if n not in skip))
     return ("plain", w.ident(t), w.ident(v), tuple((n, w.value(x)) for n, x in items(d)))
 
 
