@@ -27,7 +27,6 @@ import numpy as np
 from pcache import _compat, _memos
 from pcache._holders import library_holders
 from pcache._introspect import Override, cdict, inst_dict, is_a, items, mro, names, type_ids
-from pcache._made import left_out
 from pcache._reflection import (
     _MUTATORS,
     FORMAT_REFLECTIVE,
@@ -574,7 +573,12 @@ def _library_instance(w: Walker, v: Any, t: type) -> tuple | None:
     ``MISSING``, equinox's; a singleton such as numpyro's ``constraints.real_vector``,
     a user distribution's ``support``) is keyed by its class, identity and
     attributes, walked again on every walk; one the program made (numpyro's ``NUTS``,
-    ``MCMC``, transforms, handlers), by its class and attributes (`pcache._made`)."""
+    ``MCMC``, transforms, handlers), by its class and attributes, never its identity:
+    an equal one made again (``MCMC(NUTS(model))`` each run, in another process) is the
+    same program; identity relations within a walk are kept by its numbering. Every
+    attribute is keyed, memos too: numpyro's ``MCMC._cache``, keyed by argument ids,
+    is read while ``_single_chain_mcmc`` is traced (review 114), so such an MCMC keys
+    differently in each process."""
     k = mro(t)
     if k[-1] is not object or any(not _FLAGS(c) & _HEAPTYPE for c in k[:-1]):
         return None
@@ -599,9 +603,8 @@ def _library_instance(w: Walker, v: Any, t: type) -> tuple | None:
     back = w._enter(v)
     if back is not None:
         return back
-    if not held:  # (one the program made: by class and attributes, `pcache._made`)
-        skip = left_out(t)
-        return ("made", w.ident(t), tuple((n, w.value(x)) for n, x in items(d) if n not in skip))
+    if not held:  # (one the program made: by class and attributes, every one of them)
+        return ("made", w.ident(t), tuple((n, w.value(x)) for n, x in items(d)))
     return ("plain", w.ident(t), w.ident(v), tuple((n, w.value(x)) for n, x in items(d)))
 
 

@@ -675,26 +675,6 @@ def test_captured_jax_arrays_are_keyed_by_content_not_identity():
         key(jnp.zeros(1 << 17))
 
 
-def test_memo_attributes_are_left_out_only_of_the_audited_class_and_version(monkeypatch):
-    """`pcache._made.MEMO_ATTRS` leaves attributes out of a made instance's key only
-    for the very class its entry names (resolved back in its module), from a
-    distribution whose version the entry was audited against."""
-    import json
-
-    from pcache import _made
-
-    class MCMC:  # (named like numpyro's, in another module)
-        pass
-
-    assert _made.left_out(MCMC) == frozenset()
-    entry = ("json.encoder", "JSONEncoder")
-    monkeypatch.setitem(_made.MEMO_ATTRS, entry, ("numpyro-0.22.", frozenset({"indent"}), ""))
-    assert _made.left_out(json.JSONEncoder) == frozenset()  # (another provider)
-    monkeypatch.setitem(_made.MEMO_ATTRS, entry, ("stdlib", frozenset({"indent"}), ""))
-    assert _made.left_out(json.JSONEncoder) == {"indent"}
-    assert _made.left_out(type("JSONEncoder", (json.JSONEncoder,), {})) == frozenset()
-
-
 def test_a_trace_cheaper_than_its_lookup_is_not_stored_and_not_looked_up(tmp_path):
     """The cost policy (`pcache._persist_hints`): a trace that took less than
     ``JAX_PCACHE_TRACE_PERSIST_MIN_GAIN`` times its content key and decode is not
