@@ -15,15 +15,15 @@ What is keyed (`Walker.value`), and why each encoding is complete for its type:
   ``float`` and ``complex`` by their IEEE bits (NaN sign and payload, signed zero);
   ``range`` and ``slice`` by their start, stop and step, not by ``==``; one a library
   module holds (and a NaN) also by identity (`pcache._holders`: ``mode is FAST``).
-* ``tuple``, ``list``, ``dict``, ``set``, ``frozenset`` (exact types): element by
-  element, in iteration order (a trace that iterates follows it), shared and cyclic
-  structure by back-references. Recomputed on every call, so mutation is seen.
+* ``tuple``, ``list``, ``dict``, ``set``, ``frozenset``, ``OrderedDict``, ``defaultdict``
+  (exact types; its factory too) element by element, in iteration order (an ``OrderedDict``'s
+  own), shared and cyclic structure by back-references; recomputed on every call.
 * numpy: arrays (exact ``ndarray``, no object dtype, at most `NUMPY_MAX_BYTES`) by
   dtype, shape and a digest of their bytes; scalars by dtype and bytes; dtypes by
   their type, ``str``, ``descr``, name, byte order and struct alignment (``dtype.str``
   alone merges record dtypes of one size and several float8 formats).
-* JAX arrays (`ArrayImpl`): by identity, held weakly (`Walker.arrays`): a reuse
-  checks that each is still alive and not deleted or donated.
+* JAX arrays (`ArrayImpl`): by identity, held weakly (`Walker.arrays`), checked alive and
+  not deleted or donated on a reuse (`ContentWalker`, across processes: by content).
 * functions: code object and globals by identity (both kept alive), name, defaults,
   keyword defaults, closure cells and ``__dict__`` by these rules. The code of a
   user function is scanned once (`code_verdict`): one that writes a closure cell it
@@ -98,6 +98,7 @@ from pcache._walk_kinds import (
     _free_write,
     _held_state,
     _library_instance,
+    _mapping,
     _numpy,
     _object,
     _operator,
@@ -374,6 +375,8 @@ class Walker:
             return ("d", *[(self.value(k), self.value(x)) for k, x in items(v)])
         if t is list:
             return ("l", *[self.value(x) for x in v])
+        if t is collections.OrderedDict or t is collections.defaultdict:
+            return _mapping(self, v, t)
         # in iteration order: a trace that loops over a set follows it
         return ("s" if t is set else "fs", *[self.value(x) for x in tuple(v)])
 
@@ -649,6 +652,8 @@ _TUPLEGETTER = type(collections.namedtuple("_T", "a").a)
 _DISPATCH: dict[type, Any] = {
     list: Walker._container,
     dict: Walker._container,
+    collections.OrderedDict: Walker._container,
+    collections.defaultdict: Walker._container,
     set: Walker._container,
     frozenset: Walker._container,
     _FUNCTION: Walker.callable,

@@ -9,6 +9,7 @@ when the callable differs from every one traced before (the contract in
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import gc
@@ -813,6 +814,35 @@ def test_a_library_singleton_by_identity_and_attributes(tmp_path):
     # differs, and step 2's singleton change is no part of its key)
     assert st["trace_hits"] == 4, st["trace_miss_reasons"]
     assert "value:JSONEncoder" not in st["trace_miss_reasons"]
+
+
+def test_ordered_and_default_dicts_by_order_factory_and_items(tmp_path):
+    """An ``OrderedDict`` a callable holds is keyed by its items in its own order
+    (``move_to_end`` reorders it and not the dict underneath), a ``defaultdict`` by
+    its factory too: equal ones made again are served, a reordered one or another
+    factory is traced again (the trace follows the order, and the factory fills a
+    missing key)."""
+
+    def scenario():
+        out = []
+        for step in range(4):
+            od = collections.OrderedDict(a=1.0, b=2.0)
+            if step == 2:
+                od.move_to_end("a")
+            dd = collections.defaultdict(float if step < 3 else int, {"w": 3.0})
+
+            def f(x, od=od, dd=dd):
+                first = next(iter(od))  # (its own order)
+                return x * od[first] + jnp.asarray(dd["missing"] if False else dd["w"])
+
+            out.append(_bits(jax.jit(f)(X)))
+            out.append(_bits(jax.jit(lambda x, dd=dd: x + type(dd.default_factory())(1))(X)))
+        return out
+
+    _, _, _, _, st = _compare(tmp_path, scenario)
+    # (f: served at step 1 only, steps 2 and 3 differ; the factory's: steps 1 and 2)
+    assert st["trace_hits"] == 3, st["trace_miss_reasons"]
+    assert not any(k.startswith("value:") for k in st["trace_miss_reasons"])
 
 
 def _annotated(x: typing.Literal["a"] | tuple[int, ...]) -> int | None:
