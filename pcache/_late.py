@@ -11,7 +11,8 @@ So a trace is not recorded when that later Python reaches a mutable object the
 key's walks met (`mutable`): what the key compares now is not what the rule reads
 then. JAX's own bookkeeping (the avals lists, stores and trace a thunk closes
 over) is never met by the key, and a library's own `custom_jvp` object (``relu``)
-changed is monkeypatching, not seen.
+changed is monkeypatching, not seen. An instance of a library class the program
+made (keyed by its attributes since phase 3) is the program's state.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from pcache import _compat
+from pcache._holders import library_holders
 from pcache._introspect import Override, cdict, cell_bound, inst_dict, is_a, mro
 from pcache._usercode import is_library_type, module_dict
 
@@ -45,7 +47,20 @@ def _changeable(o: Any) -> bool:
         return not _library_held(o)
     if is_a(o, functools.partial):
         return True  # (``__setstate__`` rebinds its fields in place: review 51)
-    return not is_library_type(t) and not is_a(o, (type, types.ModuleType, types.FunctionType))
+    if is_a(o, (type, types.ModuleType, types.FunctionType)):
+        return False
+    # (a library class's instance the program made: keyed by its attributes, which
+    # the program can set: review 115)
+    return not is_library_type(t) or _made(o)
+
+
+def _made(o: Any) -> bool:
+    """An instance with attributes of its own (a dict) that no library module holds."""
+    try:
+        d = inst_dict(o)
+    except Override:
+        return True
+    return d is not None and not library_holders(o)
 
 
 def _library_held(o: Any) -> bool:
@@ -110,6 +125,8 @@ def _parts(o: Any) -> list:
     if is_a(o, _compat.CUSTOM_DERIVATIVE_TYPES) or not is_library_type(t) or callable(o):
         # (a library callable may hold the program's: custom_vmap's rule holds the
         # user's function)
+        return [*_own(o).values(), *_slots(o)]
+    if _made(o):  # (a library class's instance the program made, and what it holds)
         return [*_own(o).values(), *_slots(o)]
     return []  # library values and JAX's own objects: not the program's
 
