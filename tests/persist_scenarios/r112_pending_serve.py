@@ -1,13 +1,10 @@
-# Review 112 (t2_pending_serve): a dispatch nested in an outer `.trace()`'s argument
-# flatten was served, then raised in its own flatten before its trace: its pending
-# serve was taken by the outer call's `_trace_for_jit` (same function, same avals), so
-# `Traced.jaxpr` held stand-ins (StandInCalled under grad). A serve is now bound to
-# the `_infer_params` frame it was prepared in.  # alone  # served
-# A pending serve left by a dispatch that raised after pcache prepared it (its argument's
-# flatten raised in its _trace_for_jit), nested in the argument flatten of an outer
-# top-level `.trace()` / dispatch of the same function (the outer's key refused in
-# process: a lock in its tree's aux data, so it has no recording context): does the
-# outer's trace_to_jaxpr take the stored jaxpr, stand-ins and all?
+# Review 112 (t2_pending_serve, t4_pending_static): a dispatch nested in an outer call's
+# argument flatten was served, then raised in its own flatten before its trace: its
+# pending serve was taken by the outer call's `_trace_for_jit` (same function, same
+# avals): `Traced.jaxpr` held stand-ins (StandInCalled under grad); and, without custom
+# rules, an outer call with another static argument got wrong numbers, kept in the jit
+# object's fast path. A serve is now bound to the `_infer_params` frame it was prepared
+# in.  # alone  # served
 import os
 import threading
 import jax
@@ -75,15 +72,18 @@ def f(p):
     return jnp.sum(soft(p.v * 2.0))
 
 
-jf = jax.jit(f)
-LOG = []
+def g(p, k=2.0):
+    return jnp.sum(p.v * k)
 
 
-def nested():
+jf, jg = jax.jit(f), jax.jit(g)
+
+
+def nested(j=jf):
     try:
-        LOG.append(float(jf(P(x, hook=Bomb() if PH == "B" else None))))
+        float(j(P(x, hook=Bomb() if PH == "B" else None)))
     except Boom:
-        LOG.append(-1.0)
+        pass
 
 
 LOCK = threading.Lock()
@@ -95,3 +95,13 @@ show("dispatch", lambda: jf(Q(x, LOCK, hook=nested)))
 show("grad-after", lambda: jax.grad(lambda v: jf(Q(v, LOCK)))(x))
 # (how often the flattens ran differs: a served dispatch holding stand-ins fills no JAX
 # cache entry, so a later `.trace()` traces, and flattens, afresh: README)
+# (without custom rules: the outer call, of the same function, has a static argument)
+jk = jax.jit(g, static_argnums=1)
+show("outer-static-dispatch", lambda: jk(Q(x, LOCK, hook=lambda: nested(jg)), 7.0))
+show(
+    "outer-static-trace-eval",
+    lambda: jax.extend.core.jaxpr_as_fun(jk.trace(Q(x, LOCK, hook=lambda: nested(jg)), 11.0).jaxpr)(
+        x
+    )[0],
+)
+show("again", lambda: jk(Q(x, LOCK), 7.0))
