@@ -17,6 +17,7 @@ made (keyed by its attributes since phase 3) is the program's state.
 
 from __future__ import annotations
 
+import collections
 import functools
 import sys
 import types
@@ -118,8 +119,8 @@ def _parts(o: Any) -> list:
         return [o.__func__, o.__self__]
     if t in (tuple, list, set, frozenset):
         return list(o)
-    if t is dict:
-        return list(o.values())
+    if t is dict or t is collections.OrderedDict or t is collections.defaultdict:
+        return list(dict.values(o))  # (its storage: what ``o[k]`` reads)
     if hasattr(o, "f_transformed") and hasattr(o, "f") and is_library_type(t):
         return [o.f, o.f_transformed]  # JAX's WrappedFun
     if is_a(o, _compat.CUSTOM_DERIVATIVE_TYPES) or not is_library_type(t) or callable(o):

@@ -98,7 +98,6 @@ from pcache._walk_kinds import (
     _free_write,
     _held_state,
     _library_instance,
-    _mapping,
     _numpy,
     _object,
     _operator,
@@ -116,6 +115,7 @@ from pcache._walk_kinds import (
     library_value_types,
     module_names,
 )
+from pcache._walk_maps import mapping
 
 #: A callable whose key walk meets more objects than this is not reused.
 MAX_NODES = 4096
@@ -376,7 +376,7 @@ class Walker:
         if t is list:
             return ("l", *[self.value(x) for x in v])
         if t is collections.OrderedDict or t is collections.defaultdict:
-            return _mapping(self, v, t)
+            return mapping(self, v, t)
         # in iteration order: a trace that loops over a set follows it
         return ("s" if t is set else "fs", *[self.value(x) for x in tuple(v)])
 

@@ -565,21 +565,6 @@ def _builtin(w: Walker, v: Any) -> tuple:
     return ("B", v.__name__, w.ident(type(bound)), w.value(bound))
 
 
-_OD_ITEMS = collections.OrderedDict.items  # (the exact types' own: no override runs)
-_FACTORY = collections.defaultdict.__dict__["default_factory"].__get__
-
-
-def _mapping(w: Walker, v: Any, t: type) -> tuple:
-    """An ``OrderedDict`` by its items in its own order (``move_to_end``'s), a
-    ``defaultdict`` by its factory and items; no attribute of its own."""
-    if w._own(v):
-        raise NoReuse(f"mutable:{qualname(t)}")
-    dd = t is collections.defaultdict
-    head = ("dd", w.value(_FACTORY(v))) if dd else ("od",)
-    pairs = items(v) if dd else list(_OD_ITEMS(v))
-    return (*head, *[(w.value(k), w.value(x)) for k, x in pairs])
-
-
 def _library_instance(w: Walker, v: Any, t: type) -> tuple | None:
     """An instance of library class ``t`` whose state is its attributes alone (else
     None): no builtin base but ``object`` (whose C state a dict's items or a list's

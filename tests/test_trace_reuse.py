@@ -844,6 +844,17 @@ def test_ordered_and_default_dicts_by_order_factory_and_items(tmp_path):
     assert st["trace_hits"] == 3, st["trace_miss_reasons"]
     assert not any(k.startswith("value:") for k in st["trace_miss_reasons"])
 
+    def hidden():  # (an item in the dict its order does not list: review 116)
+        out = []
+        for k in (2.0, 2.0, 3.0):
+            od = collections.OrderedDict(a=1.0)
+            dict.__setitem__(od, "k", k)
+            out.append(_bits(jax.jit(lambda x, od=od: x * od["k"])(X)))
+        return out
+
+    _, _, _, _, st = _compare(tmp_path, hidden)
+    assert st["trace_hits"] == 0 and st["trace_miss_reasons"]["ordered-dict-inconsistent"] == 3
+
 
 def _annotated(x: typing.Literal["a"] | tuple[int, ...]) -> int | None:
     return x
