@@ -36,7 +36,6 @@ an injective serialization (`_pack`) of ``str``, ``bytes``, ``int``, ``bool``,
 
 from __future__ import annotations
 
-import abc
 import builtins
 import functools
 import hashlib
@@ -52,10 +51,11 @@ from pcache import _canon, _compat, _guards, _hoststate, _memos, _persist_env, _
 from pcache._errors import Uncacheable
 from pcache._holders import library_holders
 from pcache._introspect import cdict, is_a, items, names
+from pcache._persist_abcs import abc_registrations
 from pcache._persist_env import attributed
 from pcache._persist_pack import pack as _pack
 from pcache._persist_pack import packed as _packed
-from pcache._usercode import NoReuse, is_library_module, is_library_type, module_dict, qualname
+from pcache._usercode import NoReuse, is_library_module, module_dict, qualname
 from pcache._walk import Walker, plain_array
 from pcache._walk_kinds import is_library_float
 
@@ -78,8 +78,34 @@ _USER_CODE: dict = _memos.memo("persist.user_code", {})  # file -> (stamp, diges
 class ContentWalker(Walker):
     """`Walker` with every identity written as content or a resolving name."""
 
-    __slots__ = ()
+    __slots__ = ("addresses",)
     content = True
+
+    def __init__(self, addresses: bool = False) -> None:
+        super().__init__()
+        self.addresses: list[int] | None = [] if addresses else None
+
+    def address(self, v: int) -> Any:
+        """An int that may be the ``id()`` of an object: a memo keyed by its
+        arguments' ids (numpyro's ``MCMC._cache``) holds a new one in every process.
+        In a walk that resolves addresses (`resolved`) it is written as a
+        placeholder; elsewhere as the int (no key across processes)."""
+        if self.addresses is None:
+            return ("i", v)
+        self.addresses.append(v)
+        return ("addr", len(self.addresses) - 1)
+
+    def resolved(self) -> tuple:
+        """What each placeholder of `address` was, once the walk is done: the
+        number of the object of this walk whose ``id()`` it is (an identity this
+        walk keys by content), else the int itself.
+
+        Sound for an int used as an identity token (compared, hashed: a memo's
+        key), which is all ``id()`` promises; arithmetic on an address gives a
+        different program in every process, as randomness does (documented)."""
+        seen, found = self.seen, self.addresses or ()
+        self.addresses = None  # (an int met after this is written as itself)
+        return tuple(("@", seen[v]) if v in seen else ("i", v) for v in found)
 
     def ident(self, v: Any) -> tuple:
         self.pins.append(v)
@@ -539,8 +565,8 @@ def _environment(ignore: tuple[str, ...] = ()) -> str:
 def key_parts(fun, jit_info, signature, in_avals, ctx_mesh, env_ignore=()) -> tuple[tuple, tuple]:
     """The content key's named parts of a call trace reuse keys (`_trace._key_of`),
     and its walks; or `NoReuse` with why it cannot be persisted."""
-    w = ContentWalker()
-    rw = ContentWalker()
+    w = ContentWalker(addresses=True)
+    rw = ContentWalker(addresses=True)
     ck = w.value(fun)
     parts = (
         ("callable", ck),
@@ -554,6 +580,7 @@ def key_parts(fun, jit_info, signature, in_avals, ctx_mesh, env_ignore=()) -> tu
     guards, gw = _guards.guards_for(w.funcs + rw.funcs, (w, rw), rw.pins, walker=ContentWalker)
     config, context = _settings()  # (digests: memoized)
     parts += (
+        ("addresses", (w.resolved(), rw.resolved())),  # (once w and rw are done)
         ("globals", _guard_parts(guards, gw)),
         ("config", config),
         ("context", context),
@@ -561,70 +588,6 @@ def key_parts(fun, jit_info, signature, in_avals, ctx_mesh, env_ignore=()) -> tu
         ("environment", _environment(env_ignore)),
     )
     return parts, (w, rw, gw)
-
-
-def _abc_registrations() -> str:
-    """The digest of every class registered on an ABC (``Set.register(range)``), by
-    name: across processes ABCMeta's counter (in the host state of the in-process
-    key) only tells how many registrations were made, not which (review 42); it is
-    not in this key. Memoized per counter value.
-
-    Left out: an installed distribution's class registered on a library's or the
-    standard library's ABC. Libraries make those at import (scipy registers its
-    Cython arrays as ``Sequence``), and when a library is imported varies between
-    processes: a served trace skips a lowering that imports scipy, the preload
-    thread imports it while deserializing. Keyed, they made every later call of a
-    new process miss. A program making one itself changes a library's state, as
-    monkeypatching does (documented)."""
-    token = abc.get_cache_token()
-    e = _NODES.get("abcs")
-    if e is not None and e[0] == token:
-        return e[1]
-    out = []
-    seen: set[int] = set()
-    todo: list = [object]
-    while todo:
-        k = todo.pop()
-        if id(k) in seen:
-            continue
-        seen.add(id(k))
-        try:
-            todo.extend(type.__subclasses__(k))
-        except TypeError:
-            continue
-        if issubclass(type(k), abc.ABCMeta):  # (its real type)
-            try:
-                registered = [c for r in abc._get_dump(k)[0] if (c := r()) is not None]
-            except TypeError:
-                raise NoReuse("persist-abc-unreadable") from None
-            if not is_library_type(k):  # (a user ABC: every registration)
-                keep = registered
-            else:
-                keep = [c for c in registered if not _third_party(c)]
-            if keep:
-                out.append((_abc_name(k), tuple(sorted(_abc_name(c) for c in keep))))
-    enc = digest(("abcs", tuple(sorted(out))))
-    _NODES["abcs"] = (token, enc)
-    return enc
-
-
-def _third_party(c: type) -> bool:
-    """Whether class ``c`` is an installed distribution's (not the standard
-    library's, a builtin, pcache's or user code)."""
-    mod = names(c)[2]
-    top = mod.partition(".")[0] if type(mod) is str else ""
-    if not top or top in sys.stdlib_module_names or top in ("builtins", "pcache"):
-        return False
-    return is_library_type(c)
-
-
-def _abc_name(c: type) -> tuple:
-    try:
-        return named(c)
-    except NoReuse:
-        if is_library_type(c):  # (a library's own registration at import: its version)
-            return ("library-class", *map(str, names(c)))
-        raise
 
 
 def _registries(rw: ContentWalker) -> tuple:
@@ -636,7 +599,7 @@ def _registries(rw: ContentWalker) -> tuple:
         type(e) is tuple and e[:1] == ("overrides",) and e[1].startswith("local:") for e in user
     ):
         raise NoReuse("persist-overridden-rule")  # (a rule or handler that is not JAX's)
-    return (*user, ("nodes", _pytree_nodes()), ("abcs", _abc_registrations()))
+    return (*user, ("nodes", _pytree_nodes()), ("abcs", abc_registrations(named, digest)))
 
 
 def _pytree_nodes() -> str:
@@ -680,4 +643,24 @@ def trace_key(
     return digest(("key", named_digests)), named_digests, walks
 
 
-__all__ = ["ContentWalker", "DOMAIN", "code_digest", "digest", "key_parts", "named", "trace_key"]
+def library_name(v: Any) -> tuple | None:
+    """(module, attribute) a loaded library module holds ``v`` under (the least)."""
+    return _library_name(v)
+
+
+def resolve_name(module: str, qual: str) -> Any:
+    """What `library_name` named, read back (None if nothing is there)."""
+    return _resolve(module, qual)
+
+
+__all__ = [
+    "ContentWalker",
+    "DOMAIN",
+    "code_digest",
+    "digest",
+    "key_parts",
+    "library_name",
+    "named",
+    "resolve_name",
+    "trace_key",
+]

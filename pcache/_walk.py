@@ -84,7 +84,6 @@ from pcache._usercode import (
     qualname,
 )
 from pcache._walk_kinds import (
-    NUMPY_MAX_BYTES,
     _abc,
     _annotation,
     _builtin,
@@ -98,7 +97,6 @@ from pcache._walk_kinds import (
     _free_write,
     _held_state,
     _library_instance,
-    _numpy,
     _object,
     _operator,
     _property,
@@ -116,6 +114,7 @@ from pcache._walk_kinds import (
     module_names,
 )
 from pcache._walk_maps import mapping
+from pcache._walk_numpy import NUMPY_MAX_BYTES, dtype, numpy_array, numpy_scalar
 
 #: A callable whose key walk meets more objects than this is not reused.
 MAX_NODES = 4096
@@ -237,6 +236,10 @@ class Walker:
         self.pins.append(v)
         return _Eq(v)
 
+    def address(self, v: int) -> Any:
+        """An int that may be an object's ``id()`` (`ContentWalker.address`)."""
+        return ("i", v)
+
     def code(self, code: types.CodeType) -> Any:
         self.pins.append(code)
         return id(code)
@@ -284,6 +287,8 @@ class Walker:
                 raise NoReuse("reflective-format-string")  # "{0.gi_frame.f_globals[S]}"
             if v != v or (t is float and is_library_float(v)):  # (``nan in xs``, ``is np.inf``)
                 return ("is", enc(v), self.ident(v))
+            if t is int and v >= _ADDRESS_MIN:
+                return self.address(v)
             return enc(v)
         if t is tuple:
             back = self._enter(v)  # (its identity: ``axes is DEFAULT_AXES``)
@@ -317,7 +322,7 @@ class Walker:
                 if reflective_module(v.__name__):  # ``ins.stack()``: frames (review 24)
                     raise NoReuse(f"reflection-module:{v.__name__}")
                 # and its names and its submodules' (``hasattr(m, ...)``: reviews 55, 57)
-                return (self.ident(v), module_names(v))
+                return (self.ident(v), module_names(v, self.content))
             # a user module: what is read from it is guarded only for globals
             raise NoReuse(f"captured-module:{v.__name__}")
         if has(k, enum.Enum):
@@ -325,7 +330,7 @@ class Walker:
         if has(k, np.ndarray):  # a masked array, a matrix: more than its data
             raise NoReuse(f"numpy-subclass:{qualname(t)}")
         if has(k, np.generic) and is_library_type(t):
-            return self._numpy_scalar(v)
+            return self.numpy_scalar(v)
         if has(k, np.dtype) and is_library_type(t):
             return self.dtype(v)
         if has(k, _BUILTIN):
@@ -386,31 +391,8 @@ class Walker:
         self.arrays.append(v)
         return ("A", id(v))
 
-    def _numpy_scalar(self, v: np.generic) -> tuple:
-        if v.dtype.hasobject:
-            raise NoReuse("numpy-object")
-        back = self._enter(v)
-        if back is not None:
-            return back
-        node = ("g", self.dtype(v.dtype), v.tobytes())
-        return (*node, self.ident(v)) if bool(v != v) else node  # a NaN: its identity
-
-    def dtype(self, dt: np.dtype) -> tuple:
-        """Every property of a dtype that decides what its bytes mean."""
-        if dt.hasobject:
-            raise NoReuse("numpy-object")
-        return (
-            "dt",
-            self.ident(dt.type),
-            dt.str,
-            repr(dt.descr),
-            dt.name,
-            dt.byteorder,
-            dt.isalignedstruct,
-            dt.itemsize,
-            repr(dt),
-            self.value(dict(dt.metadata)) if dt.metadata else None,
-        )
+    numpy_scalar = numpy_scalar
+    dtype = dtype
 
     def _library_value(self, v: Any, t: type) -> tuple:
         try:
@@ -634,6 +616,7 @@ class Walker:
 _PLAIN, _EMPTY = frozenset({"builtins", "typing"}), inspect.Parameter.empty  # review 25
 _SINGLETONS = frozenset({type(None), bool, type(...), type(NotImplemented)})
 _NONE = ("N",)
+_ADDRESS_MIN = 1 << 16  # (below it no int is an object's address)
 _EXACT: dict[type, Any] = {
     type(None): lambda v: _NONE,
     bool: lambda v: ("b", v),
@@ -659,7 +642,7 @@ _DISPATCH: dict[type, Any] = {
     _FUNCTION: Walker.callable,
     _PARTIAL: Walker.callable,
     _METHOD: Walker.callable,
-    np.ndarray: _numpy,
+    np.ndarray: numpy_array,
     slice: _slice,
     weakref.ref: _weakref,
     object: _object,

@@ -1,0 +1,81 @@
+"""The ABC registrations a persisted key holds (`pcache._persist_key`)."""
+
+from __future__ import annotations
+
+import abc
+import sys
+from collections.abc import Callable
+
+from pcache import _memos
+from pcache._introspect import names
+from pcache._usercode import NoReuse, is_library_type
+
+_MEMO: dict = _memos.memo("persist.abcs", {})  # "abcs" -> (ABCMeta's token, digest)
+
+
+def abc_registrations(named: Callable, digest: Callable) -> str:
+    """The digest of every class registered on an ABC (``Set.register(range)``), by
+    name: across processes ABCMeta's counter (in the host state of the in-process
+    key) only tells how many registrations were made, not which (review 42); it is
+    not in this key. Memoized per counter value.
+
+    Left out: an installed distribution's class registered on a library's or the
+    standard library's ABC. Libraries make those at import (scipy registers its
+    Cython arrays as ``Sequence``), and when a library is imported varies between
+    processes: a served trace skips a lowering that imports scipy, the preload
+    thread imports it while deserializing. Keyed, they made every later call of a
+    new process miss. A program making one itself changes a library's state, as
+    monkeypatching does (documented). ``named``, ``digest``: the persisted key's
+    (`pcache._persist_key`)."""
+    token = abc.get_cache_token()
+    e = _MEMO.get("abcs")
+    if e is not None and e[0] == token:
+        return e[1]
+    out = []
+    seen: set[int] = set()
+    todo: list = [object]
+    while todo:
+        k = todo.pop()
+        if id(k) in seen:
+            continue
+        seen.add(id(k))
+        try:
+            todo.extend(type.__subclasses__(k))
+        except TypeError:
+            continue
+        if issubclass(type(k), abc.ABCMeta):  # (its real type)
+            try:
+                registered = [c for r in abc._get_dump(k)[0] if (c := r()) is not None]
+            except TypeError:
+                raise NoReuse("persist-abc-unreadable") from None
+            if not is_library_type(k):  # (a user ABC: every registration)
+                keep = registered
+            else:
+                keep = [c for c in registered if not _third_party(c)]
+            if keep:
+                out.append((_abc_name(k, named), tuple(sorted(_abc_name(c, named) for c in keep))))
+    enc = digest(("abcs", tuple(sorted(out))))
+    _MEMO["abcs"] = (token, enc)
+    return enc
+
+
+def _third_party(c: type) -> bool:
+    """Whether class ``c`` is an installed distribution's (not the standard
+    library's, a builtin, pcache's or user code)."""
+    mod = names(c)[2]
+    top = mod.partition(".")[0] if type(mod) is str else ""
+    if not top or top in sys.stdlib_module_names or top in ("builtins", "pcache"):
+        return False
+    return is_library_type(c)
+
+
+def _abc_name(c: type, named: Callable) -> tuple:
+    try:
+        return named(c)
+    except NoReuse:
+        if is_library_type(c):  # (a library's own registration at import: its version)
+            return ("library-class", *map(str, names(c)))
+        raise
+
+
+__all__ = ["abc_registrations"]
