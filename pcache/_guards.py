@@ -43,7 +43,6 @@ from pcache._introspect import (
     is_a,
     items,
     names,
-    type_ids,
 )
 from pcache._memos import memo
 from pcache._reflection import (
@@ -447,35 +446,6 @@ class _Registries:
     nodes: tuple = ()
     handler: bool = False
     overrides: str = ""
-
-
-_PURE = type_ids((type(None), bool, int, float, complex, str, bytes))
-
-
-def _pure(aux: Any) -> bool:
-    """Immutable data only: a reuse hands the recorded call's very objects to every
-    later caller (a list there would be shared: review 90)."""
-    t = type(aux)
-    if id(t) in _PURE:  # (by identity: `_introspect.by_id`)
-        return True
-    if t is tuple or t is frozenset:
-        return all(_pure(x) for x in aux)
-    return False
-
-
-def pure_tree(td: Any, keyed: set) -> bool:
-    """Whether every node of an output tree carries only plain data beside its type
-    (builtin containers, their keys, data-only auxiliary values), and its type is a
-    library class or one the key holds (not a class made while tracing: review 31)."""
-    nd = td.node_data()
-    if nd is None:
-        return True
-    if id(nd[0]) not in keyed and not is_library_type(nd[0]):
-        return False
-    aux = nd[1]
-    if nd[0] is dict and type(aux) is list:
-        aux = tuple(aux)  # (a dict's keys, as a list made by ``node_data`` for us alone)
-    return _pure(aux) and all(pure_tree(c, keyed) for c in td.children())
 
 
 def namespaces(funcs: list[tuple]) -> tuple:

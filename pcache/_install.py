@@ -88,6 +88,10 @@ def install(rt) -> None:
         _state.rt = rt
         if _compat.JIT_SEAM:
             _install_jit_seam()
+            if rt.settings.trace_persist:
+                # (now, not at the first lookup: an import between a call's key and
+                # its trace reads as a setting changed while tracing)
+                from pcache._compat import jaxpr_codec  # noqa: F401
         else:
             logger.warning(
                 "pcache: JAX %s is outside the versions whose jit seam pcache knows "

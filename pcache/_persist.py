@@ -29,7 +29,13 @@ import sys
 import time
 from typing import Any, NamedTuple
 
-from pcache import _canon, _compat, _persist_hints, _persist_key
+from pcache import (
+    _canon,
+    _compat,
+    _out_tree,
+    _persist_hints,
+    _persist_key,
+)
 from pcache._errors import CheckError
 from pcache._usercode import NoReuse
 
@@ -230,7 +236,7 @@ def decode(raw: bytes, key: str) -> Served:
         raise Bad("fields")
     try:
         closed, standins = jaxpr_codec.decode(data["jaxpr"], jax_primitives_by_name())
-        out_tree = _compat.out_tree_of(tree)
+        out_tree = _compat.out_tree_of(tree, _out_tree.aux_of)
         rebuilt = _canon.jaxpr_digest(closed).hex()
     except (jaxpr_codec.Undecodable, ValueError) as e:
         raise Bad(f"decode:{e}") from None
@@ -269,6 +275,9 @@ _PROGRAM_REASONS = frozenset({
 #: callable in this process must trace its own, but a stored trace holds stand-ins
 #: for them and is served to a top-level dispatch only, which never runs them.
 DISPATCH_ONLY = frozenset({"later-user-code", "later-reads-program-data"})
+#: The reasons whose traces are stored all the same: those, and an output tree whose
+#: auxiliary data holds a list (`pcache._out_tree`: each serve decodes it afresh).
+STORED = DISPATCH_ONLY | {_out_tree.MUTABLE}
 
 
 def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: Any = None) -> None:
@@ -283,7 +292,7 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
         return _refused(rt, "consts" if p.consts else "effects", fun)
     try:
         jaxpr = jaxpr_codec.encode(closed)
-        tree = _compat.out_tree_data(p.out_tree)
+        tree = _compat.out_tree_data(p.out_tree, _out_tree.aux_data)
     except jaxpr_codec.Unencodable as e:
         return _refused(rt, e.reason, fun)
     except ValueError as e:  # ("out-tree:<the node's class>")

@@ -39,7 +39,18 @@ import types
 import weakref
 from typing import Any, NamedTuple
 
-from pcache import _canon, _compat, _guards, _hoststate, _late, _memos, _persist, _replay, _state
+from pcache import (
+    _canon,
+    _compat,
+    _guards,
+    _hoststate,
+    _late,
+    _memos,
+    _out_tree,
+    _persist,
+    _replay,
+    _state,
+)
 from pcache._errors import CheckError, Uncacheable
 from pcache._trace_memo import (
     ENTRY_COST,
@@ -401,13 +412,9 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple, frame
             why = _record(made, p, owned)
             if why is not None:
                 rt.stats.count("trace_unrecorded", 0, why)
-                if pkey is not None and served is None and why not in _persist.DISPATCH_ONLY:
+                if pkey is not None and served is None and why not in _persist.STORED:
                     _persist.not_stored(rt, call[0], why)
-            if (
-                (why is None or why in _persist.DISPATCH_ONLY)
-                and pkey is not None
-                and served is None
-            ):
+            if (why is None or why in _persist.STORED) and pkey is not None and served is None:
                 t1 = _persist.timer()
                 if _persist.key_again(rt, *call) == pkey:
                     _persist.record(rt, pkey, p, traced, _persist.timer() - t1, call[0])
@@ -482,10 +489,11 @@ def _record(made: Made, p, owned) -> str | None:
         MEMO.never_record(made.skeleton)
     if why is not None:
         return why
-    if not _guards.pure_tree(p.out_tree, {id(o) for o in made.pins}):
+    tree = _out_tree.verdict(p.out_tree, {id(o) for o in made.pins})
+    if tree == _out_tree.OBJECTS:
         # The output tree's auxiliary data (a function, an object) is handed to the
         # caller: a reuse would hand back the recorded call's objects.
-        return "output-tree-objects"
+        return tree
     jaxpr = p.params["jaxpr"]
     callbacks, late = _canon.late_code(jaxpr)
     if callbacks or any(_guards.user_code(c) for c in late):
@@ -499,6 +507,8 @@ def _record(made: Made, p, owned) -> str | None:
         # A user primitive's rules run later too (transpose, lowering, batching), on
         # JAX's caches keyed by this jaxpr: a reuse shares them (review 47).
         return "user-primitive"
+    if tree is not None:
+        return tree  # (a list in it: stored, served decoded afresh, never shared)
     try:
         arrays = _canon.jaxpr_arrays(jaxpr)
     except Uncacheable:

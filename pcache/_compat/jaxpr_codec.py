@@ -44,6 +44,9 @@ from jax._src.named_sharding import UNSPECIFIED, UnspecifiedValue
 from jax._src.random import prng
 from jax.sharding import SingleDeviceSharding
 from jaxlib._jax import ArrayImpl
+from jaxlib._jax.pytree import PyTreeDef
+
+from pcache._compat.traces import checked_tree_data, out_tree_of
 
 FORMAT = 1
 MAX_VALUE_DEPTH = 48  # nested values in one param (the entry's JSON: 64 levels)
@@ -82,6 +85,22 @@ def _standin(*args: Any, **kwargs: Any) -> Any:
 class Decoded(NamedTuple):
     closed: Any  # the `ClosedJaxpr`
     standins: bool  # whether it holds stand-ins for custom-derivative rules
+
+
+#: The prefix of a library primitive's name in a stored jaxpr (JAX's have none).
+LIBRARY = "lib:"
+
+
+def _library_primitive(path: str) -> Any:
+    """The primitive a library module holds under ``lib:module:attribute``, if that
+    is the least name libraries hold it under (as it was when stored)."""
+    from pcache._persist_key import library_name, resolve_name
+
+    module, _, attr = path[len(LIBRARY) :].partition(":")
+    got = resolve_name(module, attr) if module and attr else None
+    if not isinstance(got, core.Primitive) or library_name(got) != (module, attr):
+        raise Undecodable(f"primitive:{path}")
+    return got
 
 
 # Enums and named tuples params hold, by a stable name (their classes never travel).
@@ -191,7 +210,14 @@ class _Encoder:
 
         path = jax_primitive_name(p)
         if path is None:
-            raise Unencodable(f"primitive:{p.name}")
+            # an installed library's primitive (equinox's ``unvmap_any_p``), by the
+            # name its module holds it under: its rules are that version's
+            from pcache._persist_key import library_name
+
+            lib = library_name(p)
+            if lib is None:
+                raise Unencodable(f"primitive:{p.name}")
+            return LIBRARY + ":".join(lib)
         return path
 
     def aval(self, a: Any) -> list:
@@ -307,6 +333,16 @@ class _Encoder:
             return ["E", _ENUM_NAMES[id(t)], v.name]
         if id(t) in _TUPLE_NAMES:
             return ["T", _TUPLE_NAMES[id(t)], *[self.value(x) for x in v]]
+        if t is PyTreeDef:
+            # (equinox's filter primitives; its classes libraries' only: no user class
+            # is keyed by a param; compared read back: the digest keys it by size)
+            from pcache import _out_tree
+            from pcache._usercode import is_library_type as lib
+
+            try:
+                return ["PT", checked_tree_data(v, _out_tree.aux_data, _out_tree.aux_of, lib)]
+            except ValueError as e:
+                raise Unencodable(f"treedef:{e}") from None
         raise Unencodable(t.__module__ + "." + t.__qualname__)
 
     @staticmethod
@@ -496,6 +532,13 @@ class _Decoder:
             if cls is None or len(rest) - 1 != len(cls._fields):
                 raise Undecodable(f"tuple:{rest[0]}")
             return cls(*[self.value(x) for x in rest[1:]])
+        if tag == "PT" and len(rest) == 1:
+            from pcache import _out_tree
+
+            try:
+                return out_tree_of(rest[0], _out_tree.aux_of)
+            except ValueError as e:
+                raise Undecodable(f"treedef:{e}") from None
         raise Undecodable(f"tag:{tag}")
 
     def ref(self, n: Any) -> Any:
@@ -549,6 +592,8 @@ class _Decoder:
         eqns = []
         for prim, ins, outs, params, ctx, stack in d["eqns"]:
             p = self.prims.get(prim)
+            if p is None and type(prim) is str and prim.startswith(LIBRARY):
+                p = self.prims[prim] = _library_primitive(prim)
             if p is None:
                 raise Undecodable(f"primitive:{prim}")
             in_atoms = [atom(a) for a in ins]

@@ -285,32 +285,53 @@ def trace_state_clean() -> bool:
 MAX_TREE_DEPTH = 40
 
 
-def out_tree_data(tree: Any) -> Any:
+def out_tree_data(tree: Any, aux_data: Any = None, node_ok: Any = None) -> Any:
     """An output tree as data: JAX's protobuf (hex) where every node is builtin; else
     its nodes as JSON lists, where a node other than a tuple, list, None or dict of
     string keys must be a NamedTuple class named by module and qualified name that
-    resolve back to it (`_named_class`). ValueError for any other tree."""
+    resolve back to it (`_named_class`), or (``aux_data``: the caller's encoder of
+    auxiliary data, ValueError for what it cannot encode) a class registered as a
+    pytree node, named so, with its auxiliary data; ``node_ok``: which classes may be
+    either (None: any). ValueError for any other tree."""
     try:
         return tree.serialize_using_proto().hex()
     except ValueError:
-        return _tree_nodes(tree, 0)
+        return _tree_nodes(tree, 0, aux_data, node_ok)
 
 
-def _tree_nodes(t: Any, depth: int) -> Any:
+def _tree_nodes(t: Any, depth: int, aux_data: Any, node_ok: Any = None) -> Any:
     if depth > MAX_TREE_DEPTH:
         raise ValueError("out-tree:deep")
     nd = t.node_data()
     if nd is None:
         return "*"
     typ, aux = nd
-    kids = [_tree_nodes(c, depth + 1) for c in t.children()]
+    kids = [_tree_nodes(c, depth + 1, aux_data, node_ok) for c in t.children()]
     if typ is tuple or typ is list or typ is type(None):
         return [{tuple: "t", list: "l"}.get(typ, "n"), *kids]
     if typ is dict and type(aux) is list:
         return ["d", [_dict_key(k, 0) for k in aux], *kids]
+    if node_ok is not None and not node_ok(typ):
+        raise ValueError(f"out-tree:{names(typ)[1] if is_a(typ, type) else '?'}")
     if aux is None and (named := _named_class(typ)) is not None:
         return ["N", *named, *kids]
+    if aux_data is not None and (node := _node_class(typ)) is not None:
+        return ["C", *node, aux_data(aux), *kids]
     raise ValueError(f"out-tree:{names(typ)[1] if is_a(typ, type) else '?'}")
+
+
+def _node_class(typ: Any) -> list | None:
+    """[module, qualified name] of a class registered as a pytree node (by
+    ``register_pytree_node``: equinox's Modules), that its module holds under that
+    name."""
+    from jax._src import tree_util
+
+    if not is_a(typ, type) or typ not in tree_util._registry:
+        return None
+    module, qualname = _class_dict(typ).get("__module__"), names(typ)[1]
+    if type(module) is not str or _resolve(module, qualname) is not typ:
+        return None
+    return [module, qualname]
 
 
 def _dict_key(k: Any, depth: int) -> Any:
@@ -377,17 +398,27 @@ def _resolve(module: str, qualname: str) -> Any:
     return got
 
 
-def out_tree_of(data: Any) -> Any:
+def checked_tree_data(v: Any, aux_data: Any, aux_of: Any, node_ok: Any) -> Any:
+    """`out_tree_data` of tree definition ``v``, read back (`out_tree_of`) and
+    compared now; ValueError if it cannot be, or is not ``v`` read back."""
+    data = out_tree_data(v, lambda a: aux_data(a, 0, node_ok), node_ok)
+    if out_tree_of(data, aux_of) != v:
+        raise ValueError("lossy")
+    return data
+
+
+def out_tree_of(data: Any, aux_of: Any = None) -> Any:
     """The output tree `out_tree_data` made ``data`` of; ValueError if malformed or
-    naming a class that is not loaded or not the NamedTuple it was."""
+    naming a class that is not loaded or not the NamedTuple or registered node it
+    was. ``aux_of``: the decoder of what ``aux_data`` encoded."""
     from jax._src import tree_util
 
     if type(data) is str:
         return PyTreeDef.deserialize_using_proto(tree_util.tracing_registry, bytes.fromhex(data))
-    return _tree_from(data, tree_util, 0)
+    return _tree_from(data, tree_util, 0, aux_of)
 
 
-def _tree_from(e: Any, tu: Any, depth: int) -> Any:
+def _tree_from(e: Any, tu: Any, depth: int, aux_of: Any) -> Any:
     if e == "*" and type(e) is str:
         return tu.tree_structure(0)
     if type(e) is not list or not e or depth > MAX_TREE_DEPTH:
@@ -402,12 +433,19 @@ def _tree_from(e: Any, tu: Any, depth: int) -> Any:
         if cls is None or _named_class(cls) != e[1:4]:
             raise ValueError("out-tree:class")
         node, rest = (cls, None), e[4:]
+    elif (
+        tag == "C" and aux_of is not None and len(e) > 3 and type(e[1]) is str and type(e[2]) is str
+    ):
+        cls = _resolve(e[1], e[2])
+        if cls is None or _node_class(cls) != e[1:3]:
+            raise ValueError("out-tree:class")
+        node, rest = (cls, aux_of(e[3])), e[4:]
     else:
         raise ValueError("out-tree")
     arity = {"n": 0, "d": len(node[1] or ()), "N": len(e[3]) if tag == "N" else 0}.get(tag)
     if arity is not None and len(rest) != arity:
         raise ValueError("out-tree:arity")  # (JAX would build it: unflattening would fail)
-    kids = [_tree_from(c, tu, depth + 1) for c in rest]
+    kids = [_tree_from(c, tu, depth + 1, aux_of) for c in rest]
     return PyTreeDef.from_node_data_and_children(tu.default_registry, node, kids)
 
 

@@ -1,0 +1,134 @@
+"""What a trace's output tree holds beside its structure, and whether another call
+may be handed it: in process (the memo shares the recorded tree among equal
+callables), and across processes (stored as data, `aux_data`).
+
+JAX unflattens a call's outputs with the tree its trace made; a custom node's
+auxiliary data becomes part of what the caller gets back (equinox sets a Module's
+static fields from it). JAX itself hands one tree to every call of one jit object;
+a reuse hands it to the calls of equal callables too, which stock JAX traces anew.
+
+* Shareable (`verdict` None): immutable data (None, bool, int, float, complex, str,
+  bytes, tuples and frozensets of them), an object a library module holds by name
+  (the flatten of equinox's Modules puts its ``MISSING`` sentinel there: the same
+  object in every trace), and a tree of such nodes (equinox's ``Static`` holds one).
+* Data but not shareable (``output-tree-mutable``): a list among them (``Static``'s
+  leaves): a caller may change it, and a caller of another callable would see that.
+  Not recorded in process; stored across processes, since each serve decodes the
+  tree afresh (a new list per trace, as stock JAX makes).
+* Anything else (a function, the program's object, a class made while tracing):
+  ``output-tree-objects``, neither recorded nor stored.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from pcache import _compat
+from pcache._holders import holders_index, library_held
+from pcache._introspect import type_ids
+from pcache._usercode import is_library_type
+
+_PURE = type_ids((type(None), bool, int, float, complex, str, bytes))
+MUTABLE, OBJECTS = "output-tree-mutable", "output-tree-objects"
+#: Nesting of auxiliary data (tuples, lists, trees) a stored tree may hold.
+MAX_AUX_DEPTH = 16
+
+
+def verdict(td: Any, keyed: set) -> str | None:
+    """None if every node of output tree ``td`` is shareable, else `MUTABLE` or
+    `OBJECTS` (the module's rules). A node's type must be a library class or one the
+    call's key holds (``keyed``: ids; not a class made while tracing: review 31)."""
+    worst: list = [None]
+    if not _tree(td, keyed, holders_index(), worst, 0):
+        return OBJECTS
+    return worst[0]
+
+
+def _tree(td: Any, keyed: set, held: dict, worst: list, depth: int) -> bool:
+    nd = td.node_data()
+    if nd is None:
+        return True
+    if depth > MAX_AUX_DEPTH or (id(nd[0]) not in keyed and not is_library_type(nd[0])):
+        return False
+    aux = nd[1]
+    if nd[0] is dict and type(aux) is list:
+        aux = tuple(aux)  # (a dict's keys, as a list made by ``node_data`` for us alone)
+    return _aux(aux, keyed, held, worst, depth) and all(
+        _tree(c, keyed, held, worst, depth + 1) for c in td.children()
+    )
+
+
+def _aux(v: Any, keyed: set, held: dict, worst: list, depth: int) -> bool:
+    t = type(v)
+    if id(t) in _PURE:  # (by identity: `_introspect.by_id`)
+        return True
+    if depth > MAX_AUX_DEPTH:
+        return False
+    if t is tuple or t is frozenset or t is list:
+        if t is list:
+            worst[0] = MUTABLE  # (a list there would be shared: review 90)
+        return all(_aux(x, keyed, held, worst, depth + 1) for x in v)
+    if t is _compat.PyTreeDef:
+        return _tree(v, keyed, held, worst, depth + 1)
+    return library_held(v, t, held)
+
+
+# ------------------------------------------------------------ across processes
+
+
+def aux_data(v: Any, depth: int = 0, node_ok: Any = None) -> Any:
+    """A custom node's auxiliary data as JSON lists (exact types; floats by their
+    bits; a library-held object by the name a library module holds it under; a
+    nested tree by `_compat.out_tree_data`, ``node_ok`` its classes); ValueError for
+    anything else."""
+    from pcache._persist_key import library_name
+
+    t = type(v)
+    if depth > MAX_AUX_DEPTH:
+        raise ValueError("out-tree:aux-deep")
+    if v is None:
+        return ["n"]
+    if t is bool or t is int or t is str:
+        return [{bool: "b", int: "i", str: "s"}[t], v]
+    if t is float:
+        return ["f", struct.pack("<d", v).hex()]
+    if t is tuple or t is list:
+        return ["t" if t is tuple else "l", *[aux_data(x, depth + 1, node_ok) for x in v]]
+    if t is _compat.PyTreeDef:
+        enc = _compat.out_tree_data(v, lambda a: aux_data(a, depth + 1, node_ok), node_ok)
+        return ["T", enc]
+    name = library_name(v) if library_held(v, t) else None
+    if name is None:
+        raise ValueError(f"out-tree:aux:{t.__name__}")
+    return ["o", *name]
+
+
+def aux_of(e: Any, depth: int = 0) -> Any:
+    """What `aux_data` encoded, rebuilt (a library object: the one its module holds
+    under that name now); ValueError if malformed."""
+    from pcache._persist_key import resolve_name
+
+    if type(e) is not list or not e or depth > MAX_AUX_DEPTH:
+        raise ValueError("out-tree:aux")
+    tag, rest = e[0], e[1:]
+    want = {"b": bool, "i": int, "s": str}.get(tag)
+    if want is not None and len(rest) == 1 and type(rest[0]) is want:
+        return rest[0]
+    if tag == "n" and not rest:
+        return None
+    if tag == "f" and len(rest) == 1 and type(rest[0]) is str and len(rest[0]) == 16:
+        return struct.unpack("<d", bytes.fromhex(rest[0]))[0]
+    if tag in ("t", "l"):
+        items = [aux_of(x, depth + 1) for x in rest]
+        return tuple(items) if tag == "t" else items
+    if tag == "T" and len(rest) == 1:
+        return _compat.out_tree_of(rest[0], lambda a: aux_of(a, depth + 1))
+    if tag == "o" and len(rest) == 2 and all(type(x) is str for x in rest):
+        got = resolve_name(*rest)
+        if got is not None and library_held(got, type(got)):
+            return got
+    raise ValueError("out-tree:aux")
+
+
+__all__ = ["MUTABLE", "OBJECTS", "aux_data", "aux_of", "verdict"]

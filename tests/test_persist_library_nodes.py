@@ -1,0 +1,172 @@
+"""Persisted traces of programs built on a library that works as equinox does
+(issue 27's diffrax example): its pytree nodes carry auxiliary data (a sentinel the
+library holds, static fields, a list, a nested tree), it defines a primitive of its
+own with a tree definition among its params, and it holds a standard-library module
+whose loaded submodules vary between processes. Installed into a ``site-packages``
+directory with its ``RECORD``; every claim checked in fresh processes against stock
+JAX, bitwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.test_trace_persist import ROOT, run, stored_traces
+from tests.test_trace_persist import pytestmark as _persist_mark
+
+pytestmark = _persist_mark
+
+LIB = '''
+import importlib  # (held: which of its submodules are loaded is the process's history)
+
+import jax
+import jax.numpy as jnp
+from jax.extend.core import Primitive
+from jax.interpreters import mlir
+
+
+class _Missing:
+    def __repr__(self):
+        return "Missing"
+
+
+MISSING = _Missing()
+
+
+class Node:
+    """A value, and static fields its flatten puts in the auxiliary data."""
+
+    def __init__(self, value, size, leaves=(), tree=None, extra=MISSING):
+        self.value, self.size, self.leaves, self.tree, self.extra = value, size, leaves, tree, extra
+
+
+def _flatten(n):
+    return (n.value,), (n.extra, n.size, n.leaves, n.tree)
+
+
+def _unflatten(aux, kids):
+    n = object.__new__(Node)
+    n.extra, n.size, n.leaves, n.tree = aux
+    (n.value,) = kids
+    return n
+
+
+jax.tree_util.register_pytree_node(Node, _flatten, _unflatten)
+
+
+def _twice(x, *, tree, k):
+    return x * (2.0 + k + tree.num_leaves)
+
+
+twice_p = Primitive("nodelib_twice")
+twice_p.def_impl(_twice)
+twice_p.def_abstract_eval(lambda x, **params: x)
+mlir.register_lowering(twice_p, mlir.lower_fun(_twice, multiple_results=False))
+
+
+def twice(x, k=0):
+    return twice_p.bind(x, tree=jax.tree_util.tree_structure(Node(0.0, 1)), k=k)
+'''
+
+PROG = """
+import os
+import jax.numpy as jnp
+import nodelib
+
+B = os.environ["PHASE"] == "B"
+if B:
+    import importlib.simple  # noqa: F401  (a submodule A never loaded)
+
+
+def step(v, lib=nodelib):  # (a module held as a value: keyed with the names it holds)
+    tree = jax.tree_util.tree_structure((0, lib.Node(0.0, 2)))
+    return lib.Node(lib.twice(v), 3, leaves=[1, 2], tree=tree)
+
+
+def plain(v):
+    return nodelib.Node(nodelib.twice(v, k=1), 4, leaves=(5, 6))
+
+
+def facts(n, want_leaves):
+    want = jax.tree_util.tree_structure((0, nodelib.Node(0.0, 2)))
+    same_tree = -1 if n.tree is None else n.tree == want
+    flags = [n.extra is nodelib.MISSING, n.size, sum(n.leaves), type(n.leaves) is want_leaves,
+             same_tree]
+    return jnp.concatenate([n.value, jnp.array(flags, jnp.float32)])
+
+
+def mk(f):  # (a new callable each time, equal to the last one)
+    return jax.jit(lambda v: f(v))
+
+
+first = mk(step)(x)
+first.leaves.append(9)  # (the caller's list: no later caller sees it)
+again = mk(step)(x)
+show("step", lambda: facts(first, list))
+show("again", lambda: facts(again, list))
+show("fresh-list", lambda: jnp.array([again.leaves is not first.leaves]))
+show("plain", lambda: facts(mk(plain)(x), tuple))
+show("plain-again", lambda: facts(mk(plain)(x), tuple))
+"""
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("nodes")
+    site = root / "lib" / "site-packages"
+    (site / "nodelib").mkdir(parents=True)
+    (site / "nodelib" / "__init__.py").write_text(LIB)
+    info = site / "nodelib-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: nodelib\nVersion: 1.0\n")
+    (info / "RECORD").write_text("nodelib/__init__.py,,\n")
+    prog = root / "prog.py"
+    prog.write_text(textwrap.dedent(PROG))
+    return site, prog
+
+
+def test_library_nodes_primitives_and_held_modules_are_served(installed, tmp_path):
+    """A stores both programs; B (which imported a submodule of the standard-library
+    module the library holds) is served both, and prints what stock JAX prints:
+    the sentinel is the library's own object, the list a new one per trace (not
+    the list an earlier caller changed), the nested tree and the primitive's
+    params as traced."""
+    site, prog = installed
+    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
+    cache = tmp_path / "c"
+    a = run("scenario", str(prog), cache=cache, PHASE="A", **env)
+    stock = run("scenario", str(prog), cache=None, PHASE="B", **env)
+    b = run("scenario", str(prog), cache=cache, PHASE="B", **env)
+    shown = stock["digests"]["shown"]
+    assert not any(" EXC " in s for s in shown), shown
+    assert b["digests"]["shown"] == shown
+    # stored as data the schema describes: the node class and sentinel by name, the
+    # library's primitive by the name its module holds it under
+    text = json.dumps(stored_traces(cache))
+    assert '["C", "nodelib", "Node", ["t", ["o", "nodelib", "MISSING"], ["i", 3], ["l",' in text
+    assert '"lib:nodelib:twice_p"' in text and '["PT", ' in text
+    # A: neither tree with a list was recorded for equal callables (``again`` traced)
+    assert a["stats"]["trace_unrecorded"] == {"output-tree-mutable": 2}, a["stats"]
+    # B: every call served, the tree with a list decoded afresh for each jit object
+    # (never through the in-process memo), the tuple one recorded in process
+    assert b["stats"]["trace_persist_misses"] == {}, b["stats"]
+    assert b["digests"]["served"]["prog.py"] >= 3, b["stats"]
+    assert b["stats"]["trace_unrecorded"].get("output-tree-mutable") == 2, b["stats"]
+    assert b["stats"]["trace_hits"] == 1, b["stats"]
+
+
+def test_a_list_in_an_output_tree_is_never_shared_in_process(installed, tmp_path):
+    """Without persisted traces: the tree holding a list is not recorded for equal
+    callables (each traces, as stock JAX does); the one of immutable data is."""
+    site, prog = installed
+    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}", "JAX_PCACHE_TRACE_PERSIST": "0"}
+    env["JAX_PCACHE_TRACE_RECORD_AFTER"] = "1"
+    stock = run("scenario", str(prog), cache=None, PHASE="A", **env)
+    got = run("scenario", str(prog), cache=tmp_path / "c", PHASE="A", **env)
+    assert got["digests"]["shown"] == stock["digests"]["shown"]
+    assert got["stats"]["trace_unrecorded"] == {"output-tree-mutable": 2}, got["stats"]
+    assert got["stats"]["trace_hits"] == 1, got["stats"]
