@@ -14,13 +14,16 @@ a reuse hands it to the calls of equal callables too, which stock JAX traces ane
 * Data but not shareable (``output-tree-mutable``): a list among them (``Static``'s
   leaves): a caller may change it, and a caller of another callable would see that.
   Not recorded in process; stored across processes, since each serve decodes the
-  tree afresh (a new list per trace, as stock JAX makes).
+  tree afresh (a new list per trace, as stock JAX makes), when the list was made for
+  the tree alone (`lists_fresh`: not one the program or a library holds, which stock
+  JAX hands back itself).
 * Anything else (a function, the program's object, a class made while tracing):
   ``output-tree-objects``, neither recorded nor stored.
 """
 
 from __future__ import annotations
 
+import gc
 import struct
 from typing import Any
 
@@ -77,6 +80,51 @@ def _aux(v: Any, keyed: set, held: dict, worst: list, depth: int) -> bool:
 # ------------------------------------------------------------ across processes
 
 
+def lists_fresh(td: Any) -> bool:
+    """Whether every list in the auxiliary data of ``td`` was made for this tree
+    alone (equinox's ``Static`` flattens a value into a new list): nothing outside
+    the tree's auxiliary data refers to it, or to a container holding it, as far as
+    the garbage collector sees (a closure cell, a dict, an instance, a module; a
+    reference held only in C is not seen). A list the program or a library holds is
+    handed back itself by stock JAX, a decoded copy by a served trace (review 117):
+    such a tree is not stored."""
+    roots: list = []  # (node data tuples, kept alive: their ids are theirs)
+    held: list = []  # (the lists, and every container on the way to one)
+    _containers(td, roots, held, 0)
+    if not held:
+        return True
+    mine = {id(x) for x in (*roots, *held)} | {id(roots), id(held)}
+    return all(id(r) in mine or type(r) is _compat.PyTreeDef for r in gc.get_referrers(*held))
+
+
+def _containers(td: Any, roots: list, held: list, depth: int) -> None:
+    nd = td.node_data()
+    if nd is None or depth > MAX_AUX_DEPTH:
+        return
+    roots.append(nd)
+    _lists_in(nd[1], roots, held, depth)
+    for c in td.children():
+        _containers(c, roots, held, depth + 1)
+
+
+def _lists_in(v: Any, roots: list, held: list, depth: int) -> bool:
+    """Whether ``v`` holds a list (then it is in ``held``, after those it holds)."""
+    t = type(v)
+    if depth > MAX_AUX_DEPTH:
+        return False
+    if t is _compat.PyTreeDef:
+        n = len(held)
+        _containers(v, roots, held, depth + 1)
+        return len(held) > n
+    if t is not tuple and t is not list and t is not frozenset:
+        return False
+    found = [_lists_in(x, roots, held, depth + 1) for x in v]
+    if t is list or any(found):
+        held.append(v)
+        return True
+    return False
+
+
 def aux_data(v: Any, depth: int = 0, node_ok: Any = None) -> Any:
     """A custom node's auxiliary data as JSON lists (exact types; floats by their
     bits; a library-held object by the name a library module holds it under; a
@@ -131,4 +179,4 @@ def aux_of(e: Any, depth: int = 0) -> Any:
     raise ValueError("out-tree:aux")
 
 
-__all__ = ["MUTABLE", "OBJECTS", "aux_data", "aux_of", "verdict"]
+__all__ = ["MUTABLE", "OBJECTS", "aux_data", "aux_of", "lists_fresh", "verdict"]

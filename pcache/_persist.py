@@ -297,6 +297,8 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
         return _refused(rt, e.reason, fun)
     except ValueError as e:  # ("out-tree:<the node's class>")
         return _refused(rt, str(e)[:80], fun)
+    if not _out_tree.lists_fresh(p.out_tree):
+        return _refused(rt, "out-tree:held-list", fun)  # (stock hands back that very list)
     paths = closed.jaxpr.debug_info.result_paths
     if type(paths) is not tuple or not all(type(x) is str for x in paths):
         return _refused(rt, "result-paths", fun)

@@ -653,6 +653,23 @@ def resolve_name(module: str, qual: str) -> Any:
     return _resolve(module, qual)
 
 
+def library_primitive_name(p: Any) -> str | None:
+    """``lib:module:attribute`` of an installed library's primitive in a stored
+    jaxpr (JAX's are named without the prefix: `pcache._compat.jaxpr_codec`)."""
+    lib = _library_name(p)
+    return None if lib is None else "lib:" + ":".join(lib)
+
+
+def library_primitive(path: str) -> Any:
+    """The primitive `library_primitive_name` named, if that is still the least name
+    libraries hold it under; else None."""
+    module, _, attr = path[len("lib:") :].partition(":")
+    got = _resolve(module, attr) if module and attr else None
+    if not is_a(got, _compat.Primitive) or library_primitive_name(got) != path:
+        return None
+    return got
+
+
 __all__ = [
     "ContentWalker",
     "DOMAIN",
@@ -660,6 +677,8 @@ __all__ = [
     "digest",
     "key_parts",
     "library_name",
+    "library_primitive",
+    "library_primitive_name",
     "named",
     "resolve_name",
     "trace_key",

@@ -322,7 +322,7 @@ class Walker:
                 if reflective_module(v.__name__):  # ``ins.stack()``: frames (review 24)
                     raise NoReuse(f"reflection-module:{v.__name__}")
                 # and its names and its submodules' (``hasattr(m, ...)``: reviews 55, 57)
-                return (self.ident(v), module_names(v, self.content))
+                return (self.ident(v), module_names(v))
             # a user module: what is read from it is guarded only for globals
             raise NoReuse(f"captured-module:{v.__name__}")
         if has(k, enum.Enum):

@@ -109,44 +109,27 @@ _TYPING_PARTS = ("__origin__", "__args__", "__metadata__", "__bound__", "__const
 _MODULE_NAMES: dict = _memos.memo("walk.module_names", {})  # id -> (module, dicts, lens, digest)
 
 
-def module_names(m: types.ModuleType, content: bool = False) -> str:
+def module_names(m: types.ModuleType) -> str:
     """The names library module ``m`` holds and its submodules hold, by digest (what
     ``hasattr(m, "sub")`` of a module held as a value answers: reviews 55, 57).
     Memoized per module while its and its submodules' namespace sizes stay (a
     submodule's import adds a name; a name deleted and another bound in its place
-    is monkeypatching library state, documented). ``content`` (a key across
-    processes): of a module ``m`` holds from outside its package (diffrax's
-    ``importlib``), the names bound to modules are left out: which of the standard
-    library's submodules a process has imported (``importlib.readers``) is its
-    history, not the program's."""
+    is monkeypatching library state, documented)."""
     d = module_dict(m) or {}
-    e = _MODULE_NAMES.get((id(m), content))
+    e = _MODULE_NAMES.get(id(m))
     lens = (len(d), len(sys.modules))
     if e is not None and e[0] is m and e[2] == (*lens, *map(len, e[1])):
         return e[3]
-    name = d.get("__name__")
-    subs = [(k, s, module_dict(s) or {}) for k, s in items(d) if type(s) is types.ModuleType]
-    own = f"{name}." if type(name) is str else None
-    held = tuple(
-        (k, tuple(sd) if not content or _within(s, own) else _plain_names(sd)) for k, s, sd in subs
-    )
+    subs = [(k, module_dict(s) or {}) for k, s in items(d) if type(s) is types.ModuleType]
     # and which of its submodules are loaded, at any depth (``hasattr(m.a.b, "c")``:
     # review 76; in process, which modules are loaded is keyed too)
+    name = d.get("__name__")
     deep = sorted(k for k in list(sys.modules) if type(k) is str and k.startswith(f"{name}."))
-    names = (tuple(d), held, tuple(deep))
+    names = (tuple(d), tuple((k, tuple(sd)) for k, sd in subs), tuple(deep))
     got = hashlib.sha256(repr(names).encode()).hexdigest()
-    dicts = [sd for _, _, sd in subs]
-    _MODULE_NAMES[(id(m), content)] = (m, dicts, (*lens, *map(len, dicts)), got)
+    dicts = [sd for _, sd in subs]
+    _MODULE_NAMES[id(m)] = (m, dicts, (*lens, *map(len, dicts)), got)
     return got
-
-
-def _within(s: types.ModuleType, own: str | None) -> bool:
-    n = (module_dict(s) or {}).get("__name__")
-    return own is not None and type(n) is str and n.startswith(own)
-
-
-def _plain_names(d: dict) -> tuple:
-    return tuple(k for k, v in items(d) if type(v) is not types.ModuleType)
 
 
 _TYPING_BASES = (typing.NamedTuple, typing.TypedDict)

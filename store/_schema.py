@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.resources
+import importlib.readers  # noqa: F401  (what ``files()`` imports on first use, imported
+import importlib.resources  # now: a persisted trace key holds the names of a library's
+import importlib.resources.readers  # noqa: F401  (``importlib``: diffrax's), review 117
 import math
 import re
 import sqlite3

@@ -225,12 +225,43 @@ def test_names_off_the_tables_are_refused():
         lambda d: d["jaxprs"][0]["invars"][0].__setitem__(2, "object"),
         lambda d: d["jaxprs"][0]["invars"][0].__setitem__(2, ["key", "no-such-impl"]),
         lambda d: d["root"].__setitem__(1, 7),
-        lambda d: d.__setitem__("format", 2),
+        lambda d: d.__setitem__("format", 1),
+        lambda d: d["closeds"][0].__setitem__(0, 10_000),
+        lambda d: d.__setitem__("root", ["CJ", -1]),
     ]:
         bad = copy.deepcopy(data)
         edit(bad)
         with pytest.raises(C.Undecodable):
             C.decode(bad, prims)
+
+
+def test_a_closed_jaxpr_met_twice_decodes_to_one_object():
+    """An inner jit called twice is one `ClosedJaxpr` in both calls' params: JAX
+    lowers one function for it, and the module (which keys the executable of a
+    program holding a library primitive) must be the first process's. Two equal
+    but distinct objects stay two."""
+    inner = jax.jit(lambda a: jnp.where(a > 0, a, 0.0))
+    other = jax.jit(lambda a: jnp.where(a > 0, a, 0.0))
+    closed = jax.jit(lambda a: inner(a) + inner(a * 2.0) + other(a)).trace(X).jaxpr
+    back = C.decode(C.encode(closed), jax_primitives_by_name()).closed
+    calls = [e.params["jaxpr"] for e in closed.jaxpr.eqns if "jaxpr" in e.params]
+    got = [e.params["jaxpr"] for e in back.jaxpr.eqns if "jaxpr" in e.params]
+    assert len(got) == 3 and calls[0] is calls[1] and calls[0] is not calls[2]
+    assert got[0] is got[1] and got[0] is not got[2]
+
+
+def test_a_broadcast_constant_keeps_its_zero_strides():
+    """JAX lowers a constant whose strides hold a zero as its values broadcast, and
+    a contiguous one as every value: the module (and a module-keyed executable) of
+    a decoded jaxpr is the first process's only if the strides come back."""
+    nan3 = np.broadcast_to(np.float32(np.nan), (3,))
+    cols = np.broadcast_to(np.arange(3, dtype=np.float32)[:, None], (3, 2))
+    closed = jax.jit(lambda a: jnp.where(a > 1, nan3, a)[:, None] + cols).trace(X[0, :3]).jaxpr
+    back = C.decode(json.loads(json.dumps(C.encode(closed))), jax_primitives_by_name()).closed
+    consts = [np.asarray(c) for c in closed.consts]
+    got = [np.asarray(c) for c in back.consts]
+    assert [c.strides for c in consts] == [c.strides for c in got] == [(0,), (4, 0)]
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(consts, got, strict=True))
 
 
 def test_memoized_pieces_keep_exact_types_and_nesting_is_bounded():

@@ -8,28 +8,25 @@ types the measured programs hold, section 1 of the design), each with an exact,
 lossless encoding; anything else raises `Unencodable` naming where and what, and
 the trace is not persisted. Decoding runs no code chosen by the data: names
 resolve only against tables built here (JAX's loaded primitives, the enums and
-named tuples below, registered PRNG implementations); a name off the table raises
-`Undecodable`.
+named tuples below, registered PRNG implementations) or to what a library module
+holds under that name, checked (a library's primitive, a pytree node class, a
+sentinel: `pcache._persist_key`, `pcache._out_tree`); else `Undecodable`.
 
 Not stored: source tracebacks (locations are no part of a program), the variable
-objects' identities (numbered per jaxpr), quasi-dynamic data (refused). Kept: the
-name stacks (a lowered module's op names), every param, the debug info's names.
+objects' identities (numbered per jaxpr), quasi-dynamic data (refused). Kept: name
+stacks (a lowered module's op names), every param, the debug info's names.
 
-Identity among sub-jaxprs is kept: a jaxpr met twice (a ``cond`` whose branches are
-one object) is encoded once and decoded to one object.
+Identity among sub-jaxprs is kept: a jaxpr or closed jaxpr met twice (a ``cond``
+whose branches are one object, an inner jit called twice) is one object decoded.
 
-Stand-ins (phase 4): the rules a ``custom_jvp``/``custom_vjp`` equation holds (its
-jvp thunk; its fwd thunk, bwd and output-trees thunk) are Python JAX calls only
-when the program is transformed, never when it is lowered or run. They are stored
-as their names only and decoded to stand-ins that raise `StandInCalled` if called
-(`STANDIN_SLOTS`, by JAX's primitive object): a jaxpr holding one is
-`Decoded.standins`, which `pcache._persist` hands only to a top-level dispatch.
+Stand-ins (phase 4): the rules a ``custom_jvp``/``custom_vjp`` equation holds are
+Python JAX calls only to transform the program, never to lower or run it: stored
+as names, decoded to stand-ins that raise `StandInCalled` (`STANDIN_SLOTS`); such a
+jaxpr is `Decoded.standins`, which `pcache._persist` hands only to a dispatch.
 """
 
 from __future__ import annotations
 
-import base64
-import math
 import struct
 import types
 from typing import Any, NamedTuple
@@ -46,27 +43,25 @@ from jax.sharding import SingleDeviceSharding
 from jaxlib._jax import ArrayImpl
 from jaxlib._jax.pytree import PyTreeDef
 
+from pcache._compat.jaxpr_arrays import (
+    Undecodable,
+    Unencodable,
+    b64,
+    decode_array,
+    dtype_name,
+    dtype_of,
+    encode_array,
+    unb64,
+)
 from pcache._compat.traces import checked_tree_data, out_tree_of
 
-FORMAT = 1
+FORMAT = 2  # (2: closed jaxprs in a table of their own, each object once)
 MAX_VALUE_DEPTH = 48  # nested values in one param (the entry's JSON: 64 levels)
 MAX_JAX_CONST = 256 * 1024  # bytes of one JAX array constant a trace made
 
 
 def _default_device() -> Any:
     return jax.config.jax_default_device or jax.devices()[0]
-
-
-class Unencodable(Exception):
-    """What stops a jaxpr from being stored (``reason``: where, and the type)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class Undecodable(Exception):
-    """An entry that names what is not on the decoder's tables, or is malformed."""
 
 
 class StandInCalled(RuntimeError):
@@ -85,22 +80,6 @@ def _standin(*args: Any, **kwargs: Any) -> Any:
 class Decoded(NamedTuple):
     closed: Any  # the `ClosedJaxpr`
     standins: bool  # whether it holds stand-ins for custom-derivative rules
-
-
-#: The prefix of a library primitive's name in a stored jaxpr (JAX's have none).
-LIBRARY = "lib:"
-
-
-def _library_primitive(path: str) -> Any:
-    """The primitive a library module holds under ``lib:module:attribute``, if that
-    is the least name libraries hold it under (as it was when stored)."""
-    from pcache._persist_key import library_name, resolve_name
-
-    module, _, attr = path[len(LIBRARY) :].partition(":")
-    got = resolve_name(module, attr) if module and attr else None
-    if not isinstance(got, core.Primitive) or library_name(got) != (module, attr):
-        raise Undecodable(f"primitive:{path}")
-    return got
 
 
 # Enums and named tuples params hold, by a stable name (their classes never travel).
@@ -129,28 +108,13 @@ _SCALARS = (bool, int, str, type(None))
 _D = struct.Struct("<d")
 
 
-def _b64(b: bytes) -> str:
-    return base64.b64encode(b).decode("ascii")
-
-
-def _dtype(dt: Any) -> Any:
-    if type(dt) is prng.KeyTy:  # a typed PRNG key's: its implementation, registered
-        if prng.prngs.get(dt._impl.name) is not dt._impl:
-            raise Unencodable("dtype:key-impl")
-        return ["key", dt._impl.name]
-    if not isinstance(dt, np.dtype):
-        raise Unencodable(f"dtype:{type(dt).__qualname__}")
-    got = np.dtype(dt.name) if dt.name else None
-    if got is None or got != dt or type(got) is not type(dt) or got.str != dt.str:
-        raise Unencodable(f"dtype:{dt!r}")  # a record, a byte order, an extended one
-    return dt.name
-
-
 class _Encoder:
     def __init__(self) -> None:
         self.jaxprs: list = []
         self.index: dict[int, int] = {}
-        self.keep: list = []  # what `index` names by id, alive while encoding
+        self.closed_index: dict[int, int] = {}
+        self.closeds: list = []
+        self.keep: list = []  # what the indexes name by id, alive while encoding
         self.standins = False
 
     def jaxpr(self, j: Any) -> int:
@@ -202,7 +166,15 @@ class _Encoder:
         return self.index[id(j)]
 
     def closed(self, cj: Any) -> list:
-        return ["CJ", self.jaxpr(cj.jaxpr), [self.const(c) for c in cj.consts]]
+        """A closed jaxpr by its number in ``closeds``, each object once (JAX lowers
+        one function per object: the module, and an executable key made of it)."""
+        k = self.closed_index.get(id(cj))
+        if k is None:
+            entry = [self.jaxpr(cj.jaxpr), [self.const(c) for c in cj.consts]]
+            k = self.closed_index[id(cj)] = len(self.closeds)
+            self.closeds.append(entry)
+            self.keep.append(cj)
+        return ["CJ", k]
 
     @staticmethod
     def primitive(p: Any) -> str:
@@ -212,12 +184,11 @@ class _Encoder:
         if path is None:
             # an installed library's primitive (equinox's ``unvmap_any_p``), by the
             # name its module holds it under: its rules are that version's
-            from pcache._persist_key import library_name
+            from pcache._persist_key import library_primitive_name
 
-            lib = library_name(p)
-            if lib is None:
+            path = library_primitive_name(p)
+            if path is None:
                 raise Unencodable(f"primitive:{p.name}")
-            return LIBRARY + ":".join(lib)
         return path
 
     def aval(self, a: Any) -> list:
@@ -229,16 +200,16 @@ class _Encoder:
             raise Unencodable("aval:sharding")  # (phase 3: shardings as data)
         if any(type(d) is not int for d in a.shape):
             raise Unencodable("aval:dynamic-shape")
-        return ["A", list(a.shape), _dtype(a.dtype), bool(a.weak_type), a.memory_space.name]
+        return ["A", list(a.shape), dtype_name(a.dtype), bool(a.weak_type), a.memory_space.name]
 
     def literal(self, v: Any) -> Any:
         t = type(v)
         if t is bool:
             return v
         if t is literals.TypedInt:
-            return ["TI", int(v), _dtype(v.dtype)]
+            return ["TI", int(v), dtype_name(v.dtype)]
         if t is literals.TypedFloat:
-            return ["TF", _b64(_D.pack(float(v))), _dtype(v.dtype)]
+            return ["TF", b64(_D.pack(float(v))), dtype_name(v.dtype)]
         if t is literals.TypedNdArray:
             return ["TA", self.array(np.asarray(v)), bool(v.weak_type)]
         if t is np.ndarray or isinstance(v, np.generic):
@@ -268,12 +239,7 @@ class _Encoder:
             raise Unencodable("constant:ArrayImpl:device")
         return ["JA", self.array(np.asarray(c))]
 
-    @staticmethod
-    def array(a: np.ndarray) -> list:
-        if a.dtype.hasobject:
-            raise Unencodable("array:object")
-        raw = np.ascontiguousarray(a).tobytes()
-        return ["N", _dtype(a.dtype), list(a.shape), _b64(raw)]
+    array = staticmethod(encode_array)
 
     def param(self, prim: Any, name: str, v: Any) -> Any:
         slot = STANDIN_SLOTS.get((id(prim), name))
@@ -304,7 +270,7 @@ class _Encoder:
         if t in _SCALARS:
             return v
         if t is float:
-            return ["f", _b64(_D.pack(v))]
+            return ["f", b64(_D.pack(v))]
         if t is tuple:
             return ["t", *[self.value(x) for x in v]]
         if t is list:
@@ -312,7 +278,7 @@ class _Encoder:
         if t is range:
             return ["r", v.start, v.stop, v.step]
         if isinstance(v, np.dtype):
-            return ["dt", _dtype(v)]
+            return ["dt", dtype_name(v)]
         if t is np.ndarray:
             return self.array(v)
         if isinstance(v, np.generic) and t.__module__ == "numpy":
@@ -387,43 +353,11 @@ def encode(closed: Any) -> dict:
         raise Unencodable(f"root:{type(closed).__qualname__}")
     enc = _Encoder()
     root = enc.closed(closed)
-    return {"format": FORMAT, "jaxprs": enc.jaxprs, "root": root, "standins": enc.standins}
+    return {"format": FORMAT, "jaxprs": enc.jaxprs, "closeds": enc.closeds, "root": root,
+            "standins": enc.standins}  # fmt: skip
 
 
 # ------------------------------------------------------------------ decoding
-
-
-def _undtype(name: Any) -> Any:
-    if type(name) is list and len(name) == 2 and name[0] == "key":
-        impl = prng.prngs.get(name[1]) if type(name[1]) is str else None
-        if impl is None:
-            raise Undecodable("dtype:key-impl")
-        return prng.KeyTy(impl)
-    if type(name) is not str:
-        raise Undecodable("dtype")
-    got = _DTYPES.get(name)
-    if got is not None:
-        return got
-    try:
-        dt = np.dtype(name)
-    except TypeError:
-        raise Undecodable(f"dtype:{name}") from None
-    # numbers only: numpy's own kinds, or ml_dtypes' (bfloat16, float8s, int4)
-    plain = dt.kind in "biufc" or dt.type.__module__ == "ml_dtypes"
-    if dt.name != name or not plain or dt.fields is not None or dt.subdtype is not None:
-        raise Undecodable(f"dtype:{name}")
-    _DTYPES[name] = dt
-    return dt
-
-
-def _unb64(s: Any) -> bytes:
-    if type(s) is not str:
-        raise Undecodable("bytes")
-    return base64.b64decode(s.encode("ascii"), validate=True)
-
-
-# Numbers' dtypes by name (a pure function of the name: `_undtype`'s checks made once).
-_DTYPES: dict[str, Any] = {}
 
 
 class _Decoder:
@@ -431,6 +365,7 @@ class _Decoder:
         self.data = data
         self.prims = primitives
         self.jaxprs: list = []
+        self.closeds: dict[int, Any] = {}  # (made when first met: each entry once)
         self.depth = 0
         # Immutable values met again and again (one aval per variable, a name stack
         # and context per equation), made once per entry from their encoding.
@@ -439,15 +374,7 @@ class _Decoder:
         self.ctxs: dict = {}
         self.standins = False
 
-    def array(self, e: Any) -> np.ndarray:
-        tag, dt, shape, raw = e
-        if tag != "N" or type(shape) is not list or any(type(d) is not int or d < 0 for d in shape):
-            raise Undecodable("array")
-        dtype = _undtype(dt)
-        b = _unb64(raw)
-        if len(b) != dtype.itemsize * math.prod(shape):
-            raise Undecodable("array:size")
-        return np.frombuffer(b, dtype).reshape(shape).copy()
+    array = staticmethod(decode_array)
 
     def aval(self, e: Any) -> Any:
         tag, shape, dt, weak, space = e
@@ -458,7 +385,7 @@ class _Decoder:
         memo = (tuple(shape), dt, weak, space) if type(dt) is str else None
         got = self.avals.get(memo) if memo is not None else None
         if got is None:
-            got = core.ShapedArray(tuple(shape), _undtype(dt), weak,
+            got = core.ShapedArray(tuple(shape), dtype_of(dt), weak,
                                    memory_space=core.MemorySpace[space])  # fmt: skip
             if memo is not None:
                 self.avals[memo] = got
@@ -469,9 +396,9 @@ class _Decoder:
             return e
         tag = e[0]
         if tag == "TI":
-            return literals.TypedInt(_int(e[1]), _undtype(e[2]))
+            return literals.TypedInt(_int(e[1]), dtype_of(e[2]))
         if tag == "TF":
-            return literals.TypedFloat(_D.unpack(_unb64(e[1]))[0], _undtype(e[2]))
+            return literals.TypedFloat(_D.unpack(unb64(e[1]))[0], dtype_of(e[2]))
         if tag == "TA":
             a = self.array(e[1])
             aval = core.ShapedArray(a.shape, a.dtype, weak_type=_bool(e[2]))
@@ -494,7 +421,7 @@ class _Decoder:
     def _value(self, e: list) -> Any:
         tag, rest = e[0], e[1:]
         if tag == "f":
-            return _D.unpack(_unb64(rest[0]))[0]
+            return _D.unpack(unb64(rest[0]))[0]
         if tag == "t":
             return tuple(self.value(x) for x in rest)
         if tag == "l":
@@ -502,7 +429,7 @@ class _Decoder:
         if tag == "r":
             return range(_int(rest[0]), _int(rest[1]), _int(rest[2]))
         if tag == "dt":
-            return _undtype(rest[0])
+            return dtype_of(rest[0])
         if tag == "N":
             return self.array(e)
         if tag == "ns":
@@ -547,10 +474,14 @@ class _Decoder:
         return self.jaxprs[n]
 
     def closed(self, e: Any) -> Any:
-        tag, n, consts = e
-        if tag != "CJ" or type(consts) is not list:
+        tag, k = e
+        if tag != "CJ" or type(k) is not int or not 0 <= k < len(self.data["closeds"]):
             raise Undecodable("closed-jaxpr")
-        return core.ClosedJaxpr(self.ref(n), [self.const(c) for c in consts])
+        got = self.closeds.get(k)
+        if got is None:
+            n, consts = self.data["closeds"][k]
+            got = self.closeds[k] = core.ClosedJaxpr(self.ref(n), [self.const(c) for c in consts])
+        return got
 
     def const(self, e: Any) -> Any:
         if type(e) is list and e and e[0] == "TA":
@@ -592,8 +523,10 @@ class _Decoder:
         eqns = []
         for prim, ins, outs, params, ctx, stack in d["eqns"]:
             p = self.prims.get(prim)
-            if p is None and type(prim) is str and prim.startswith(LIBRARY):
-                p = self.prims[prim] = _library_primitive(prim)
+            if p is None and type(prim) is str and prim.startswith("lib:"):
+                from pcache._persist_key import library_primitive
+
+                p = self.prims[prim] = library_primitive(prim)
             if p is None:
                 raise Undecodable(f"primitive:{prim}")
             in_atoms = [atom(a) for a in ins]
@@ -680,6 +613,7 @@ def decode(data: Any, primitives: dict) -> Decoded:
         type(data) is not dict
         or data.get("format") != FORMAT
         or type(data.get("jaxprs")) is not list
+        or type(data.get("closeds")) is not list
         or type(data.get("standins")) is not bool
     ):
         raise Undecodable("format")

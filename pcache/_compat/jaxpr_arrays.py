@@ -1,0 +1,114 @@
+"""Arrays and dtypes as data, and back, for `pcache._compat.jaxpr_codec` (JAX 0.10),
+and the codec's two refusals."""
+
+from __future__ import annotations
+
+import base64
+import math
+from typing import Any
+
+import numpy as np
+from jax._src.random import prng
+
+
+class Unencodable(Exception):
+    """What stops a jaxpr from being stored (``reason``: where, and the type)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Undecodable(Exception):
+    """An entry that names what is not on the decoder's tables, or is malformed."""
+
+
+def b64(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+def dtype_name(dt: Any) -> Any:
+    if type(dt) is prng.KeyTy:  # a typed PRNG key's: its implementation, registered
+        if prng.prngs.get(dt._impl.name) is not dt._impl:
+            raise Unencodable("dtype:key-impl")
+        return ["key", dt._impl.name]
+    if not isinstance(dt, np.dtype):
+        raise Unencodable(f"dtype:{type(dt).__qualname__}")
+    got = np.dtype(dt.name) if dt.name else None
+    if got is None or got != dt or type(got) is not type(dt) or got.str != dt.str:
+        raise Unencodable(f"dtype:{dt!r}")  # a record, a byte order, an extended one
+    return dt.name
+
+
+def dtype_of(name: Any) -> Any:
+    if type(name) is list and len(name) == 2 and name[0] == "key":
+        impl = prng.prngs.get(name[1]) if type(name[1]) is str else None
+        if impl is None:
+            raise Undecodable("dtype:key-impl")
+        return prng.KeyTy(impl)
+    if type(name) is not str:
+        raise Undecodable("dtype")
+    got = _DTYPES.get(name)
+    if got is not None:
+        return got
+    try:
+        dt = np.dtype(name)
+    except TypeError:
+        raise Undecodable(f"dtype:{name}") from None
+    # numbers only: numpy's own kinds, or ml_dtypes' (bfloat16, float8s, int4)
+    plain = dt.kind in "biufc" or dt.type.__module__ == "ml_dtypes"
+    if dt.name != name or not plain or dt.fields is not None or dt.subdtype is not None:
+        raise Undecodable(f"dtype:{name}")
+    _DTYPES[name] = dt
+    return dt
+
+
+def unb64(s: Any) -> bytes:
+    if type(s) is not str:
+        raise Undecodable("bytes")
+    return base64.b64decode(s.encode("ascii"), validate=True)
+
+
+# Numbers' dtypes by name (a pure function of the name: `dtype_of`'s checks made once).
+_DTYPES: dict[str, Any] = {}
+
+
+def encode_array(a: np.ndarray) -> list:
+    if a.dtype.hasobject:
+        raise Unencodable("array:object")
+    shape = list(a.shape)
+    zero = [i for i, st in enumerate(a.strides) if st == 0] if a.size else []
+    if zero:  # (JAX lowers one with zero strides as its values broadcast: kept so)
+        a = a[tuple(slice(0, 1) if i in zero else slice(None) for i in range(a.ndim))]
+    raw = np.ascontiguousarray(a).tobytes()
+    return ["N", dtype_name(a.dtype), shape, b64(raw), *([zero] if zero else [])]
+
+
+def decode_array(e: Any) -> np.ndarray:
+    tag, dt, shape, raw, *zero = e
+    if tag != "N" or type(shape) is not list or any(type(d) is not int or d < 0 for d in shape):
+        raise Undecodable("array")
+    axes = zero[0] if len(zero) == 1 and type(zero[0]) is list else []
+    if len(zero) > 1 or (zero and (not axes or axes != sorted(set(axes)))):
+        raise Undecodable("array:broadcast")
+    values = [1 if i in axes else d for i, d in enumerate(shape)]  # (IndexError: refused)
+    dtype, b = dtype_of(dt), unb64(raw)
+    if len(b) != dtype.itemsize * math.prod(values) or any(shape[i] < 1 for i in axes):
+        raise Undecodable("array:size")
+    a = np.frombuffer(b, dtype).reshape(values).copy()
+    if not axes:
+        return a
+    strides = [0 if i in axes else st for i, st in enumerate(a.strides)]
+    return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=False)
+
+
+__all__ = [
+    "Undecodable",
+    "Unencodable",
+    "b64",
+    "decode_array",
+    "dtype_name",
+    "dtype_of",
+    "encode_array",
+    "unb64",
+]
