@@ -93,6 +93,9 @@ def lists_fresh(td: Any) -> bool:
     _containers(td, roots, held, 0)
     if not held:
         return True
+    lists = [id(x) for x in held if type(x) is list]
+    if len(set(lists)) != len(lists):
+        return False  # (one list twice in the tree: decoded, two lists: review 118)
     mine = {id(x) for x in (*roots, *held)} | {id(roots), id(held)}
     return all(id(r) in mine or type(r) is _compat.PyTreeDef for r in gc.get_referrers(*held))
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import operator
 import sys
 import time
 from typing import Any, NamedTuple
@@ -32,6 +33,7 @@ from typing import Any, NamedTuple
 from pcache import (
     _canon,
     _compat,
+    _guards,
     _out_tree,
     _persist_hints,
     _persist_key,
@@ -39,15 +41,16 @@ from pcache import (
 from pcache._errors import CheckError
 from pcache._usercode import NoReuse
 
-TRACE_FORMAT = 1
+TRACE_FORMAT = 2  # (2: library primitives' rules digested)
 HEAD = b"pcache-trace 1\n"
 #: Bounds of an entry: its bytes, and its JSON's nesting.
 MAX_RAW = 16 * 1024 * 1024
 _LOAD = {"kind": "trace", "trace_format": TRACE_FORMAT}
 _FIELDS = frozenset(
     {"trace_format", "key", "function_name", "trace_seconds", "jaxpr_digest", "out_tree",
-     "result_paths", "jaxpr"}
+     "result_paths", "jaxpr", "library_rules"}
 )  # fmt: skip
+_RULES: dict = {}  # library primitive's stored name -> (its rules' objects, their digest)
 
 # The serve JAX's next trace of one function object takes instead of tracing.
 _SERVE: contextvars.ContextVar = contextvars.ContextVar("pcache_trace_serve", default=None)
@@ -62,6 +65,8 @@ class Served(NamedTuple):
     #: served only to a top-level dispatch, never kept where a transformation or
     #: ``.trace()`` could find it (neither JAX's trace-cache entry nor the memo).
     standins: bool = False
+    #: The library primitives' rules as the storing process had them (`library_rules`).
+    library_rules: tuple = ()
 
 
 class Bad(Exception):
@@ -109,7 +114,19 @@ def lookup(
     if got[0].standins and not traces.dispatching(frame):
         _miss(rt, "dispatch-only")  # (`.trace()`, `.lower()`: traced, not stored again)
         return None, None
+    if got[0].library_rules and not _same_rules(got[0].library_rules):
+        # (the program set a rule of a library primitive the trace binds, review 118:
+        # traced, and not stored over the entry of the processes that did not)
+        _miss(rt, "library-rules-changed")
+        return None, None
     return key, got[0]
+
+
+def _same_rules(stored: tuple) -> bool:
+    try:
+        return all(_rules_digest(name) == digest for name, digest in stored)
+    except NoReuse:
+        return False
 
 
 def candidate(rt, fun) -> bool:
@@ -246,7 +263,42 @@ def decode(raw: bytes, key: str) -> Served:
         raise Bad("digest")  # a decoder that rebuilt another program
     if out_tree.num_leaves != len(closed.jaxpr.outvars) or len(paths) != out_tree.num_leaves:
         raise Bad("out-tree")
-    return Served(closed, out_tree, tuple(paths), digest, standins)
+    rules = data["library_rules"]
+    if type(rules) is not list or not all(
+        type(r) is list and len(r) == 2 and all(type(x) is str for x in r) for r in rules
+    ):
+        raise Bad("library-rules")
+    return Served(closed, out_tree, tuple(paths), digest, standins, tuple(map(tuple, rules)))
+
+
+def library_rules(jaxpr: dict) -> list:
+    """[name, digest] of every installed library's primitive a stored jaxpr binds
+    (sorted by name): the digest of its entry in each of JAX's rule tables and of its
+    impl and abstract eval, by content. A program that sets one of those (``ad.
+    primitive_jvps[lib.p] = ...``) changes what JAX runs for the served jaxpr;
+    JAX's own primitives' rules are keyed as overrides. `NoReuse` if one cannot be."""
+    names = sorted(
+        {e[0] for j in jaxpr["jaxprs"] for e in j["eqns"] if str(e[0]).startswith("lib:")}
+    )
+    return [[n, _rules_digest(n)] for n in names]
+
+
+def _rules_digest(name: str) -> str:
+    prim = _persist_key.library_primitive(name)
+    if prim is None:
+        raise NoReuse("persist-library-primitive")
+    regs = _guards.tables()[0]
+    now = (prim, *[d.get(prim) for d in regs], *_compat.primitive_rules(prim))
+    got = _RULES.get(name)
+    if got is not None and len(got[0]) == len(now) and all(map(operator.is_, got[0], now)):
+        return got[1]  # (the same objects: what they hold is library state)
+    w = _persist_key.ContentWalker()
+    w.registry = True  # (rules JAX made, as `_guards.registry_key` walks them)
+    digest = _persist_key.digest(("library-rules", tuple(w.value(r) for r in now[1:])))
+    if len(_RULES) > 256:
+        _RULES.clear()
+    _RULES[name] = (now, digest)
+    return digest
 
 
 def _refused(rt, reason: str, fun: Any = None) -> None:
@@ -312,6 +364,10 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
         "result_paths": list(paths),
         "jaxpr": jaxpr,
     }
+    try:
+        entry["library_rules"] = library_rules(jaxpr)
+    except NoReuse as e:
+        return _refused(rt, e.reason, fun)
     raw = HEAD + json.dumps(entry, allow_nan=False, separators=(",", ":")).encode()
     t0 = timer()
     try:  # decoded and compared now: a lossy rule shows where it is written

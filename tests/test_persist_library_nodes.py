@@ -26,7 +26,7 @@ import importlib  # noqa: F401  (held: pcache imports what files() would, review
 import jax
 import jax.numpy as jnp
 from jax.extend.core import Primitive
-from jax.interpreters import mlir
+from jax.interpreters import ad, mlir
 
 
 class _Missing:
@@ -59,6 +59,14 @@ def _unflatten(aux, kids):
 jax.tree_util.register_pytree_node(Node, _flatten, _unflatten)
 
 
+class Flag:  # (auxiliary data that is a bare scalar)
+    def __init__(self, value, on):
+        self.value, self.on = value, on
+
+
+jax.tree_util.register_pytree_node(Flag, lambda f: ((f.value,), f.on), lambda on, c: Flag(c[0], on))
+
+
 def _twice(x, *, tree, k):
     return x * (2.0 + k + tree.num_leaves)
 
@@ -69,11 +77,24 @@ twice_p.def_abstract_eval(lambda x, **params: x)
 mlir.register_lowering(twice_p, mlir.lower_fun(_twice, multiple_results=False))
 
 
+def _twice_jvp(primals, tangents, *, tree, k):
+    return twice_p.bind(*primals, tree=tree, k=k), tangents[0] * (2.0 + k + tree.num_leaves)
+
+
+def other_jvp(primals, tangents, *, tree, k):  # (another rule the library offers)
+    return twice_p.bind(*primals, tree=tree, k=k), tangents[0] * 100.0
+
+
+ad.primitive_jvps[twice_p] = _twice_jvp
+
+
 def twice(x, k=0):
     return twice_p.bind(x, tree=jax.tree_util.tree_structure(Node(0.0, 1)), k=k)
 '''
 
 PROG = """
+import math
+
 import jax.numpy as jnp
 import nodelib
 
@@ -116,8 +137,29 @@ def held(v):  # (lists that exist before the trace: stock hands back those very 
 out = mk(held)(x)
 HELD.append(9)
 show("held", lambda: jnp.array([out.leaves is HELD, len(out.leaves), out.tree is nodelib.NAMES]))
+def pair(v):  # (one list made while tracing, held by two nodes: review 118)
+    shared = [4, 5]
+    return nodelib.Node(v * 2.0, 1, leaves=shared), nodelib.Node(v * 3.0, 1, leaves=shared)
+
+
+two = mk(pair)(x)
+show("shared", lambda: jnp.array([two[0].leaves is two[1].leaves, len(two[1].leaves)]))
+flags = [mk(lambda v, on=on: nodelib.Flag(v * 2.0, on))(x) for on in (True, 1, 2.5, -0.0)]
+show("flags", lambda: jnp.array([[f.on, type(f.on) is bool, math.copysign(1, f.on)] for f in flags]))
 show("plain", lambda: facts(mk(plain)(x), tuple))
 show("plain-again", lambda: facts(mk(plain)(x), tuple))
+"""
+
+
+SWAP = """
+import os
+import jax
+import nodelib
+from jax.interpreters import ad
+
+if os.environ["PHASE"] == "B":  # (the program sets the library primitive's rule)
+    ad.primitive_jvps[nodelib.twice_p] = nodelib.other_jvp
+show("grad", lambda: jax.jit(jax.grad(lambda v: nodelib.twice(v).sum()))(x))
 """
 
 
@@ -133,6 +175,7 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
     (info / "RECORD").write_text("nodelib/__init__.py,,\n")
     prog = root / "prog.py"
     prog.write_text(textwrap.dedent(PROG))
+    (root / "swap.py").write_text(SWAP)
     return site, prog
 
 
@@ -156,16 +199,17 @@ def test_library_nodes_primitives_and_held_modules_are_served(installed, tmp_pat
     text = json.dumps(stored_traces(cache))
     assert '["C", "nodelib", "Node", ["t", ["o", "nodelib", "MISSING"], ["i", 3], ["l",' in text
     assert '"lib:nodelib:twice_p"' in text and '["PT", ' in text
-    # A: neither tree with a list was recorded for equal callables (``again`` traced);
-    # the one holding lists the program and the library hold was not stored (review 117)
-    assert a["stats"]["trace_unrecorded"] == {"output-tree-mutable": 3}, a["stats"]
-    assert a["stats"]["trace_persist_misses"]["unstored:out-tree:held-list"] == 1, a["stats"]
+    # A: no tree with a list was recorded for equal callables (``again`` traced); the
+    # ones holding lists the program and the library hold (review 117) or one list
+    # twice (review 118) were not stored
+    assert a["stats"]["trace_unrecorded"] == {"output-tree-mutable": 4}, a["stats"]
+    assert a["stats"]["trace_persist_misses"]["unstored:out-tree:held-list"] == 2, a["stats"]
     # B: every call served, the tree with a list decoded afresh for each jit object
     # (never through the in-process memo), the tuple one recorded in process
     misses = b["stats"]["trace_persist_misses"]  # (``held``'s: looked up, traced, refused)
-    assert misses == {"absent": 1, "unstored:out-tree:held-list": 1}, b["stats"]
+    assert misses == {"absent": 2, "unstored:out-tree:held-list": 2}, b["stats"]
     assert b["digests"]["served"]["prog.py"] >= 3, b["stats"]
-    assert b["stats"]["trace_unrecorded"].get("output-tree-mutable") == 3, b["stats"]
+    assert b["stats"]["trace_unrecorded"].get("output-tree-mutable") == 4, b["stats"]
     assert b["stats"]["trace_hits"] == 1, b["stats"]
 
 
@@ -178,5 +222,21 @@ def test_a_list_in_an_output_tree_is_never_shared_in_process(installed, tmp_path
     stock = run("scenario", str(prog), cache=None, PHASE="A", **env)
     got = run("scenario", str(prog), cache=tmp_path / "c", PHASE="A", **env)
     assert got["digests"]["shown"] == stock["digests"]["shown"]
-    assert got["stats"]["trace_unrecorded"] == {"output-tree-mutable": 3}, got["stats"]
+    assert got["stats"]["trace_unrecorded"] == {"output-tree-mutable": 4}, got["stats"]
     assert got["stats"]["trace_hits"] == 1, got["stats"]
+
+
+def test_a_library_primitive_whose_rule_the_program_set_traces_again(installed, tmp_path):
+    """Review 118: B sets the JVP rule of the library's primitive to another of the
+    library's functions; the jaxpr A stored holds A's rule's result (a gradient of
+    2 + 1 per element, where B's rule gives 100). Each stored jaxpr names the rules of
+    the library primitives it binds by digest, checked when read: B traces."""
+    site, prog = installed
+    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
+    swap, cache = str(prog.parent / "swap.py"), tmp_path / "c"
+    a = run("scenario", swap, cache=cache, PHASE="A", **env)
+    stock = run("scenario", swap, cache=None, PHASE="B", **env)
+    b = run("scenario", swap, cache=cache, PHASE="B", **env)
+    assert b["digests"]["shown"] == stock["digests"]["shown"] != a["digests"]["shown"]
+    assert a["stats"]["trace_persist_writes"] >= 1, a["stats"]
+    assert b["digests"]["served"]["swap.py"] == 0, b["stats"]

@@ -524,17 +524,20 @@ def test_a_chain_of_sub_jaxprs_past_the_stack_is_refused():
     call = data["jaxprs"][-1]
     assert any(e[3].get("jaxpr") for e in call["eqns"])  # (the inner jit's equation)
     jaxprs = data["jaxprs"][:-1]
+    closeds = [[n, []] for n in range(len(jaxprs))]  # (closed jaxpr n: jaxpr n's)
     for _ in range(sys.getrecursionlimit() * 2):
         j = copy.deepcopy(call)
         for e in j["eqns"]:
             if e[3].get("jaxpr"):
-                e[3]["jaxpr"] = ["CJ", len(jaxprs) - 1, []]
+                e[3]["jaxpr"] = ["CJ", len(jaxprs) - 1]
         jaxprs.append(j)
-    data = {**data, "jaxprs": jaxprs, "root": ["CJ", len(jaxprs) - 1, []]}
+        closeds.append([len(jaxprs) - 1, []])
+    data = {**data, "jaxprs": jaxprs, "closeds": closeds, "root": ["CJ", len(closeds) - 1]}
     key = "0" * 64
     tree = _compat.out_tree_data(jax.tree_util.tree_structure(0.0))
-    entry = {"trace_format": 1, "key": key, "function_name": "f", "trace_seconds": 0.0,
-             "jaxpr_digest": "0" * 64, "out_tree": tree, "result_paths": [""], "jaxpr": data}  # fmt: skip
+    entry = {"trace_format": _persist.TRACE_FORMAT, "key": key, "function_name": "f",
+             "trace_seconds": 0.0, "jaxpr_digest": "0" * 64, "out_tree": tree,
+             "result_paths": [""], "jaxpr": data, "library_rules": []}  # fmt: skip
     raw = _persist.HEAD + json.dumps(entry, separators=(",", ":")).encode()
     with pytest.raises(_persist.Bad, match="too-deep"):
         _persist.decode(raw, key)

@@ -442,7 +442,7 @@ def _tree_from(e: Any, tu: Any, depth: int, aux_of: Any) -> Any:
         node, rest = (cls, aux_of(e[3])), e[4:]
     else:
         raise ValueError("out-tree")
-    arity = {"n": 0, "d": len(node[1] or ()), "N": len(e[3]) if tag == "N" else 0}.get(tag)
+    arity = 0 if tag == "n" else len(node[1]) if tag == "d" else len(e[3]) if tag == "N" else None
     if arity is not None and len(rest) != arity:
         raise ValueError("out-tree:arity")  # (JAX would build it: unflattening would fail)
     kids = [_tree_from(c, tu, depth + 1, aux_of) for c in rest]
