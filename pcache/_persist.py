@@ -34,6 +34,7 @@ from pcache import (
     _canon,
     _compat,
     _guards,
+    _memos,
     _out_tree,
     _persist_hints,
     _persist_key,
@@ -50,7 +51,7 @@ _FIELDS = frozenset(
     {"trace_format", "key", "function_name", "trace_seconds", "jaxpr_digest", "out_tree",
      "result_paths", "jaxpr", "library_rules"}
 )  # fmt: skip
-_RULES: dict = {}  # library primitive's stored name -> (its rules' objects, their digest)
+_RULES: dict = _memos.memo("persist.library_rules", {})  # name -> (rules, digest)
 
 # The serve JAX's next trace of one function object takes instead of tracing.
 _SERVE: contextvars.ContextVar = contextvars.ContextVar("pcache_trace_serve", default=None)

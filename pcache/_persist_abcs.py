@@ -1,13 +1,16 @@
-"""The ABC registrations a persisted key holds (`pcache._persist_key`)."""
+"""What a persisted key holds of process-wide registrations that no walk of the
+call meets (`pcache._persist_key`): classes registered on ABCs, and the rules JAX's
+tables hold for installed libraries' primitives."""
 
 from __future__ import annotations
 
 import abc
+import operator
 import sys
 from collections.abc import Callable
 
 from pcache import _memos
-from pcache._introspect import names
+from pcache._introspect import is_a, names
 from pcache._usercode import NoReuse, is_library_type
 
 _MEMO: dict = _memos.memo("persist.abcs", {})  # "abcs" -> (ABCMeta's token, digest)
@@ -78,4 +81,42 @@ def _abc_name(c: type, named: Callable) -> tuple:
         raise
 
 
-__all__ = ["abc_registrations"]
+def library_rules(named: Callable, digest: Callable, walker: Callable) -> str:
+    """The digest of every installed library's primitive's rules: its entry in each of
+    JAX's rule tables, its impl and abstract eval, by content (``walker``: a
+    `ContentWalker`), sorted by the primitive's name (`named`: ``lib:module:attr``,
+    or its ``name`` and type for one no library module holds). Its JVP or batching
+    rule runs while tracing and may leave no equation of it in the jaxpr; a program
+    can set one (``ad.primitive_jvps[lib.p] = lib.other_jvp``, reviews 118 and 119).
+    JAX's own primitives are keyed as overrides, the program's as user primitives
+    (`pcache._guards.registry_key`). Memoized per tables epoch and rule objects."""
+    from pcache import _canon, _compat, _guards
+
+    regs, _, user, _, epoch, _, _ = _guards.tables()
+    skip = {id(p) for p in user}
+    prims = {
+        id(p): p
+        for d in regs
+        for p in list(d)
+        if is_a(p, _compat.Primitive) and id(p) not in skip and _canon.jax_primitive_name(p) is None
+    }
+    now = [(p, *[d.get(p) for d in regs], *_compat.primitive_rules(p)) for p in prims.values()]
+    e = _MEMO.get("rules")
+    if e is not None and e[0] == epoch and len(e[1]) == len(now):
+        if all(
+            len(a) == len(b) and all(map(operator.is_, a, b))
+            for a, b in zip(e[1], now, strict=True)
+        ):
+            return e[2]
+    out = []
+    for rules in now:
+        w = walker()
+        w.registry = True  # (rules JAX made, as `pcache._guards.registry_key` walks them)
+        name = named(rules[0]) or ("unnamed", str(rules[0].name), type(rules[0]).__qualname__)
+        out.append((name, digest(("rules", tuple(w.value(r) for r in rules[1:])))))
+    enc = digest(("library-rules", tuple(sorted(out, key=repr))))
+    _MEMO["rules"] = (epoch, now, enc)
+    return enc
+
+
+__all__ = ["abc_registrations", "library_rules"]

@@ -51,7 +51,7 @@ from pcache import _canon, _compat, _guards, _hoststate, _memos, _persist_env, _
 from pcache._errors import Uncacheable
 from pcache._holders import library_holders
 from pcache._introspect import cdict, is_a, items, names
-from pcache._persist_abcs import abc_registrations
+from pcache._persist_abcs import abc_registrations, library_rules
 from pcache._persist_env import attributed
 from pcache._persist_pack import pack as _pack
 from pcache._persist_pack import packed as _packed
@@ -599,7 +599,9 @@ def _registries(rw: ContentWalker) -> tuple:
         type(e) is tuple and e[:1] == ("overrides",) and e[1].startswith("local:") for e in user
     ):
         raise NoReuse("persist-overridden-rule")  # (a rule or handler that is not JAX's)
-    return (*user, ("nodes", _pytree_nodes()), ("abcs", abc_registrations(named, digest)))
+    rules = library_rules(library_primitive_name, digest, ContentWalker)
+    return (*user, ("nodes", _pytree_nodes()), ("abcs", abc_registrations(named, digest)),
+            ("library-rules", rules))  # fmt: skip
 
 
 def _pytree_nodes() -> str:

@@ -88,6 +88,25 @@ def other_jvp(primals, tangents, *, tree, k):  # (another rule the library offer
 ad.primitive_jvps[twice_p] = _twice_jvp
 
 
+def _double(x):
+    return x * 2.0
+
+
+def _double_jvp(primals, tangents):  # (leaves no equation of its primitive)
+    return primals[0] * 2.0, tangents[0] * 2.0
+
+
+def other_double_jvp(primals, tangents):
+    return primals[0] * 2.0, tangents[0] * 100.0
+
+
+double_p = Primitive("nodelib_double")
+double_p.def_impl(_double)
+double_p.def_abstract_eval(lambda x: x)
+mlir.register_lowering(double_p, mlir.lower_fun(_double, multiple_results=False))
+ad.primitive_jvps[double_p] = _double_jvp
+
+
 def twice(x, k=0):
     return twice_p.bind(x, tree=jax.tree_util.tree_structure(Node(0.0, 1)), k=k)
 '''
@@ -157,9 +176,11 @@ import jax
 import nodelib
 from jax.interpreters import ad
 
-if os.environ["PHASE"] == "B":  # (the program sets the library primitive's rule)
+if os.environ["PHASE"] == "B":  # (the program sets library primitives' rules)
     ad.primitive_jvps[nodelib.twice_p] = nodelib.other_jvp
+    ad.primitive_jvps[nodelib.double_p] = nodelib.other_double_jvp
 show("grad", lambda: jax.jit(jax.grad(lambda v: nodelib.twice(v).sum()))(x))
+show("grad2", lambda: jax.jit(jax.grad(lambda v: nodelib.double_p.bind(v).sum()))(x))
 """
 
 
@@ -227,10 +248,11 @@ def test_a_list_in_an_output_tree_is_never_shared_in_process(installed, tmp_path
 
 
 def test_a_library_primitive_whose_rule_the_program_set_traces_again(installed, tmp_path):
-    """Review 118: B sets the JVP rule of the library's primitive to another of the
-    library's functions; the jaxpr A stored holds A's rule's result (a gradient of
-    2 + 1 per element, where B's rule gives 100). Each stored jaxpr names the rules of
-    the library primitives it binds by digest, checked when read: B traces."""
+    """Reviews 118, 119: B sets the JVP rules of the library's primitives to other
+    functions of the library's; the jaxprs A stored hold A's rules' results (a gradient
+    of 3 and of 2 per element, where B's rules give 100), and the second rule leaves no
+    equation of its primitive in the jaxpr. Every library primitive's rules are in the
+    key (and a stored jaxpr's own are checked when read): B traces both."""
     site, prog = installed
     env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
     swap, cache = str(prog.parent / "swap.py"), tmp_path / "c"
