@@ -524,7 +524,10 @@ def _scan_registries(regs: tuple, tree: dict) -> None:
     for d in regs:
         for p in list(d):
             if isinstance(p, _compat.Primitive) and p not in prims:
-                if any(_verdict(r)[0] for r in _compat.primitive_rules(p)):
+                lib = _canon.jax_primitive_name(p) is None  # (a library's, or a user's)
+                # (its impl or abstract eval: user code, or for a library's primitive
+                # library code over data someone can change: review 120)
+                if any(u or (st and lib) for u, st in map(_verdict, _compat.primitive_rules(p))):
                     prims[p] = None
     prove_nodes(tree)  # (equinox's generated flatten and unflatten: library code)
     nodes = [

@@ -355,12 +355,15 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
     paths = closed.jaxpr.debug_info.result_paths
     if type(paths) is not tuple or not all(type(x) is str for x in paths):
         return _refused(rt, "result-paths", fun)
+    fingerprint = _canon.jaxpr_fingerprint(closed)
+    if not fingerprint.persistent:  # (its digest holds a process's token: review 120)
+        return _refused(rt, f"digest:{fingerprint.why or 'process-local'}", fun)
     entry = {
         "trace_format": TRACE_FORMAT,
         "key": key,
         "function_name": str(p.params.get("name")),
         "trace_seconds": round(seconds, 6),
-        "jaxpr_digest": _canon.jaxpr_digest(closed).hex(),
+        "jaxpr_digest": fingerprint.digest.hex(),
         "out_tree": tree,
         "result_paths": list(paths),
         "jaxpr": jaxpr,

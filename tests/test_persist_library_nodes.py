@@ -107,6 +107,18 @@ mlir.register_lowering(double_p, mlir.lower_fun(_double, multiple_results=False)
 ad.primitive_jvps[double_p] = _double_jvp
 
 
+def checked(cfg, x, **params):  # (an abstract eval a program may make over its data)
+    if cfg[0] == "strict" and x.shape[0] < 3:
+        raise ValueError("too short")
+    return x
+
+
+check_p = Primitive("nodelib_check")
+check_p.def_impl(lambda x: x)
+check_p.def_abstract_eval(lambda x: x)
+mlir.register_lowering(check_p, mlir.lower_fun(lambda x: x, multiple_results=False))
+
+
 def twice(x, k=0):
     return twice_p.bind(x, tree=jax.tree_util.tree_structure(Node(0.0, 1)), k=k)
 '''
@@ -184,6 +196,21 @@ show("grad2", lambda: jax.jit(jax.grad(lambda v: nodelib.double_p.bind(v).sum())
 """
 
 
+AEVAL = """
+import functools
+import os
+import jax
+import nodelib
+
+CFG = ["lax"]  # (the program's list, read by the library primitive's abstract eval)
+nodelib.check_p.def_abstract_eval(functools.partial(nodelib.checked, CFG))
+show("first", lambda: jax.jit(lambda v: nodelib.check_p.bind(v) + 1.0)(x))
+if os.environ["PHASE"] == "B":
+    CFG[0] = "strict"
+show("main", lambda: jax.jit(lambda v: nodelib.check_p.bind(v) * 2.0)(x[:2]))
+"""
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("nodes")
@@ -197,6 +224,7 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
     prog = root / "prog.py"
     prog.write_text(textwrap.dedent(PROG))
     (root / "swap.py").write_text(SWAP)
+    (root / "aeval.py").write_text(AEVAL)
     return site, prog
 
 
@@ -262,3 +290,20 @@ def test_a_library_primitive_whose_rule_the_program_set_traces_again(installed, 
     assert b["digests"]["shown"] == stock["digests"]["shown"] != a["digests"]["shown"]
     assert a["stats"]["trace_persist_writes"] >= 1, a["stats"]
     assert b["digests"]["served"]["swap.py"] == 0, b["stats"]
+
+
+def test_a_library_primitive_rule_over_program_data_is_the_program_s(installed, tmp_path):
+    """Review 120: the program makes a library primitive's abstract eval a partial
+    over its own list, then changes the list in place between calls (in B only): the
+    rules' key, memoized by their objects, kept A's; B was served a trace stock JAX
+    refuses. Such a primitive is now the program's (as a rule-table entry over its
+    data already was): neither reused nor stored."""
+    site, prog = installed
+    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
+    aeval, cache = str(prog.parent / "aeval.py"), tmp_path / "c"
+    run("scenario", aeval, cache=cache, PHASE="A", **env)
+    stock = run("scenario", aeval, cache=None, PHASE="B", **env)
+    b = run("scenario", aeval, cache=cache, PHASE="B", **env)
+    assert b["digests"]["shown"] == stock["digests"]["shown"]
+    assert "main EXC ValueError" in stock["digests"]["shown"]
+    assert b["digests"]["served"]["aeval.py"] == 0, b["stats"]
