@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import libsite
+
 ROOT = Path(__file__).resolve().parent.parent
 
 LIB = """
@@ -59,13 +61,7 @@ print(json.dumps({"out": [np.asarray(a).tobytes().hex() for a in out], "stats": 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("made") / "site-packages"
-    (root / "madelib").mkdir(parents=True)
-    (root / "madelib" / "__init__.py").write_text(LIB)
-    info = root / "madelib-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Name: madelib\nVersion: 1.0\n")
-    (info / "RECORD").write_text("madelib/__init__.py,,\n")
+    root = libsite.install(tmp_path_factory.mktemp("made") / "site-packages", "madelib", LIB)
     (root.parent / "prog.py").write_text(PROG)
     return root
 

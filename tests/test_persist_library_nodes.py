@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import libsite
 from tests.test_trace_persist import ROOT, run, stored_traces
 from tests.test_trace_persist import pytestmark as _persist_mark
 
@@ -214,13 +215,7 @@ show("main", lambda: jax.jit(lambda v: nodelib.check_p.bind(v) * 2.0)(x[:2]))
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("nodes")
-    site = root / "lib" / "site-packages"
-    (site / "nodelib").mkdir(parents=True)
-    (site / "nodelib" / "__init__.py").write_text(LIB)
-    info = site / "nodelib-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: nodelib\nVersion: 1.0\n")
-    (info / "RECORD").write_text("nodelib/__init__.py,,\n")
+    site = libsite.install(root / "lib" / "site-packages", "nodelib", LIB)
     prog = root / "prog.py"
     prog.write_text(textwrap.dedent(PROG))
     (root / "swap.py").write_text(SWAP)
