@@ -93,14 +93,27 @@ def library_rules(named: Callable, digest: Callable, walker: Callable) -> str:
     from pcache import _canon, _compat, _guards
 
     regs, _, user, _, epoch, _, _ = _guards.tables()
-    skip = {id(p) for p in user}
-    prims = {
-        id(p): p
-        for d in regs
-        for p in list(d)
-        if is_a(p, _compat.Primitive) and id(p) not in skip and _canon.jax_primitive_name(p) is None
-    }
-    now = [(p, *[d.get(p) for d in regs], *_compat.primitive_rules(p)) for p in prims.values()]
+    found = _MEMO.get("prims")
+    if found is None or found[0] != epoch:
+        # (which primitives the tables hold changes only with a write, a new epoch: the
+        # walk of every table's every key is made once per epoch, not per key)
+        skip = {id(p) for p in user}
+        found = (
+            epoch,
+            tuple(
+                {
+                    id(p): p
+                    for d in regs
+                    for p in list(d)
+                    if is_a(p, _compat.Primitive)
+                    and id(p) not in skip
+                    and _canon.jax_primitive_name(p) is None
+                }.values()
+            ),
+        )
+        _MEMO["prims"] = found
+    # (their impl and abstract eval are attributes, no table: looked at every call)
+    now = [(p, *[d.get(p) for d in regs], *_compat.primitive_rules(p)) for p in found[1]]
     e = _MEMO.get("rules")
     if e is not None and e[0] == epoch and len(e[1]) == len(now):
         if all(
