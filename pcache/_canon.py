@@ -370,7 +370,7 @@ def _digest_jaxpr(obj: Any, jaxpr: Any, consts: Any, ctx: Ctx) -> str:
     if got is not None and got[0] is obj:
         _, hexd, persistent, why, volatile, arrays, rules, relower = got
     else:
-        memo = _JAXPR_MEMO.get(obj)
+        memo = None if ctx.lib_callbacks is not None else _JAXPR_MEMO.get(obj)  # (another digest)
         if memo is not None and memo.valid():
             hexd, persistent, why, volatile = memo.hexd, memo.persistent, memo.why, False
             relower = memo.relower
@@ -392,7 +392,7 @@ def _digest_jaxpr(obj: Any, jaxpr: Any, consts: Any, ctx: Ctx) -> str:
                     ctx.persistent, ctx.local_why, ctx.volatile, ctx.arrays, ctx.rules, ctx.relower
                 ) = saved  # fmt: skip
             # One over a mutable container cannot be revalidated cheaply: not kept.
-            if not volatile:
+            if not volatile and ctx.lib_callbacks is None:
                 memo = _JaxprMemo.make(hexd, persistent, arrays, dict(rules), why, relower)
                 _JAXPR_MEMO.put(obj, memo)
         ctx.call_memo[id(obj)] = (obj, hexd, persistent, why, volatile, arrays, rules, relower)
@@ -413,14 +413,17 @@ def _as_jaxpr(closed_jaxpr: Any) -> tuple[Any, Any]:
     raise TypeError(f"expected a ClosedJaxpr or Jaxpr, got {type(closed_jaxpr).__name__}")
 
 
-def jaxpr_fingerprint(closed_jaxpr: Any) -> JaxprDigest:
+def jaxpr_fingerprint(closed_jaxpr: Any, lib_callbacks: Any = None) -> JaxprDigest:
     """Digest of the canonical form of ``closed_jaxpr``, and whether it may be persisted.
 
     Every literal is keyed by its content (also those lowering hoists into
-    executable arguments), which is always safe.
+    executable arguments), which is always safe. ``lib_callbacks``: what names a
+    library's callback closure over data by its content (`pcache._lib_callbacks.
+    content`), as a persisted trace holds one; None: every callback is process-local.
     """
     jaxpr, consts = _as_jaxpr(closed_jaxpr)
     ctx = Ctx()
+    ctx.lib_callbacks = lib_callbacks
     try:
         hexd = _digest_jaxpr(closed_jaxpr, jaxpr, consts, ctx)
     except Unknown as e:  # e.g. an aval of an extended dtype the encoder does not know
@@ -521,12 +524,12 @@ def same_contents(arrays: tuple) -> bool:
     return all(same_content(a, snapshot) for a, snapshot in arrays)
 
 
-def jaxpr_digest(closed_jaxpr: Any) -> bytes:
+def jaxpr_digest(closed_jaxpr: Any, lib_callbacks: Any = None) -> bytes:
     """32-byte digest of the canonical form (see ``jaxpr_fingerprint``).
 
     Callers that persist must use ``jaxpr_fingerprint`` to learn whether they may.
     """
-    return jaxpr_fingerprint(closed_jaxpr).digest
+    return jaxpr_fingerprint(closed_jaxpr, lib_callbacks).digest
 
 
 def canonical_text(closed_jaxpr: Any) -> str:

@@ -81,20 +81,9 @@ ARRAY_MEMO = _memos.memo("canon.arrays", IdMemo())
 
 
 class Ctx:
-    __slots__ = (
-        "persistent",
-        "local_why",
-        "allow_local",
-        "in_params",
-        "text",
-        "call_memo",
-        "depth",
-        "arrays",
-        "rules",
-        "rule_keys",
-        "volatile",
-        "relower",
-    )
+    __slots__ = ("persistent", "local_why", "allow_local", "in_params", "text", "call_memo",
+                 "depth", "arrays", "rules", "rule_keys", "volatile", "relower",
+                 "lib_callbacks")  # fmt: skip
 
     def __init__(self, *, text: bool = False) -> None:
         self.persistent = True
@@ -114,6 +103,9 @@ class Ctx:
         self.rule_keys: dict[Any, Any] = {}  # primitive -> RuleKey, per walk
         self.volatile = False
         self.relower = False  # see JaxprDigest.relower
+        # What names a library's closure over data a callback primitive holds by its
+        # content (`pcache._lib_callbacks.content`): a persisted trace's digest only.
+        self.lib_callbacks: Any = None
 
 
 # ----------------------------------------------------------------------------
@@ -381,6 +373,9 @@ def enc_slots(obj: Any, ctx: Ctx) -> str:
 def _enc_callable(fn: Any, ctx: Ctx) -> str:
     if not ctx.allow_local:
         raise Unknown(qual(type(fn)))
+    got = ctx.lib_callbacks(fn) if ctx.lib_callbacks is not None else None
+    if got is not None:
+        return got
     ctx.persistent = False
     ctx.local_why = ctx.local_why or "host-callback"
     return local_token(fn)

@@ -91,6 +91,7 @@ def install(rt) -> None:
             if rt.settings.trace_persist:
                 # (now, not at the first lookup: an import between a call's key and
                 # its trace reads as a setting changed while tracing)
+                from pcache import _lib_callbacks  # noqa: F401
                 from pcache._compat import jaxpr_codec  # noqa: F401
         else:
             logger.warning(

@@ -29,7 +29,7 @@ from typing import Any
 
 from pcache import _compat
 from pcache._holders import holders_index, library_held
-from pcache._introspect import type_ids
+from pcache._introspect import is_a, type_ids
 from pcache._usercode import is_library_type
 
 _PURE = type_ids((type(None), bool, int, float, complex, str, bytes))
@@ -149,6 +149,13 @@ def aux_data(v: Any, depth: int = 0, node_ok: Any = None) -> Any:
     if t is _compat.PyTreeDef:
         enc = _compat.out_tree_data(v, lambda a: aux_data(a, depth + 1, node_ok), node_ok)
         return ["T", enc]
+    if is_a(v, type) and is_library_type(
+        v
+    ):  # (a library's class: equinox's ``EnumerationItem`` holds
+        name = library_name(v)  # diffrax's ``RESULTS``; by the name its module holds)
+        if name is None:
+            raise ValueError(f"out-tree:aux-class:{v.__qualname__}")
+        return ["K", *name]
     name = library_name(v) if library_held(v, t) else None
     if name is None:
         raise ValueError(f"out-tree:aux:{t.__name__}")
@@ -175,9 +182,11 @@ def aux_of(e: Any, depth: int = 0) -> Any:
         return tuple(items) if tag == "t" else items
     if tag == "T" and len(rest) == 1:
         return _compat.out_tree_of(rest[0], lambda a: aux_of(a, depth + 1))
-    if tag == "o" and len(rest) == 2 and all(type(x) is str for x in rest):
+    if tag in ("o", "K") and len(rest) == 2 and all(type(x) is str for x in rest):
         got = resolve_name(*rest)
-        if got is not None and library_held(got, type(got)):
+        if tag == "K" and is_a(got, type) and is_library_type(got):
+            return got
+        if tag == "o" and got is not None and library_held(got, type(got)):
             return got
     raise ValueError("out-tree:aux")
 

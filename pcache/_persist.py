@@ -68,6 +68,9 @@ class Served(NamedTuple):
     standins: bool = False
     #: The library primitives' rules as the storing process had them (`library_rules`).
     library_rules: tuple = ()
+    #: It holds a library's host callbacks, rebuilt (`pcache._lib_callbacks`): its
+    #: digest keys them by content.
+    callbacks: bool = False
 
 
 class Bad(Exception):
@@ -253,9 +256,9 @@ def decode(raw: bytes, key: str) -> Served:
     if type(digest) is not str or type(tree) not in (str, list):
         raise Bad("fields")
     try:
-        closed, standins = jaxpr_codec.decode(data["jaxpr"], jax_primitives_by_name())
+        closed, standins, callbacks = jaxpr_codec.decode(data["jaxpr"], jax_primitives_by_name())
         out_tree = _compat.out_tree_of(tree, _out_tree.aux_of)
-        rebuilt = _canon.jaxpr_digest(closed).hex()
+        rebuilt = _canon.jaxpr_digest(closed, _rebuilt_named(callbacks)).hex()
     except (jaxpr_codec.Undecodable, ValueError) as e:
         raise Bad(f"decode:{e}") from None
     except RecursionError:  # (sub-jaxprs nested past the interpreter's stack: review 105)
@@ -269,7 +272,24 @@ def decode(raw: bytes, key: str) -> Served:
         type(r) is list and len(r) == 2 and all(type(x) is str for x in r) for r in rules
     ):
         raise Bad("library-rules")
-    return Served(closed, out_tree, tuple(paths), digest, standins, tuple(map(tuple, rules)))
+    rules = tuple(map(tuple, rules))
+    return Served(closed, out_tree, tuple(paths), digest, standins, rules, bool(callbacks))
+
+
+def _named_callbacks(callbacks: bool) -> Any:
+    """What a digest keys a library's callbacks by (a jaxpr holding them), or None."""
+    from pcache import _lib_callbacks
+
+    return _lib_callbacks.content if callbacks else None
+
+
+def _rebuilt_named(callbacks: tuple) -> Any:
+    """What a decoded jaxpr's digest names its rebuilt callbacks by: the content each
+    was rebuilt from (no other function is one of them: process-local, a mismatch)."""
+    if not callbacks:
+        return None
+    texts = {id(f): (f, t) for f, t in callbacks}
+    return lambda fn: texts[id(fn)][1] if texts.get(id(fn), (None,))[0] is fn else None
 
 
 def library_rules(jaxpr: dict) -> list:
@@ -328,9 +348,11 @@ _PROGRAM_REASONS = frozenset({
 #: callable in this process must trace its own, but a stored trace holds stand-ins
 #: for them and is served to a top-level dispatch only, which never runs them.
 DISPATCH_ONLY = frozenset({"later-user-code", "later-reads-program-data"})
-#: The reasons whose traces are stored all the same: those, and an output tree whose
-#: auxiliary data holds a list (`pcache._out_tree`: each serve decodes it afresh).
-STORED = DISPATCH_ONLY | {_out_tree.MUTABLE}
+#: The reasons whose traces are stored all the same: those, an output tree whose
+#: auxiliary data holds a list (`pcache._out_tree`: each serve decodes it afresh),
+#: and host callbacks (stored only where each is a library's closure over data,
+#: rebuilt when served: `pcache._lib_callbacks`; the codec refuses any other).
+STORED = DISPATCH_ONLY | {_out_tree.MUTABLE, "host-callback"}
 
 
 def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: Any = None) -> None:
@@ -355,7 +377,8 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
     paths = closed.jaxpr.debug_info.result_paths
     if type(paths) is not tuple or not all(type(x) is str for x in paths):
         return _refused(rt, "result-paths", fun)
-    fingerprint = _canon.jaxpr_fingerprint(closed)
+    # (a library's callbacks by content: encoded, each is one `_lib_callbacks` rebuilds)
+    fingerprint = _canon.jaxpr_fingerprint(closed, _named_callbacks(jaxpr["callbacks"]))
     if not fingerprint.persistent:  # (its digest holds a process's token: review 120)
         return _refused(rt, f"digest:{fingerprint.why or 'process-local'}", fun)
     entry = {
@@ -397,9 +420,8 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
 
 def check(rt, served: Served, p: Any) -> None:
     """Check mode: the stored trace must equal the fresh one."""
-    if _canon.jaxpr_digest(p.params["jaxpr"]).hex() != served.digest or (
-        served.out_tree != p.out_tree
-    ):
+    fresh = _canon.jaxpr_digest(p.params["jaxpr"], _named_callbacks(served.callbacks))
+    if fresh.hex() != served.digest or (served.out_tree != p.out_tree):
         raise CheckError(
             f"pcache: a persisted trace of {p.params.get('name')!r} differs from a fresh "
             "trace (a false hit): the cross-process key misses what changed"

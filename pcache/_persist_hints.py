@@ -32,8 +32,10 @@ from pcache import _memos
 from pcache._persist_pack import packed
 from pcache._usercode import NoReuse
 
-#: The store's key set holding the stubs of callables not stored.
-HINTS = "pcache:traces-not-stored"
+#: The store's key set holding the stubs of callables not stored; named anew when
+#: what pcache stores changes (2: a library's host callbacks), so a stub an older
+#: pcache wrote does not keep a callable it would now store from being looked up.
+HINTS = "pcache:traces-not-stored:2"
 _FLUSH_EVERY = 16  # stubs
 _FLUSH_AFTER = 2.0  # seconds
 _MAX = 4096

@@ -75,6 +75,14 @@ def defined_by(g: dict, code: _CODE, library_file) -> bool:
     return any(c == code for c in got.get((code.co_firstlineno, code.co_name), ()))
 
 
+def codes_named(file: str, qual: str) -> list:
+    """The code objects of qualified name ``qual`` that ``file``'s compiled form
+    defines (`pcache._lib_callbacks`: a library's callback rebuilt)."""
+    return [
+        c for k, cs in _compiled(file).items() if k != _CLASSES for c in cs if c.co_qualname == qual
+    ]
+
+
 def class_body(file: str, qual: str) -> bool:
     """Whether a class statement of ``file`` defines the qualified name ``qual``."""
     return qual in _compiled(file).get(_CLASSES, ())

@@ -496,17 +496,18 @@ def _record(made: Made, p, owned) -> str | None:
         return tree
     jaxpr = p.params["jaxpr"]
     callbacks, late = _canon.late_code(jaxpr)
-    if callbacks or any(_guards.user_code(c) for c in late):
-        # Python this callable's objects run after the trace (host callbacks at
-        # run time, a custom_vjp's bwd when differentiated): its side effects and
-        # reads are this callable's own, so another callable must trace its own.
-        return "host-callback" if callbacks else "later-user-code"
-    if late and (_late.reaches(late, made.met) or _late.array_consts(jaxpr)):
-        return "later-reads-program-data"  # (review 49)
     if _guards.user_primitives(_canon.primitives_of(jaxpr)):
         # A user primitive's rules run later too (transpose, lowering, batching), on
         # JAX's caches keyed by this jaxpr: a reuse shares them (review 47).
         return "user-primitive"
+    if callbacks or any(_guards.user_code(c) for c in late):
+        # Python this callable's objects run after the trace (host callbacks at
+        # run time, a custom_vjp's bwd when differentiated): its side effects and
+        # reads are this callable's own, so another callable must trace its own.
+        # (A stored trace may hold them: `pcache._persist.STORED`.)
+        return "host-callback" if callbacks else "later-user-code"
+    if late and (_late.reaches(late, made.met) or _late.array_consts(jaxpr)):
+        return "later-reads-program-data"  # (review 49)
     if tree is not None:
         return tree  # (a list in it: stored, served decoded afresh, never shared)
     try:

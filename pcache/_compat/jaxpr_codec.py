@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 import jax
 import numpy as np
+from jax._src import callback as jax_callback
 from jax._src import core, custom_derivatives, literals, source_info_util
 from jax._src import linear_util as lu
 from jax._src import mesh as mesh_lib
@@ -55,7 +56,7 @@ from pcache._compat.jaxpr_arrays import (
 )
 from pcache._compat.traces import checked_tree_data, out_tree_of
 
-FORMAT = 2  # (2: closed jaxprs in a table of their own, each object once)
+FORMAT = 3  # (2: closed jaxprs in a table of their own, each object once; 3: callbacks)
 MAX_VALUE_DEPTH = 48  # nested values in one param (the entry's JSON: 64 levels)
 MAX_JAX_CONST = 256 * 1024  # bytes of one JAX array constant a trace made
 
@@ -80,6 +81,9 @@ def _standin(*args: Any, **kwargs: Any) -> Any:
 class Decoded(NamedTuple):
     closed: Any  # the `ClosedJaxpr`
     standins: bool  # whether it holds stand-ins for custom-derivative rules
+    #: The library host callbacks it holds, rebuilt: (function, its content text)
+    #: each (`pcache._lib_callbacks.rebuild`), what its digest names them by.
+    callbacks: tuple = ()
 
 
 # Enums and named tuples params hold, by a stable name (their classes never travel).
@@ -102,6 +106,10 @@ STANDIN_SLOTS: dict[tuple[int, str], str] = {
     (id(custom_derivatives.custom_vjp_call_p), "bwd"): "SI",
     (id(custom_derivatives.custom_vjp_call_p), "out_trees"): "SO",
 }
+#: The one param that holds a function JAX calls when the program runs: a
+#: `pure_callback`'s, stored when it is a library's closure over data
+#: (`pcache._lib_callbacks`; `io_callback` and `debug_callback` have effects: refused).
+CALLBACK_SLOT = (id(jax_callback.pure_callback_p), "callback")
 _ENUM_NAMES = {id(c): n for n, c in _ENUMS.items()}
 _TUPLE_NAMES = {id(c): n for n, c in _TUPLES.items()}
 _SCALARS = (bool, int, str, type(None))
@@ -116,6 +124,7 @@ class _Encoder:
         self.closeds: list = []
         self.keep: list = []  # what the indexes name by id, alive while encoding
         self.standins = False
+        self.callbacks = False
 
     def jaxpr(self, j: Any) -> int:
         n = self.index.get(id(j))
@@ -245,10 +254,27 @@ class _Encoder:
         slot = STANDIN_SLOTS.get((id(prim), name))
         if slot is not None:
             return self.standin(slot, prim, name, v)
+        if (id(prim), name) == CALLBACK_SLOT:
+            return self.callback(v)
         try:
             return self.value(v)
         except Unencodable as e:
             raise Unencodable(f"{prim.name}.{name}:{e.reason}") from None
+
+    def callback(self, v: Any) -> list:
+        """A `pure_callback`'s function: a library's closure over data, by what it is
+        made of (`pcache._lib_callbacks.describe`), and its arguments' tree."""
+        from pcache import _lib_callbacks
+
+        if type(v) is not jax_callback._FlatCallback:
+            raise Unencodable(f"pure_callback.callback:{type(v).__qualname__}")
+        try:
+            fn = _lib_callbacks.describe(v.callback_func)
+        except (ValueError, RecursionError) as e:
+            raise Unencodable(f"pure_callback.{e}") from None
+        tree = self.value(v.in_tree)
+        self.callbacks = True
+        return ["CB", fn, tree]
 
     def standin(self, slot: str, prim: Any, name: str, v: Any) -> list:
         """A custom-derivative rule, by its names only (`_standin` when decoded)."""
@@ -354,7 +380,7 @@ def encode(closed: Any) -> dict:
     enc = _Encoder()
     root = enc.closed(closed)
     return {"format": FORMAT, "jaxprs": enc.jaxprs, "closeds": enc.closeds, "root": root,
-            "standins": enc.standins}  # fmt: skip
+            "standins": enc.standins, "callbacks": enc.callbacks}  # fmt: skip
 
 
 # ------------------------------------------------------------------ decoding
@@ -373,6 +399,7 @@ class _Decoder:
         self.stacks: dict = {}
         self.ctxs: dict = {}
         self.standins = False
+        self.callbacks: list = []
 
     array = staticmethod(decode_array)
 
@@ -540,8 +567,10 @@ class _Decoder:
 
     def param(self, prim: Any, name: str, e: Any) -> Any:
         slot = STANDIN_SLOTS.get((id(prim), name))
+        if (id(prim), name) == CALLBACK_SLOT:
+            return self.callback(e)
         if slot is None:
-            return self.value(e)  # (a stand-in's tag is on no other table)
+            return self.value(e)  # (a stand-in's or callback's tag is on no other table)
         if type(e) is not list or not e or e[0] != slot:
             raise Undecodable(f"stand-in:{name}")
         self.standins = True
@@ -551,6 +580,21 @@ class _Decoder:
         if type(traced_for) is not str or type(src) is not str:
             raise Undecodable("stand-in:names")
         return lu.wrap_init(_standin, debug_info=lu.DebugInfo(traced_for, src, None, None))
+
+    def callback(self, e: Any) -> Any:
+        from pcache import _lib_callbacks
+
+        if type(e) is not list or len(e) != 3 or e[0] != "CB":
+            raise Undecodable("callback")
+        try:
+            fn, text = _lib_callbacks.rebuild(e[1])
+        except ValueError as exc:
+            raise Undecodable(str(exc)) from None
+        tree = self.value(e[2])
+        if type(tree) is not PyTreeDef:
+            raise Undecodable("callback:tree")
+        self.callbacks.append((fn, text))
+        return jax_callback._FlatCallback(fn, tree)
 
     def source_info(self, e: Any) -> Any:
         memo = repr(e)  # (injective over JSON values: True and 1, 1 and 1.0 differ)
@@ -615,6 +659,7 @@ def decode(data: Any, primitives: dict) -> Decoded:
         or type(data.get("jaxprs")) is not list
         or type(data.get("closeds")) is not list
         or type(data.get("standins")) is not bool
+        or type(data.get("callbacks")) is not bool
     ):
         raise Undecodable("format")
     dec = _Decoder(data, primitives)
@@ -622,9 +667,9 @@ def decode(data: Any, primitives: dict) -> Decoded:
         for d in data["jaxprs"]:
             dec.jaxprs.append(dec.jaxpr(d))
         closed = dec.closed(data["root"])
-        if dec.standins != data["standins"]:
+        if dec.standins != data["standins"] or bool(dec.callbacks) != data["callbacks"]:
             raise Undecodable("stand-ins")
-        return Decoded(closed, dec.standins)
+        return Decoded(closed, dec.standins, tuple(dec.callbacks))
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, AssertionError,
             struct.error, RecursionError) as e:  # fmt: skip
         raise Undecodable(f"malformed:{type(e).__name__}") from None

@@ -1,0 +1,205 @@
+"""Host callbacks an installed library makes while a program is traced, as data
+(issue 27: a persisted trace that holds one).
+
+Equinox's ``error_if`` (and so every diffrax solve under its default
+``EQX_ON_ERROR=raise``) binds ``jax.pure_callback(raises, ...)``, where ``raises`` is
+a closure the library defines inside ``_error`` over plain data made while tracing
+(the messages, the trace-time stack as strings and bytes). Such a callback is stored
+as what it is made of, never as code: the module that defines it, its code's
+qualified name and content digest, and the values of its closure cells. A new
+process rebuilds it from that module's own file (`pcache._provenance`: the compiled
+form the import system reads), taking the one code object of that name whose content
+is the stored digest, with the module's namespace as its globals and new cells over
+the decoded values: the function a fresh trace of the same library version makes.
+
+Only a plain function qualifies, and only when everything about it is proven:
+- its globals are a loaded library module's namespace, that module attributed to an
+  installed distribution (`pcache._persist_env.attributed`: its version is in the
+  key), and its code is code that module's file defines (`is_library_code`);
+- no defaults, no attributes of its own, its names its code's;
+- it never rebinds a free variable (``nonlocal``: a rebuilt cell is its own, where
+  the original may share one with a sibling closure);
+- every cell holds ``None``, ``bool``, ``int``, ``float``, ``str``, ``bytes``, or
+  tuples and lists of them, each list referred to by nothing but its cell or the list
+  holding it, as far as the garbage collector sees (a list the library keeps
+  elsewhere would come back a copy);
+anything else raises ``ValueError`` with why, and the trace is not stored. The
+stored stack strings name the storing process's source lines: what equinox shows
+when such a callback raises is the stack of the trace that made it, as it is when
+JAX's own cache serves a trace.
+"""
+
+from __future__ import annotations
+
+import dis
+import gc
+import struct
+import sys
+import types
+from typing import Any
+
+from pcache._persist_pack import packed
+from pcache._provenance import codes_named
+from pcache._usercode import NoReuse, is_library_code, module_dict
+
+MAX_DEPTH = 16
+MAX_CELL_BYTES = 1 << 20  # (the encoded cells of one callback)
+_REBINDS = frozenset({"STORE_DEREF", "DELETE_DEREF"})
+
+
+def describe(fn: Any) -> list:
+    """``[module, qualified name, code digest, cells]`` of library closure ``fn``;
+    ValueError (why) if it is not one this module can rebuild."""
+    from pcache._persist_env import attributed
+    from pcache._persist_key import code_digest
+
+    if type(fn) is not types.FunctionType:
+        raise ValueError(f"callback:{type(fn).__qualname__}")
+    code, g = fn.__code__, fn.__globals__
+    name = g.get("__name__")
+    m = sys.modules.get(name) if type(name) is str else None
+    if m is None or module_dict(m) is not g or not is_library_code(g, code):
+        raise ValueError("callback:not-library-code")
+    try:
+        attributed(name)
+    except NoReuse:
+        raise ValueError("callback:unattributed") from None
+    if fn.__defaults__ or fn.__kwdefaults__ or fn.__dict__ or fn.__annotations__:
+        raise ValueError("callback:defaults-or-attributes")
+    if fn.__name__ != code.co_name or fn.__qualname__ != code.co_qualname:
+        raise ValueError("callback:renamed")
+    if _rebinds(code, frozenset(code.co_freevars)):
+        raise ValueError("callback:rebinds-free-variable")
+    cells = fn.__closure__ or ()
+    try:
+        values = [c.cell_contents for c in cells]
+    except ValueError:
+        raise ValueError("callback:empty-cell") from None
+    held: list = []
+    data = [_value(v, 0, held) for v in values]
+    if held and not _fresh(held, (*cells, values)):
+        raise ValueError("callback:held-list")
+    if sum(len(repr(d)) for d in data) > MAX_CELL_BYTES:
+        raise ValueError("callback:cells-too-large")
+    return [name, code.co_qualname, code_digest(code), data]
+
+
+def rebuild(e: Any) -> tuple[types.FunctionType, str]:
+    """The function `describe` described, made afresh, and its `content` (from the
+    entry: its lists are new, no one else's); ValueError if the entry is malformed
+    or its module does not define exactly that code."""
+    from pcache._persist_key import code_digest
+
+    if type(e) is not list or len(e) != 4 or type(e[3]) is not list:
+        raise ValueError("callback")
+    name, qual, digest, data = e
+    if not all(type(x) is str for x in (name, qual, digest)):
+        raise ValueError("callback")
+    m = sys.modules.get(name)
+    g = module_dict(m) if m is not None else None
+    file = g.get("__file__") if g is not None else None
+    if type(file) is not str:
+        raise ValueError("callback:module")
+    found = [c for c in codes_named(file, qual) if code_digest(c) == digest]
+    # (named by the module's file, as the import system names what it loads: a
+    # bytecode cache holds the name of wherever it was compiled)
+    code = _refiled(found[0], file) if found else None
+    if code is None or not is_library_code(g, code):
+        raise ValueError("callback:code")  # (another version's, or a changed file)
+    if len(data) != len(code.co_freevars):
+        raise ValueError("callback:cells")
+    values = [_value_of(d, 0) for d in data]
+    if [_value(v, 0, []) for v in values] != data:
+        raise ValueError("callback:cells")  # (not what `describe` writes)
+    fn = types.FunctionType(code, g, code.co_name, None, tuple(map(types.CellType, values)))
+    return fn, _text([name, qual, digest, data])
+
+
+def content(fn: Any) -> str | None:
+    """A stable text of library closure ``fn`` for a jaxpr's persisted digest (None:
+    not one `describe` accepts)."""
+    try:
+        return _text(describe(fn))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _text(d: list) -> str:
+    cells = packed(b"pcache-callback-cells\n", _packable(d[3]))
+    return f"libfn:{d[0]}:{d[1]}:{d[2]}:{cells}"
+
+
+def _refiled(code: types.CodeType, file: str) -> types.CodeType:
+    consts = tuple(_refiled(k, file) if type(k) is types.CodeType else k for k in code.co_consts)
+    return code.replace(co_filename=file, co_consts=consts)
+
+
+def _rebinds(code: types.CodeType, free: frozenset) -> bool:
+    """Whether ``code`` or a function nested in it stores or deletes one of ``free``
+    (the outer function's free variables, by name)."""
+    for ins in dis.get_instructions(code):
+        if ins.opname in _REBINDS and ins.argval in free:
+            return True
+    return any(type(k) is types.CodeType and _rebinds(k, free) for k in code.co_consts)
+
+
+def _value(v: Any, depth: int, held: list) -> list:
+    """``v`` encoded; a list, and every tuple on the way to one, added to ``held``."""
+    t = type(v)
+    if depth > MAX_DEPTH:
+        raise ValueError("callback:cell-deep")
+    if v is None:
+        return ["n"]
+    if t is bool or t is int or t is str:
+        return [{bool: "b", int: "i", str: "s"}[t], v]
+    if t is float:
+        return ["f", struct.pack("<d", v).hex()]
+    if t is bytes:
+        return ["y", v.hex()]
+    if t is tuple or t is list:
+        n = len(held)
+        out = ["t" if t is tuple else "l", *[_value(x, depth + 1, held) for x in v]]
+        if t is list or len(held) > n:
+            held.append(v)
+        return out
+    raise ValueError(f"callback:cell:{t.__qualname__}")
+
+
+def _value_of(e: Any, depth: int) -> Any:
+    if type(e) is not list or not e or depth > MAX_DEPTH:
+        raise ValueError("callback:cell")
+    tag, rest = e[0], e[1:]
+    want = {"b": bool, "i": int, "s": str}.get(tag)
+    if want is not None and len(rest) == 1 and type(rest[0]) is want:
+        return rest[0]
+    if tag == "n" and not rest:
+        return None
+    if tag == "f" and len(rest) == 1 and type(rest[0]) is str and len(rest[0]) == 16:
+        return struct.unpack("<d", bytes.fromhex(rest[0]))[0]
+    if tag == "y" and len(rest) == 1 and type(rest[0]) is str:
+        return bytes.fromhex(rest[0])
+    if tag in ("t", "l"):
+        items = [_value_of(x, depth + 1) for x in rest]
+        return tuple(items) if tag == "t" else items
+    raise ValueError("callback:cell")
+
+
+def _packable(e: Any) -> Any:
+    """An encoded cell value as the tuples `pcache._persist_pack` packs."""
+    if type(e) is list:
+        return tuple(_packable(x) for x in e)
+    return e
+
+
+def _fresh(held: list, ours: tuple) -> bool:
+    """Whether every list in ``held`` (with the tuples on the way to one) is referred
+    to only by ``ours`` (the cells, the list of their values) or by another of
+    ``held``; one list twice comes back as two: refused."""
+    lists = [id(x) for x in held if type(x) is list]
+    if len(set(lists)) != len(lists):
+        return False
+    mine = {id(x) for x in (*held, *ours)} | {id(held)}
+    return all(id(r) in mine for r in gc.get_referrers(*held))
+
+
+__all__ = ["content", "describe", "rebuild"]

@@ -1,0 +1,244 @@
+"""Persisted traces holding an installed library's host callbacks (issue 27: diffrax
+under equinox's default ``EQX_ON_ERROR=raise``, whose ``error_if`` binds a
+``pure_callback`` over a closure it makes while tracing). A library here does what
+equinox does; stored, such a callback is its module, code name and digest and its
+cells' data (`pcache._lib_callbacks`), rebuilt in a new process from the library's
+own file. Fresh processes, bitwise against stock JAX; what cannot be rebuilt is
+refused by name."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from pcache._compat import jaxpr_codec
+from tests import libsite
+from tests.test_trace_persist import ROOT, run, stored_traces
+from tests.test_trace_persist import pytestmark as _persist_mark
+
+pytestmark = _persist_mark
+
+LIB = '''
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+HELD = ["a message the library keeps"]
+LAST = [None]  # (what the callback last raised: equinox's `_jit.last_error_info`)
+
+
+class LibError(RuntimeError):
+    pass
+
+
+def _guarded(x, raises):
+    def on_bad():
+        return jax.pure_callback(raises, jax.ShapeDtypeStruct(x.shape, x.dtype), jnp.int32(0))
+
+    return lax.cond(jnp.any(x > 10.0), on_bad, lambda: x)
+
+
+def check(x, msg):
+    """equinox's ``error_if``: messages and a trace-time stack in the closure."""
+    msgs = (msg, "never")
+    stack = ["at the caller", b"\\x00\\x01"]  # (a list made per call, as equinox's)
+
+    def raises(i):
+        LAST[0] = msgs[int(i)]
+        raise LibError(f"{msgs[int(i)]} [{stack[0]}]")
+
+    return _guarded(x, raises)
+
+
+def check_scaled(x, k):
+    """A callback that returns a value: its cell is a float."""
+
+    def scaled(v):
+        return np.asarray(v, np.float32) * k
+
+    return jax.pure_callback(scaled, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+
+def check_held(x):
+    msgs = HELD  # (a list the library holds: a rebuilt cell would hold a copy)
+
+    def raises(i):
+        raise LibError(msgs[0])
+
+    return _guarded(x, raises)
+
+
+def check_counting(x):
+    count = 0
+
+    def raises(i):
+        nonlocal count  # (rebinds its cell: one its siblings may share)
+        count += 1
+        raise LibError(str(count))
+
+    return _guarded(x, raises)
+
+
+def check_dict(x):
+    cfg = {"msg": "in a dict"}
+
+    def raises(i):
+        raise LibError(cfg["msg"])
+
+    return _guarded(x, raises)
+'''
+
+PROG = """
+import os
+
+import cblib
+
+MSG = "too big" if os.environ["PHASE"] == "A" else "far too big"
+
+
+def message(f):
+    try:
+        f().block_until_ready()
+        got = "no error"
+    except Exception as e:  # (JAX's runtime error, the library's text inside)
+        s = str(e)
+        got = s[s.find("LibError") :].splitlines()[0]
+    return np.frombuffer(got.encode(), np.uint8)
+
+
+def fixed(v):
+    return cblib.check(v * 2.0, "fixed") + 1.0
+
+
+def moving(v):
+    return cblib.check(v, MSG) * 3.0
+
+
+show("fixed", lambda: jax.jit(fixed)(x))
+show("fixed-raises", lambda: message(lambda: jax.jit(fixed)(x * 100.0)))
+show("moving-raises", lambda: message(lambda: jax.jit(moving)(x * 100.0)))
+show("last", lambda: np.frombuffer(str(cblib.LAST[0]).encode(), np.uint8))
+show("scaled", lambda: jax.jit(lambda v: cblib.check_scaled(v, 2.5) - 1.0)(x))
+"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("cb")
+    return libsite.install(root / "lib" / "site-packages", "cblib", LIB)
+
+
+def test_a_library_callback_is_rebuilt_served_and_raises(site, tmp_path):
+    """A stores the programs (their callbacks as data); B, a fresh process, is served
+    them and shows what stock JAX shows: the values, the library's error raised by
+    the rebuilt callback with its messages, the library's own state written by it,
+    a float cell. The message a user module holds changed between A and B: that
+    program traced again (its key), and B's message is B's. A check-mode B traces
+    each and finds the stored trace equal to its own (the callbacks keyed by
+    content)."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(PROG))
+    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
+    cache = tmp_path / "c"
+    a = run("scenario", str(prog), cache=cache, PHASE="A", **env)
+    stock = run("scenario", str(prog), cache=None, PHASE="B", **env)
+    checked = run("scenario", str(prog), cache=cache, PHASE="B", JAX_PCACHE_CHECK="1", **env)
+    b = run("scenario", str(prog), cache=cache, PHASE="B", **env)
+    shown = stock["digests"]["shown"]
+    assert any("fixed-raises" in s and " EXC " not in s for s in shown), shown
+    assert b["digests"]["shown"] == shown and checked["digests"]["shown"] == shown
+    assert a["stats"]["trace_persist_writes"] >= 3, a["stats"]
+    # served: ``fixed`` (twice: its jit objects are new), the scaled one; ``moving``'s
+    # key holds its module's message: traced (and stored) by the first B
+    assert b["digests"]["served"]["prog.py"] >= 4, b["stats"]
+    assert checked["stats"]["trace_persist_misses"] == {"absent": 1}, checked["stats"]
+    text = json.dumps(stored_traces(cache))
+    assert '["CB", ["cblib", "check.<locals>.raises", ' in text
+    assert '["y", "0001"]' in text  # (the bytes in the stack list)
+
+
+@pytest.fixture
+def cblib(site, monkeypatch):
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    mod = importlib.import_module("cblib")
+    yield mod
+    sys.modules.pop("cblib", None)
+
+
+@pytest.mark.parametrize(
+    "name, reason",
+    [
+        ("check_held", "cond.branches:pure_callback.callback:held-list"),
+        ("check_counting", "cond.branches:pure_callback.callback:rebinds-free-variable"),
+        ("check_dict", "cond.branches:pure_callback.callback:cell:dict"),
+    ],
+)
+def test_a_callback_that_cannot_be_rebuilt_is_refused_by_name(cblib, name, reason):
+    cj = jax.jit(getattr(cblib, name)).trace(jnp.ones(3, jnp.float32)).jaxpr
+    with pytest.raises(jaxpr_codec.Unencodable) as e:
+        jaxpr_codec.encode(cj)
+    assert e.value.reason == reason
+
+
+def test_a_rebuilt_callback_is_the_library_code_over_the_same_data(cblib):
+    """Encoded and decoded in one process: the rebuilt function is a new object of
+    the library's code (named by its file), its globals the module's, its cells new
+    cells over equal values (the list a new list)."""
+    from pcache import _lib_callbacks
+
+    cj = jax.jit(lambda v: cblib.check(v, "m")).trace(jnp.ones(3, jnp.float32)).jaxpr
+    data = jaxpr_codec.encode(cj)
+    assert data["callbacks"] is True
+    back = jaxpr_codec.decode(data, __import__("pcache._canon_values").
+                              _canon_values.jax_primitives_by_name())  # fmt: skip
+    ((rebuilt, text),) = back.callbacks
+
+    def callbacks(closed):
+        out = []
+        for e in closed.jaxpr.eqns:
+            if e.primitive.name == "pure_callback":
+                out.append(e.params["callback"].callback_func)
+            for v in e.params.values():
+                for j in v if isinstance(v, tuple) else (v,):
+                    if hasattr(j, "jaxpr") and hasattr(j, "consts"):
+                        out += callbacks(j)
+        return out
+
+    (old,), (new,) = callbacks(cj), callbacks(back.closed)
+    # (named before the lists below refer to the cells' lists too: then not fresh)
+    assert new is rebuilt and _lib_callbacks.content(new) == _lib_callbacks.content(old) == text
+    assert new is not old and new.__code__ == old.__code__
+    assert new.__code__.co_filename == cblib.__file__ and new.__globals__ is vars(cblib)
+    olds = [c.cell_contents for c in old.__closure__]
+    news = [c.cell_contents for c in new.__closure__]
+    assert news == olds
+    assert all(a is not b for a, b in zip(news, olds, strict=True) if type(a) is list)
+
+
+class _Mine:  # (the program's class)
+    pass
+
+
+def test_a_library_class_in_auxiliary_data_is_named_and_read_back(cblib):
+    """equinox's ``EnumerationItem`` holds diffrax's ``RESULTS`` class in its
+    auxiliary data (the tree of ``error_if``'s callback arguments): a library's class
+    is stored by the name its module holds it under and read back as that very
+    class; the program's class is refused."""
+    from pcache import _out_tree
+
+    assert _out_tree.aux_data((cblib.LibError, 1)) == ["t", ["K", "cblib", "LibError"], ["i", 1]]
+    assert _out_tree.aux_of(["K", "cblib", "LibError"]) is cblib.LibError
+    with pytest.raises(ValueError):
+        _out_tree.aux_data(_Mine)
+    with pytest.raises(ValueError):  # (a name that holds no library class)
+        _out_tree.aux_of(["K", "cblib", "HELD"])
