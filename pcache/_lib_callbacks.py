@@ -38,6 +38,7 @@ import sys
 import types
 from typing import Any
 
+from pcache import _compat
 from pcache._persist_pack import packed
 from pcache._provenance import codes_named
 from pcache._usercode import NoReuse, is_library_code, module_dict
@@ -79,22 +80,29 @@ def describe(fn: Any) -> list:
     data = [_value(v, 0, held) for v in values]
     if held and not _fresh(held, (*cells, values)):
         raise ValueError("callback:held-list")
+    why = _made_for_trace(fn, cells, values)
+    if why is not None:
+        raise ValueError(why)
     if sum(len(repr(d)) for d in data) > MAX_CELL_BYTES:
         raise ValueError("callback:cells-too-large")
     return [name, code.co_qualname, code_digest(code), data]
 
 
-def rebuild(e: Any) -> tuple[types.FunctionType, str]:
-    """The function `describe` described, made afresh, and its `content` (from the
-    entry: its lists are new, no one else's); ValueError if the entry is malformed
-    or its module does not define exactly that code."""
+def rebuild(e: Any, cells: list) -> tuple[types.FunctionType, str]:
+    """The function `describe` described (``e``: its module, code name and digest, and
+    the indexes of its cells in ``cells``, one entry's cells as `cell` makes them:
+    two callbacks that shared a cell share one again), made afresh, and its
+    `content`; ValueError if the entry is malformed or its module does not define
+    exactly that code."""
     from pcache._persist_key import code_digest
 
     if type(e) is not list or len(e) != 4 or type(e[3]) is not list:
         raise ValueError("callback")
-    name, qual, digest, data = e
+    name, qual, digest, refs = e
     if not all(type(x) is str for x in (name, qual, digest)):
         raise ValueError("callback")
+    if not all(type(i) is int and 0 <= i < len(cells) for i in refs):
+        raise ValueError("callback:cells")
     m = sys.modules.get(name)
     g = module_dict(m) if m is not None else None
     file = g.get("__file__") if g is not None else None
@@ -106,13 +114,20 @@ def rebuild(e: Any) -> tuple[types.FunctionType, str]:
     code = _refiled(found[0], file) if found else None
     if code is None or not is_library_code(g, code):
         raise ValueError("callback:code")  # (another version's, or a changed file)
-    if len(data) != len(code.co_freevars):
+    if len(refs) != len(code.co_freevars):
         raise ValueError("callback:cells")
-    values = [_value_of(d, 0) for d in data]
-    if [_value(v, 0, []) for v in values] != data:
+    closure = tuple(cells[i][0] for i in refs)
+    fn = types.FunctionType(code, g, code.co_name, None, closure)
+    return fn, _text([name, qual, digest, [cells[i][1] for i in refs]])
+
+
+def cell(d: Any) -> tuple:
+    """(a new cell over what `describe` encoded as ``d``, ``d``); ValueError if ``d``
+    is not such an encoding."""
+    v = _value_of(d, 0)
+    if _value(v, 0, []) != d:
         raise ValueError("callback:cells")  # (not what `describe` writes)
-    fn = types.FunctionType(code, g, code.co_name, None, tuple(map(types.CellType, values)))
-    return fn, _text([name, qual, digest, data])
+    return types.CellType(v), d
 
 
 def content(fn: Any) -> str | None:
@@ -189,6 +204,50 @@ def _packable(e: Any) -> Any:
     if type(e) is list:
         return tuple(_packable(x) for x in e)
     return e
+
+
+def _made_for_trace(fn: Any, cells: tuple, values: list) -> str | None:
+    """Why ``fn`` is not a closure made for one trace alone (None: it is). A function
+    something else holds (a module global, another closure's cell) runs with its
+    state shared by every trace and caller, where a rebuilt one has its own (review
+    122: a library's counter); a cell another function shares is seen by that one
+    too: it must be another callback (equinox's ``raises`` and ``tpu_msg`` share
+    their messages; an entry keeps such sharing, `rebuild`) and rebind none of them.
+    (No nested scope here names a function: a cell of this frame would be one more
+    referrer.)"""
+    flat = _compat.FlatCallback
+    for r in gc.get_referrers(fn):
+        if type(r) is not flat or r.callback_func is not fn:
+            return "callback:held"
+    if not cells:
+        return None
+    tuples: dict = {}
+    for r in gc.get_referrers(*cells):
+        if type(r) is not tuple:
+            return "callback:cell-held"  # (a frame, a generator, a container)
+        tuples[id(r)] = r
+    owners: dict = {}
+    for r in gc.get_referrers(*tuples.values()):
+        if r is tuples:
+            continue
+        if type(r) is not types.FunctionType or id(r.__closure__) not in tuples:
+            return "callback:cell-held"
+        if r is not fn:
+            owners[id(r)] = r
+    if not owners:
+        return None
+    mine = set(map(id, cells))
+    for f in owners.values():
+        closure, free = f.__closure__, f.__code__.co_freevars
+        names = [free[i] for i in range(len(closure)) if id(closure[i]) in mine]
+        if _rebinds(f.__code__, frozenset(names)):
+            return "callback:shared-cell-rebound"
+    for r in gc.get_referrers(*owners.values()):
+        if r is owners:
+            continue
+        if type(r) is not flat or id(r.callback_func) not in owners:
+            return "callback:shared-cell-held"
+    return None
 
 
 def _fresh(held: list, ours: tuple) -> bool:

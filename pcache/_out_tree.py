@@ -28,8 +28,9 @@ import struct
 from typing import Any
 
 from pcache import _compat
-from pcache._holders import holders_index, library_held
-from pcache._introspect import is_a, type_ids
+from pcache._compat.jaxpr_arrays import Stale
+from pcache._holders import holders_index, library_held, library_holders
+from pcache._introspect import is_a, names, type_ids
 from pcache._usercode import is_library_type
 
 _PURE = type_ids((type(None), bool, int, float, complex, str, bytes))
@@ -133,7 +134,7 @@ def aux_data(v: Any, depth: int = 0, node_ok: Any = None) -> Any:
     bits; a library-held object by the name a library module holds it under; a
     nested tree by `_compat.out_tree_data`, ``node_ok`` its classes); ValueError for
     anything else."""
-    from pcache._persist_key import library_name
+    from pcache._persist_key import resolve_name
 
     t = type(v)
     if depth > MAX_AUX_DEPTH:
@@ -149,17 +150,20 @@ def aux_data(v: Any, depth: int = 0, node_ok: Any = None) -> Any:
     if t is _compat.PyTreeDef:
         enc = _compat.out_tree_data(v, lambda a: aux_data(a, depth + 1, node_ok), node_ok)
         return ["T", enc]
-    if is_a(v, type) and is_library_type(
-        v
-    ):  # (a library's class: equinox's ``EnumerationItem`` holds
-        name = library_name(v)  # diffrax's ``RESULTS``; by the name its module holds)
-        if name is None:
-            raise ValueError(f"out-tree:aux-class:{v.__qualname__}")
-        return ["K", *name]
-    name = library_name(v) if library_held(v, t) else None
-    if name is None:
+    if is_a(v, type) and is_library_type(v):
+        # (a library's class, by its own module and qualified name, where it resolves
+        # to itself: equinox's ``EnumerationItem`` holds diffrax's ``RESULTS``; not by
+        # an alias a library may rebind, ``ACTIVE = KindA``: review 122)
+        mod, qual = names(v)[2], names(v)[1]
+        if type(mod) is not str or type(qual) is not str or resolve_name(mod, qual) is not v:
+            raise ValueError(f"out-tree:aux-class:{t.__name__}")
+        return ["K", mod, qual]
+    held = sorted(library_holders(v)) if library_held(v, t) else []
+    if not held:
         raise ValueError(f"out-tree:aux:{t.__name__}")
-    return ["o", *name]
+    # (every name holding it, each read back in the new process: the least one alone
+    # may be an alias the library rebinds, ``CUR_MARK = MARK_A``: review 122)
+    return ["o", [list(h) for h in held]]
 
 
 def aux_of(e: Any, depth: int = 0) -> Any:
@@ -182,12 +186,19 @@ def aux_of(e: Any, depth: int = 0) -> Any:
         return tuple(items) if tag == "t" else items
     if tag == "T" and len(rest) == 1:
         return _compat.out_tree_of(rest[0], lambda a: aux_of(a, depth + 1))
-    if tag in ("o", "K") and len(rest) == 2 and all(type(x) is str for x in rest):
+    if tag == "K" and len(rest) == 2 and all(type(x) is str for x in rest):
         got = resolve_name(*rest)
-        if tag == "K" and is_a(got, type) and is_library_type(got):
+        if is_a(got, type) and is_library_type(got) and [names(got)[2], names(got)[1]] == rest:
             return got
-        if tag == "o" and got is not None and library_held(got, type(got)):
-            return got
+        raise Stale("out-tree:aux-class")  # (not that class there now)
+    if tag == "o" and len(rest) == 1 and type(rest[0]) is list and rest[0]:
+        held = rest[0]
+        if all(type(h) is list and len(h) == 2 and all(type(x) is str for x in h) for h in held):
+            got = resolve_name(*held[0])
+            same = all(resolve_name(*h) is got for h in held)
+            if same and got is not None and library_held(got, type(got)):
+                return got
+            raise Stale("out-tree:aux-object")  # (its names hold others now)
     raise ValueError("out-tree:aux")
 
 

@@ -40,6 +40,7 @@ from pcache import (
     _persist_key,
 )
 from pcache._errors import CheckError
+from pcache._holders import library_holders
 from pcache._usercode import NoReuse
 
 TRACE_FORMAT = 2  # (2: library primitives' rules digested)
@@ -108,7 +109,10 @@ def lookup(
     except RecursionError:
         _miss(rt, "persist-too-deep")
         return None, None
-    got = rt.local.read(key, lambda raw, _replay: decode(raw, key))
+    got = rt.local.read(key, lambda raw, _replay: _decoded(raw, key))
+    if got is not None and got[0] is _STALE:
+        _miss(rt, "library-names-changed")  # (traced; not stored over it: review 122)
+        return None, None
     if got is None:
         _miss(rt, "absent")
         # (a stored trace is made afresh from what the key describes, never of a
@@ -124,6 +128,18 @@ def lookup(
         _miss(rt, "library-rules-changed")
         return None, None
     return key, got[0]
+
+
+_STALE = object()  # (`_decoded`: an entry whose library names name other objects now)
+
+
+def _decoded(raw: bytes, key: str) -> Any:
+    from pcache._compat.jaxpr_arrays import Stale
+
+    try:
+        return decode(raw, key)
+    except Stale:
+        return _STALE
 
 
 def _same_rules(stored: tuple) -> bool:
@@ -310,16 +326,19 @@ def _rules_digest(name: str) -> str:
         raise NoReuse("persist-library-primitive")
     regs = _guards.tables()[0]
     now = (prim, *[d.get(prim) for d in regs], *_compat.primitive_rules(prim))
+    # (every name libraries hold it under, read now: ``name`` is the least, which may
+    # be an alias the library rebinds to another primitive, review 122)
+    held = tuple(sorted(library_holders(prim)))
     got = _RULES.get(name)
     if got is not None and len(got[0]) == len(now) and all(map(operator.is_, got[0], now)):
-        return got[1]  # (the same objects: what they hold is library state)
+        return _persist_key.digest((got[1], held))  # (the same objects: library state)
     w = _persist_key.ContentWalker()
     w.registry = True  # (rules JAX made, as `_guards.registry_key` walks them)
     digest = _persist_key.digest(("library-rules", tuple(w.value(r) for r in now[1:])))
     if len(_RULES) > 256:
         _RULES.clear()
     _RULES[name] = (now, digest)
-    return digest
+    return _persist_key.digest((digest, held))
 
 
 def _refused(rt, reason: str, fun: Any = None) -> None:

@@ -95,6 +95,127 @@ def check_dict(x):
         raise LibError(cfg["msg"])
 
     return _guarded(x, raises)
+
+
+def _counter():
+    state = [0]
+
+    def bump(i):
+        state[0] += 1
+        return np.asarray(i)
+
+    def read():
+        return state[0]
+
+    return bump, read
+
+
+BUMP, READ = _counter()  # (a callback the library keeps: its state spans traces)
+
+
+def counted(x):
+    return _guarded(x, BUMP)
+
+
+SETTERS = []
+
+
+def check_shared_setter(x):
+    scale = [2.0]
+
+    def raises(i):
+        raise LibError(str(scale[0]))
+
+    SETTERS.append(scale)  # (the cell's list, kept by the library too)
+    return _guarded(x, raises)
+
+
+def check_sibling(x):
+    k = 2.0
+
+    def raises(i):
+        raise LibError(str(k))
+
+    def set_k(v):  # (a closure the library keeps, rebinding the shared cell)
+        nonlocal k
+        k = v
+
+    SETTERS.append(set_k)
+    return _guarded(x, raises)
+
+
+def check_reader(x):
+    seen = [0]
+
+    def raises(i):
+        seen[0] += 1
+        raise LibError("raised")
+
+    SETTERS.append(lambda: seen[0])  # (a closure the library keeps, reading the cell)
+    return _guarded(x, raises)
+
+
+def check_pair(x):
+    """Two callbacks sharing one cell over a list (equinox's ``raises`` and
+    ``tpu_msg`` over its messages)."""
+    msgs = ["first", "second"]
+
+    def raises(i):
+        raise LibError(msgs[0])
+
+    def also(o, i):
+        return np.asarray(o) + len(msgs)
+
+    def on_bad():
+        out = jax.pure_callback(raises, jax.ShapeDtypeStruct(x.shape, x.dtype), jnp.int32(0))
+        return jax.pure_callback(also, jax.ShapeDtypeStruct(x.shape, x.dtype), out, 0)
+
+    return lax.cond(jnp.any(x > 10.0), on_bad, lambda: x)
+
+
+from jax.extend.core import Primitive
+from jax.interpreters import mlir
+
+
+def _plus(x):
+    return x + 1.0
+
+
+def _plus2(x):
+    return x + 2.0
+
+
+def _prim(name, f):
+    p = Primitive(name)
+    p.def_impl(f)
+    p.def_abstract_eval(lambda x: x)
+    mlir.register_lowering(p, mlir.lower_fun(f, multiple_results=False))
+    return p
+
+
+one_p, two_p = _prim("cblib_one", _plus), _prim("cblib_two", _plus2)
+_LOWER = mlir.lower_fun(_plus, multiple_results=False)
+same_a_p, same_b_p = Primitive("cblib_same_a"), Primitive("cblib_same_b")
+for _p in (same_a_p, same_b_p):  # (two primitives with the very same rule objects)
+    _p.def_impl(_plus)
+    _p.def_abstract_eval(_plus)
+    mlir.register_lowering(_p, _LOWER)
+SAME_P = same_a_p  # (an alias sorting before both names)
+CUR_P = one_p  # (an alias the library may rebind: the least name of either)
+
+
+def use_two():  # (the library's own switch)
+    global CUR_P
+    CUR_P = two_p
+
+
+def plus(x):
+    return CUR_P.bind(x)
+
+
+MARK = object()
+CURRENT = MARK  # (an alias the library may rebind)
+ACTIVE = LibError  # (an alias of a class)
 '''
 
 PROG = """
@@ -181,6 +302,10 @@ def cblib(site, monkeypatch):
         ("check_held", "cond.branches:pure_callback.callback:held-list"),
         ("check_counting", "cond.branches:pure_callback.callback:rebinds-free-variable"),
         ("check_dict", "cond.branches:pure_callback.callback:cell:dict"),
+        ("counted", "cond.branches:pure_callback.callback:held"),
+        ("check_shared_setter", "cond.branches:pure_callback.callback:held-list"),
+        ("check_sibling", "cond.branches:pure_callback.callback:shared-cell-rebound"),
+        ("check_reader", "cond.branches:pure_callback.callback:shared-cell-held"),
     ],
 )
 def test_a_callback_that_cannot_be_rebuilt_is_refused_by_name(cblib, name, reason):
@@ -216,7 +341,7 @@ def test_a_rebuilt_callback_is_the_library_code_over_the_same_data(cblib):
 
     (old,), (new,) = callbacks(cj), callbacks(back.closed)
     # (named before the lists below refer to the cells' lists too: then not fresh)
-    assert new is rebuilt and _lib_callbacks.content(new) == _lib_callbacks.content(old) == text
+    assert new is rebuilt and _lib_callbacks.content(old) == text
     assert new is not old and new.__code__ == old.__code__
     assert new.__code__.co_filename == cblib.__file__ and new.__globals__ is vars(cblib)
     olds = [c.cell_contents for c in old.__closure__]
@@ -235,10 +360,86 @@ def test_a_library_class_in_auxiliary_data_is_named_and_read_back(cblib):
     is stored by the name its module holds it under and read back as that very
     class; the program's class is refused."""
     from pcache import _out_tree
+    from pcache._compat.jaxpr_arrays import Stale
 
     assert _out_tree.aux_data((cblib.LibError, 1)) == ["t", ["K", "cblib", "LibError"], ["i", 1]]
     assert _out_tree.aux_of(["K", "cblib", "LibError"]) is cblib.LibError
     with pytest.raises(ValueError):
         _out_tree.aux_data(_Mine)
-    with pytest.raises(ValueError):  # (a name that holds no library class)
+    with pytest.raises(Stale):  # (a name that holds no library class: a miss)
         _out_tree.aux_of(["K", "cblib", "HELD"])
+
+
+def test_two_callbacks_sharing_a_cell_share_one_again(cblib):
+    """A cell two callbacks of one trace share (the messages' list) is stored once and
+    rebuilt as one cell both rebuilt functions hold: what one changes, the other sees,
+    as in the traced program."""
+    from pcache._canon_values import jax_primitives_by_name
+
+    cj = jax.jit(cblib.check_pair).trace(jnp.ones(3, jnp.float32)).jaxpr
+    data = jaxpr_codec.encode(cj)
+    assert data["cells"] == [["l", ["s", "first"], ["s", "second"]]]
+    (a, _), (b, _) = jaxpr_codec.decode(data, jax_primitives_by_name()).callbacks
+    assert a.__closure__[0] is b.__closure__[0]
+
+
+def test_library_names_are_read_back_all_or_the_entry_is_stale(cblib, monkeypatch):
+    """A library object in auxiliary data is stored under every name holding it and
+    read back only where all of them still hold one object; a class by its own
+    module and qualified name, never an alias (review 122: ``CURRENT`` and ``ACTIVE``
+    sort before the object's own names)."""
+    from pcache import _out_tree
+    from pcache._compat.jaxpr_arrays import Stale
+
+    enc = _out_tree.aux_data(cblib.MARK)
+    assert enc == ["o", [["cblib", "CURRENT"], ["cblib", "MARK"]]]
+    assert _out_tree.aux_of(enc) is cblib.MARK
+    assert _out_tree.aux_data(cblib.LibError) == ["K", "cblib", "LibError"]
+    monkeypatch.setattr(cblib, "CURRENT", object())
+    with pytest.raises(Stale):
+        _out_tree.aux_of(enc)
+    monkeypatch.setattr(cblib, "LibError", type("LibError", (Exception,), {}))
+    with pytest.raises(Stale):
+        _out_tree.aux_of(["K", "cblib", "LibError"])
+
+
+def test_a_library_primitive_is_checked_under_every_name_holding_it(cblib, monkeypatch):
+    """A stored jaxpr names a library primitive by its least name (``SAME_P``, an
+    alias); the digest checked before serving covers every name holding it, so the
+    alias rebound to another primitive, even one with the very same rules, is a miss
+    (review 122; the names as a new process's first look at the library sees them)."""
+    from pcache import _memos, _persist, _persist_key
+
+    name = _persist_key.library_primitive_name(cblib.same_a_p)
+    assert name == "lib:cblib:SAME_P"
+    before = _persist._rules_digest(name)
+    assert _persist._same_rules(((name, before),))
+    monkeypatch.setattr(cblib, "SAME_P", cblib.same_b_p)
+    _memos.clear()  # (as a new process: the library's names read afresh)
+    assert _persist_key.library_primitive(name) is cblib.same_b_p
+    assert not _persist._same_rules(((name, before),))
+
+
+ALIAS = """
+import os
+import cblib
+
+if os.environ["PHASE"] == "B":
+    cblib.use_two()  # (before any trace: the library's names as B's index sees them)
+show("plus", lambda: jax.jit(lambda v: cblib.plus(v) * 2.0)(x))
+"""
+
+
+def test_a_library_primitive_alias_rebound_in_a_new_process_is_a_miss(site, tmp_path):
+    """A's jaxpr binds ``one_p`` under its least name ``CUR_P``; in B the library has
+    pointed ``CUR_P`` at ``two_p`` (its own switch) before anything was traced: B
+    traces (review 122; here the key's library rules by name differ already)."""
+    prog = tmp_path / "alias.py"
+    prog.write_text(ALIAS)
+    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
+    cache = tmp_path / "c"
+    run("scenario", str(prog), cache=cache, PHASE="A", **env)
+    stock = run("scenario", str(prog), cache=None, PHASE="B", **env)
+    b = run("scenario", str(prog), cache=cache, PHASE="B", **env)
+    assert b["digests"]["shown"] == stock["digests"]["shown"]
+    assert b["digests"]["served"]["alias.py"] == 0, b["stats"]

@@ -241,7 +241,7 @@ def test_library_nodes_primitives_and_held_modules_are_served(installed, tmp_pat
     # stored as data the schema describes: the node class and sentinel by name, the
     # library's primitive by the name its module holds it under
     text = json.dumps(stored_traces(cache))
-    assert '["C", "nodelib", "Node", ["t", ["o", "nodelib", "MISSING"], ["i", 3], ["l",' in text
+    assert '["C", "nodelib", "Node", ["t", ["o", [["nodelib", "MISSING"]]], ["i", 3], ["l",' in text
     assert '"lib:nodelib:twice_p"' in text and '["PT", ' in text
     # A: no tree with a list was recorded for equal callables (``again`` traced); the
     # ones holding lists the program and the library hold (review 117) or one list

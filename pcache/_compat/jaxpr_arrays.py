@@ -23,6 +23,12 @@ class Undecodable(Exception):
     """An entry that names what is not on the decoder's tables, or is malformed."""
 
 
+class Stale(Exception):
+    """A well-formed entry whose library names name other objects now (an alias a
+    library rebound, review 122): a miss, not a bad entry (another process may read
+    it as it was written)."""
+
+
 def b64(b: bytes) -> str:
     return base64.b64encode(b).decode("ascii")
 
@@ -103,6 +109,7 @@ def decode_array(e: Any) -> np.ndarray:
 
 
 __all__ = [
+    "Stale",
     "Undecodable",
     "Unencodable",
     "b64",

@@ -125,6 +125,8 @@ class _Encoder:
         self.keep: list = []  # what the indexes name by id, alive while encoding
         self.standins = False
         self.callbacks = False
+        self.cells: list = []  # (the callbacks' cells' values, each cell once)
+        self.cell_index: dict[int, int] = {}
 
     def jaxpr(self, j: Any) -> int:
         n = self.index.get(id(j))
@@ -269,12 +271,20 @@ class _Encoder:
         if type(v) is not jax_callback._FlatCallback:
             raise Unencodable(f"pure_callback.callback:{type(v).__qualname__}")
         try:
-            fn = _lib_callbacks.describe(v.callback_func)
+            name, qual, digest, data = _lib_callbacks.describe(v.callback_func)
         except (ValueError, RecursionError) as e:
             raise Unencodable(f"pure_callback.{e}") from None
+        refs = []
+        for c, d in zip(v.callback_func.__closure__ or (), data, strict=True):
+            i = self.cell_index.get(id(c))
+            if i is None:  # (a cell two callbacks share: one cell again when decoded)
+                i = self.cell_index[id(c)] = len(self.cells)
+                self.cells.append(d)  # (the cell lives while its jaxpr is encoded; held
+                # by nothing of this encoder's: another callback's check counts holders)
+            refs.append(i)
         tree = self.value(v.in_tree)
         self.callbacks = True
-        return ["CB", fn, tree]
+        return ["CB", [name, qual, digest, refs], tree]
 
     def standin(self, slot: str, prim: Any, name: str, v: Any) -> list:
         """A custom-derivative rule, by its names only (`_standin` when decoded)."""
@@ -380,7 +390,7 @@ def encode(closed: Any) -> dict:
     enc = _Encoder()
     root = enc.closed(closed)
     return {"format": FORMAT, "jaxprs": enc.jaxprs, "closeds": enc.closeds, "root": root,
-            "standins": enc.standins, "callbacks": enc.callbacks}  # fmt: skip
+            "standins": enc.standins, "callbacks": enc.callbacks, "cells": enc.cells}  # fmt: skip
 
 
 # ------------------------------------------------------------------ decoding
@@ -400,6 +410,7 @@ class _Decoder:
         self.ctxs: dict = {}
         self.standins = False
         self.callbacks: list = []
+        self.cells: list = [None] * len(data["cells"])  # (made when first met)
 
     array = staticmethod(decode_array)
 
@@ -587,7 +598,11 @@ class _Decoder:
         if type(e) is not list or len(e) != 3 or e[0] != "CB":
             raise Undecodable("callback")
         try:
-            fn, text = _lib_callbacks.rebuild(e[1])
+            if type(e[1]) is list and len(e[1]) == 4 and type(e[1][3]) is list:
+                for i in e[1][3]:
+                    if type(i) is int and 0 <= i < len(self.cells) and self.cells[i] is None:
+                        self.cells[i] = _lib_callbacks.cell(self.data["cells"][i])
+            fn, text = _lib_callbacks.rebuild(e[1], self.cells)
         except ValueError as exc:
             raise Undecodable(str(exc)) from None
         tree = self.value(e[2])
@@ -660,6 +675,7 @@ def decode(data: Any, primitives: dict) -> Decoded:
         or type(data.get("closeds")) is not list
         or type(data.get("standins")) is not bool
         or type(data.get("callbacks")) is not bool
+        or type(data.get("cells")) is not list
     ):
         raise Undecodable("format")
     dec = _Decoder(data, primitives)
@@ -669,6 +685,8 @@ def decode(data: Any, primitives: dict) -> Decoded:
         closed = dec.closed(data["root"])
         if dec.standins != data["standins"] or bool(dec.callbacks) != data["callbacks"]:
             raise Undecodable("stand-ins")
+        if any(c is None for c in dec.cells):
+            raise Undecodable("callback:cells")  # (a cell no callback names)
         return Decoded(closed, dec.standins, tuple(dec.callbacks))
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, AssertionError,
             struct.error, RecursionError) as e:  # fmt: skip
