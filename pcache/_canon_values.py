@@ -373,12 +373,16 @@ def enc_slots(obj: Any, ctx: Ctx) -> str:
 def _enc_callable(fn: Any, ctx: Ctx) -> str:
     if not ctx.allow_local:
         raise Unknown(qual(type(fn)))
-    got = ctx.lib_callbacks(fn) if ctx.lib_callbacks is not None else None
-    if got is not None:
-        return got
     ctx.persistent = False
     ctx.local_why = ctx.local_why or "host-callback"
     return local_token(fn)
+
+
+def _enc_flat(x: Any, ctx: Ctx) -> str:
+    # (a library's callback by content: handed the `_FlatCallback`, no frame here names
+    # its function, which `pcache._lib_callbacks` counts the holders of)
+    got = ctx.lib_callbacks(x) if ctx.lib_callbacks is not None and ctx.allow_local else None
+    return got if got is not None else _enc_callable(x.callback_func, ctx)
 
 
 def _enc_treedef(t: Any, ctx: Ctx) -> str:
@@ -676,7 +680,7 @@ EXACT: dict[type, Callable[[Any, Ctx], str]] = {
     _compat.AxisEnv: enc_slots,
     _compat.PyTreeDef: _enc_treedef,
     _compat.FlatCallback: lambda x, c: (
-        f"FlatCallback({_enc_callable(x.callback_func, c)};{_enc_treedef(x.in_tree, c)})"
+        f"FlatCallback({_enc_flat(x, c)};{_enc_treedef(x.in_tree, c)})"
     ),
 }
 _EXACT_ID = by_id(EXACT)  # looked up by the type's identity (`_introspect.by_id`)

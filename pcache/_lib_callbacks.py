@@ -48,15 +48,27 @@ MAX_CELL_BYTES = 1 << 20  # (the encoded cells of one callback)
 _REBINDS = frozenset({"STORE_DEREF", "DELETE_DEREF"})
 
 
-def describe(fn: Any) -> list:
-    """``[module, qualified name, code digest, cells]`` of library closure ``fn``;
-    ValueError (why) if it is not one this module can rebuild."""
+def describe(flat: Any) -> list:
+    """``[module, qualified name, code digest, cells]`` of the library closure a
+    `_FlatCallback` holds; ValueError (why) if it is not one this module can rebuild.
+    (Handed the `_FlatCallback`: no caller's frame names the function, whose holders
+    `_unseen` counts.)"""
     from pcache._persist_env import attributed
     from pcache._persist_key import code_digest
 
-    if type(fn) is not types.FunctionType:
-        raise ValueError(f"callback:{type(fn).__qualname__}")
+    if type(flat) is not _compat.FlatCallback:
+        raise ValueError(f"callback:{type(flat).__qualname__}")
+    if type(flat.callback_func) is not types.FunctionType:
+        raise ValueError(f"callback:{type(flat.callback_func).__qualname__}")
+    if _unseen(flat.callback_func, _BASE):
+        raise ValueError("callback:held")  # (by what the garbage collector does not see)
+    if flat.callback_func.__closure__ is not None:
+        if _unseen(flat.callback_func.__closure__, _BASE):
+            raise ValueError("callback:cell-held")
+    fn = flat.callback_func
     code, g = fn.__code__, fn.__globals__
+    if type(getattr(code, "co_qualname", None)) is not str:
+        raise ValueError("callback:no-qualname")  # (Python 3.10: not told apart by name)
     name = g.get("__name__")
     m = sys.modules.get(name) if type(name) is str else None
     if m is None or module_dict(m) is not g or not is_library_code(g, code):
@@ -130,11 +142,11 @@ def cell(d: Any) -> tuple:
     return types.CellType(v), d
 
 
-def content(fn: Any) -> str | None:
-    """A stable text of library closure ``fn`` for a jaxpr's persisted digest (None:
-    not one `describe` accepts)."""
+def content(flat: Any) -> str | None:
+    """A stable text of the library closure a `_FlatCallback` holds, for a jaxpr's
+    persisted digest (None: not one `describe` accepts)."""
     try:
-        return _text(describe(fn))
+        return _text(describe(flat))
     except (ValueError, RecursionError):
         return None
 
@@ -221,6 +233,9 @@ def _made_for_trace(fn: Any, cells: tuple, values: list) -> str | None:
             return "callback:held"
     if not cells:
         return None
+    for i in range(len(cells)):
+        if _unseen(cells[i], _BASE):
+            return "callback:cell-held"
     tuples: dict = {}
     for r in gc.get_referrers(*cells):
         if type(r) is not tuple:
@@ -234,8 +249,15 @@ def _made_for_trace(fn: Any, cells: tuple, values: list) -> str | None:
             return "callback:cell-held"
         if r is not fn:
             owners[id(r)] = r
+    r = None  # (a local naming one would count as a holder below)
+    for k in list(tuples):
+        if tuples[k] is not cells and _unseen(tuples[k], _BASE):
+            return "callback:cell-held"  # (another closure's, held unseen)
     if not owners:
         return None
+    for k in list(owners):
+        if _unseen(owners[k], _BASE):
+            return "callback:shared-cell-held"
     mine = set(map(id, cells))
     for f in owners.values():
         closure, free = f.__closure__, f.__code__.co_freevars
@@ -257,8 +279,24 @@ def _fresh(held: list, ours: tuple) -> bool:
     lists = [id(x) for x in held if type(x) is list]
     if len(set(lists)) != len(lists):
         return False
+    for i in range(len(held)):
+        if _unseen(held[i], _BASE):
+            return False  # (a numpy object array holding it, say: review 123)
     mine = {id(x) for x in (*held, *ours)} | {id(held)}
     return all(id(r) in mine for r in gc.get_referrers(*held))
+
+
+def _unseen(obj: Any, base: int | None = None) -> Any:
+    """Whether something the garbage collector does not see holds ``obj`` (a numpy
+    object array, a C extension's object, a frame's local): its reference count is
+    more than its referrers' and ``base``, what this call itself holds, measured
+    once with ``base`` None (`_BASE`). Always called with a temporary (``x[i]``,
+    ``a.b``), never a local, as `_BASE` was measured (review 123)."""
+    n = sys.getrefcount(obj) - len(gc.get_referrers(obj))
+    return n if base is None else n > base
+
+
+_BASE = _unseen(object())
 
 
 __all__ = ["content", "describe", "rebuild"]

@@ -157,13 +157,34 @@ def aux_data(v: Any, depth: int = 0, node_ok: Any = None) -> Any:
         mod, qual = names(v)[2], names(v)[1]
         if type(mod) is not str or type(qual) is not str or resolve_name(mod, qual) is not v:
             raise ValueError(f"out-tree:aux-class:{t.__name__}")
+        if _rebound(mod, qual):
+            raise ValueError(f"out-tree:aux-rebound:{qual}")
         return ["K", mod, qual]
     held = sorted(library_holders(v)) if library_held(v, t) else []
     if not held:
         raise ValueError(f"out-tree:aux:{t.__name__}")
+    if any(_rebound(*h) for h in held):
+        # (a name its library assigns while running: the object the library's code
+        # reaches another way may no longer be the one it names, review 123)
+        raise ValueError(f"out-tree:aux-rebound:{t.__name__}")
     # (every name holding it, each read back in the new process: the least one alone
     # may be an alias the library rebinds, ``CUR_MARK = MARK_A``: review 122)
     return ["o", [list(h) for h in held]]
+
+
+def _rebound(module: str, attr: str) -> bool:
+    """Whether library module ``module``'s own code rebinds its global ``attr`` (a
+    class attribute, ``Class.x``, is not looked at: a documented blind spot)."""
+    import sys
+
+    from pcache._provenance import rebinds_global
+    from pcache._usercode import module_dict
+
+    m = sys.modules.get(module)
+    file = (module_dict(m) or {}).get("__file__") if m is not None else None
+    if type(file) is not str:
+        return True
+    return rebinds_global(file, attr.partition(".")[0])
 
 
 def aux_of(e: Any, depth: int = 0) -> Any:

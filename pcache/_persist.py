@@ -305,7 +305,12 @@ def _rebuilt_named(callbacks: tuple) -> Any:
     if not callbacks:
         return None
     texts = {id(f): (f, t) for f, t in callbacks}
-    return lambda fn: texts[id(fn)][1] if texts.get(id(fn), (None,))[0] is fn else None
+
+    def named(flat: Any) -> str | None:
+        got = texts.get(id(flat.callback_func))
+        return got[1] if got is not None and got[0] is flat.callback_func else None
+
+    return named
 
 
 def library_rules(jaxpr: dict) -> list:

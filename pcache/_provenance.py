@@ -20,6 +20,7 @@ walked and guarded (fail closed).
 from __future__ import annotations
 
 import _imp
+import dis
 import importlib.util
 import inspect
 import marshal
@@ -38,6 +39,7 @@ _COMPILED: dict[str, dict] = memo("provenance.compiled", {})
 # id(module namespace) -> (namespace, its size, its classes' generated code by id)
 _GENERATED: dict[int, tuple] = memo("provenance.generated", {})
 _REAL_DIRS: dict[str, str] = memo("provenance.real_dirs", {})  # directory -> its realpath
+_REBINDS: dict[tuple, bool] = memo("provenance.rebinds", {})  # (file, global) -> rebound
 
 
 def real_path(path: str) -> str:
@@ -79,8 +81,33 @@ def codes_named(file: str, qual: str) -> list:
     """The code objects of qualified name ``qual`` that ``file``'s compiled form
     defines (`pcache._lib_callbacks`: a library's callback rebuilt)."""
     return [
-        c for k, cs in _compiled(file).items() if k != _CLASSES for c in cs if c.co_qualname == qual
+        c
+        for k, cs in _compiled(file).items()
+        if k != _CLASSES
+        for c in cs
+        if getattr(c, "co_qualname", None) == qual
     ]
+
+
+def rebinds_global(file: str, name: str) -> bool:
+    """Whether a function ``file`` defines assigns or deletes its module's global
+    ``name`` (``global X; X = ...``): the object that name holds may change while the
+    program runs (`pcache._out_tree`: a library object named by it, review 123).
+    Memoized per file and name."""
+    key = (file, name)
+    got = _REBINDS.get(key)
+    if got is None:
+        got = any(
+            ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") and ins.argval == name
+            for k, cs in _compiled(file).items()
+            if k != _CLASSES
+            for c in cs
+            for ins in dis.get_instructions(c)
+        )
+        if len(_REBINDS) > 4096:
+            _REBINDS.clear()
+        _REBINDS[key] = got
+    return got
 
 
 def class_body(file: str, qual: str) -> bool:

@@ -216,6 +216,37 @@ def plus(x):
 MARK = object()
 CURRENT = MARK  # (an alias the library may rebind)
 ACTIVE = LibError  # (an alias of a class)
+EPOCH = object()
+
+
+def new_epoch():  # (the library rebinds a name while the program runs)
+    global EPOCH
+    EPOCH = object()
+
+
+_KEEP = np.empty(2, dtype=object)  # (what the garbage collector does not see into)
+
+
+def counted_np(x):
+    state = [0]
+
+    def bump(i):
+        state[0] += 1
+        return np.asarray(i)
+
+    _KEEP[0] = bump  # (made per trace, but kept: review 123)
+    return _guarded(x, bump)
+
+
+def tallied(x):
+    seen = [0]
+    _KEEP[1] = seen  # (the cell's list, kept where no referrer shows it)
+
+    def raises(i):
+        seen[0] += 1
+        raise LibError("tallied")
+
+    return _guarded(x, raises)
 '''
 
 PROG = """
@@ -306,6 +337,8 @@ def cblib(site, monkeypatch):
         ("check_shared_setter", "cond.branches:pure_callback.callback:held-list"),
         ("check_sibling", "cond.branches:pure_callback.callback:shared-cell-rebound"),
         ("check_reader", "cond.branches:pure_callback.callback:shared-cell-held"),
+        ("counted_np", "cond.branches:pure_callback.callback:held"),
+        ("tallied", "cond.branches:pure_callback.callback:held-list"),
     ],
 )
 def test_a_callback_that_cannot_be_rebuilt_is_refused_by_name(cblib, name, reason):
@@ -332,17 +365,18 @@ def test_a_rebuilt_callback_is_the_library_code_over_the_same_data(cblib):
         out = []
         for e in closed.jaxpr.eqns:
             if e.primitive.name == "pure_callback":
-                out.append(e.params["callback"].callback_func)
+                out.append(e.params["callback"])
             for v in e.params.values():
                 for j in v if isinstance(v, tuple) else (v,):
                     if hasattr(j, "jaxpr") and hasattr(j, "consts"):
                         out += callbacks(j)
         return out
 
-    (old,), (new,) = callbacks(cj), callbacks(back.closed)
+    (old_flat,), (new_flat,) = callbacks(cj), callbacks(back.closed)
     # (named before the lists below refer to the cells' lists too: then not fresh)
-    assert new is rebuilt and _lib_callbacks.content(old) == text
-    assert new is not old and new.__code__ == old.__code__
+    assert _lib_callbacks.content(old_flat) == text
+    old, new = old_flat.callback_func, new_flat.callback_func
+    assert new is rebuilt and new is not old and new.__code__ == old.__code__
     assert new.__code__.co_filename == cblib.__file__ and new.__globals__ is vars(cblib)
     olds = [c.cell_contents for c in old.__closure__]
     news = [c.cell_contents for c in new.__closure__]
@@ -395,6 +429,8 @@ def test_library_names_are_read_back_all_or_the_entry_is_stale(cblib, monkeypatc
     assert enc == ["o", [["cblib", "CURRENT"], ["cblib", "MARK"]]]
     assert _out_tree.aux_of(enc) is cblib.MARK
     assert _out_tree.aux_data(cblib.LibError) == ["K", "cblib", "LibError"]
+    with pytest.raises(ValueError, match="aux-rebound"):  # (its module's code rebinds it)
+        _out_tree.aux_data(cblib.EPOCH)
     monkeypatch.setattr(cblib, "CURRENT", object())
     with pytest.raises(Stale):
         _out_tree.aux_of(enc)

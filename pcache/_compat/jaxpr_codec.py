@@ -271,7 +271,7 @@ class _Encoder:
         if type(v) is not jax_callback._FlatCallback:
             raise Unencodable(f"pure_callback.callback:{type(v).__qualname__}")
         try:
-            name, qual, digest, data = _lib_callbacks.describe(v.callback_func)
+            name, qual, digest, data = _lib_callbacks.describe(v)
         except (ValueError, RecursionError) as e:
             raise Unencodable(f"pure_callback.{e}") from None
         refs = []
