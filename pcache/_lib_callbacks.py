@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import dis
 import gc
-import struct
 import sys
 import types
 from typing import Any
 
 from pcache import _compat
+from pcache._out_tree import NOT_SCALAR, scalar_data, scalar_of
 from pcache._persist_pack import packed
 from pcache._provenance import codes_named
 from pcache._usercode import NoReuse, is_library_code, module_dict
@@ -175,12 +175,9 @@ def _value(v: Any, depth: int, held: list) -> list:
     t = type(v)
     if depth > MAX_DEPTH:
         raise ValueError("callback:cell-deep")
-    if v is None:
-        return ["n"]
-    if t is bool or t is int or t is str:
-        return [{bool: "b", int: "i", str: "s"}[t], v]
-    if t is float:
-        return ["f", struct.pack("<d", v).hex()]
+    got = scalar_data(v)
+    if got is not None:
+        return got
     if t is bytes:
         return ["y", v.hex()]
     if t is tuple or t is list:
@@ -196,13 +193,9 @@ def _value_of(e: Any, depth: int) -> Any:
     if type(e) is not list or not e or depth > MAX_DEPTH:
         raise ValueError("callback:cell")
     tag, rest = e[0], e[1:]
-    want = {"b": bool, "i": int, "s": str}.get(tag)
-    if want is not None and len(rest) == 1 and type(rest[0]) is want:
-        return rest[0]
-    if tag == "n" and not rest:
-        return None
-    if tag == "f" and len(rest) == 1 and type(rest[0]) is str and len(rest[0]) == 16:
-        return struct.unpack("<d", bytes.fromhex(rest[0]))[0]
+    got = scalar_of(tag, rest)
+    if got is not NOT_SCALAR:
+        return got
     if tag == "y" and len(rest) == 1 and type(rest[0]) is str:
         return bytes.fromhex(rest[0])
     if tag in ("t", "l"):

@@ -129,6 +129,34 @@ def _lists_in(v: Any, roots: list, held: list, depth: int) -> bool:
     return False
 
 
+NOT_SCALAR = object()  # (`scalar_of`: not one of its encodings)
+
+
+def scalar_data(v: Any) -> list | None:
+    """``None``, ``bool``, ``int``, ``str`` (exact types) and ``float`` (by its bits)
+    as JSON lists; None for anything else (also `pcache._lib_callbacks`' cells)."""
+    t = type(v)
+    if v is None:
+        return ["n"]
+    if t is bool or t is int or t is str:
+        return [{bool: "b", int: "i", str: "s"}[t], v]
+    if t is float:
+        return ["f", struct.pack("<d", v).hex()]
+    return None
+
+
+def scalar_of(tag: Any, rest: list) -> Any:
+    """What `scalar_data` encoded as ``[tag, *rest]``, or `NOT_SCALAR`."""
+    want = {"b": bool, "i": int, "s": str}.get(tag)
+    if want is not None and len(rest) == 1 and type(rest[0]) is want:
+        return rest[0]
+    if tag == "n" and not rest:
+        return None
+    if tag == "f" and len(rest) == 1 and type(rest[0]) is str and len(rest[0]) == 16:
+        return struct.unpack("<d", bytes.fromhex(rest[0]))[0]
+    return NOT_SCALAR
+
+
 def aux_data(v: Any, depth: int = 0, node_ok: Any = None) -> Any:
     """A custom node's auxiliary data as JSON lists (exact types; floats by their
     bits; a library-held object by the name a library module holds it under; a
@@ -139,12 +167,9 @@ def aux_data(v: Any, depth: int = 0, node_ok: Any = None) -> Any:
     t = type(v)
     if depth > MAX_AUX_DEPTH:
         raise ValueError("out-tree:aux-deep")
-    if v is None:
-        return ["n"]
-    if t is bool or t is int or t is str:
-        return [{bool: "b", int: "i", str: "s"}[t], v]
-    if t is float:
-        return ["f", struct.pack("<d", v).hex()]
+    got = scalar_data(v)
+    if got is not None:
+        return got
     if t is tuple or t is list:
         return ["t" if t is tuple else "l", *[aux_data(x, depth + 1, node_ok) for x in v]]
     if t is _compat.PyTreeDef:
@@ -195,13 +220,9 @@ def aux_of(e: Any, depth: int = 0) -> Any:
     if type(e) is not list or not e or depth > MAX_AUX_DEPTH:
         raise ValueError("out-tree:aux")
     tag, rest = e[0], e[1:]
-    want = {"b": bool, "i": int, "s": str}.get(tag)
-    if want is not None and len(rest) == 1 and type(rest[0]) is want:
-        return rest[0]
-    if tag == "n" and not rest:
-        return None
-    if tag == "f" and len(rest) == 1 and type(rest[0]) is str and len(rest[0]) == 16:
-        return struct.unpack("<d", bytes.fromhex(rest[0]))[0]
+    got = scalar_of(tag, rest)
+    if got is not NOT_SCALAR:
+        return got
     if tag in ("t", "l"):
         items = [aux_of(x, depth + 1) for x in rest]
         return tuple(items) if tag == "t" else items
