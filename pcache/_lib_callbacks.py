@@ -35,6 +35,7 @@ import dis
 import gc
 import sys
 import types
+import weakref
 from typing import Any
 
 from pcache import _compat
@@ -60,11 +61,6 @@ def describe(flat: Any) -> list:
         raise ValueError(f"callback:{type(flat).__qualname__}")
     if type(flat.callback_func) is not types.FunctionType:
         raise ValueError(f"callback:{type(flat.callback_func).__qualname__}")
-    if _unseen(flat.callback_func, _BASE):
-        raise ValueError("callback:held")  # (by what the garbage collector does not see)
-    if flat.callback_func.__closure__ is not None:
-        if _unseen(flat.callback_func.__closure__, _BASE):
-            raise ValueError("callback:cell-held")
     fn = flat.callback_func
     code, g = fn.__code__, fn.__globals__
     if type(getattr(code, "co_qualname", None)) is not str:
@@ -83,20 +79,18 @@ def describe(flat: Any) -> list:
         raise ValueError("callback:renamed")
     if _rebinds(code, frozenset(code.co_freevars)):
         raise ValueError("callback:rebinds-free-variable")
-    cells = fn.__closure__ or ()
     try:
-        values = [c.cell_contents for c in cells]
+        values = [c.cell_contents for c in fn.__closure__ or ()]
     except ValueError:
         raise ValueError("callback:empty-cell") from None
     held: list = []
     data = [_value(v, 0, held) for v in values]
-    if held and not _fresh(held, (*cells, values)):
-        raise ValueError("callback:held-list")
-    why = _made_for_trace(fn, cells, values)
-    if why is not None:
-        raise ValueError(why)
     if sum(len(repr(d)) for d in data) > MAX_CELL_BYTES:
         raise ValueError("callback:cells-too-large")
+    del fn  # (no local of this frame may hold what `_holders` counts the holders of)
+    why = _holders(flat, values, held)
+    if why is not None:
+        raise ValueError(why)
     return [name, code.co_qualname, code_digest(code), data]
 
 
@@ -211,85 +205,127 @@ def _packable(e: Any) -> Any:
     return e
 
 
-def _made_for_trace(fn: Any, cells: tuple, values: list) -> str | None:
-    """Why ``fn`` is not a closure made for one trace alone (None: it is). A function
-    something else holds (a module global, another closure's cell) runs with its
-    state shared by every trace and caller, where a rebuilt one has its own (review
-    122: a library's counter); a cell another function shares is seen by that one
-    too: it must be another callback (equinox's ``raises`` and ``tpu_msg`` share
-    their messages; an entry keeps such sharing, `rebuild`) and rebind none of them.
-    (No nested scope here names a function: a cell of this frame would be one more
-    referrer.)"""
-    flat = _compat.FlatCallback
-    for r in gc.get_referrers(fn):
-        if type(r) is not flat or r.callback_func is not fn:
+def _holders(flat: Any, values: list, held: list) -> str | None:
+    """Why the closure ``flat`` holds is not one made for this trace alone (None: it
+    is). A function something else holds (a module global, another closure's cell, a
+    numpy object array) runs with its state shared by every trace and caller, where a
+    rebuilt one has its own (reviews 122, 123: a library's counter); a cell another
+    function shares is seen by that one too: it must be another callback (equinox's
+    ``raises`` and ``tpu_msg`` share their messages; an entry keeps such sharing,
+    `rebuild`) and rebind none of them; a list in a cell (``held``, with the tuples
+    on the way to one) nothing but its cell or container may hold (a list the
+    library keeps would come back a copy). Every object is checked twice: who the
+    garbage collector says refers to it, and that its reference count is no more
+    than those references (a holder it does not see: `_excess`). Three heap scans
+    at most (`_scan`); no local here names an object counted (its count would be
+    off by one)."""
+    flat_t = _compat.FlatCallback
+    if weakref.getweakrefcount(flat.callback_func):
+        return "callback:weakly-held"  # (a registry of live callbacks: review 124)
+    closure = flat.callback_func.__closure__ or ()
+    objs = [flat.callback_func, *([flat.callback_func.__closure__] if closure else []),
+            *closure, *held]  # fmt: skip
+    del closure
+    refs = _scan(objs)
+    ours = {id(objs), id(values), id(held), id(refs)}
+    n = len(flat.callback_func.__closure__ or ())
+    for i in range(len(objs)):
+        if _excess(objs[i], len(refs[i])) > _BASE:
+            return "callback:held" if i == 0 else "callback:cell-held" if i < 2 + n else (
+                "callback:held-list")  # fmt: skip
+    for r in refs[0]:
+        if r is not objs and (type(r) is not flat_t or r.callback_func is not objs[0]):
             return "callback:held"
-    if not cells:
-        return None
-    for i in range(len(cells)):
-        if _unseen(cells[i], _BASE):
-            return "callback:cell-held"
+    # (a referrer among ``objs`` is its index: 0 the function, 1 its closure tuple,
+    # then the cells, then the lists and tuples of ``held``)
+    if n and not all(r is objs or (type(r) is int and r == 0) for r in refs[1]):
+        return "callback:cell-held"  # (the closure tuple, held by another)
+    cells = {id(objs[i]) for i in range(2, 2 + n)}
     tuples: dict = {}
-    for r in gc.get_referrers(*cells):
-        if type(r) is not tuple:
-            return "callback:cell-held"  # (a frame, a generator, a container)
-        tuples[id(r)] = r
-    owners: dict = {}
-    for r in gc.get_referrers(*tuples.values()):
-        if r is tuples:
-            continue
-        if type(r) is not types.FunctionType or id(r.__closure__) not in tuples:
-            return "callback:cell-held"
-        if r is not fn:
-            owners[id(r)] = r
-    r = None  # (a local naming one would count as a holder below)
-    for k in list(tuples):
-        if tuples[k] is not cells and _unseen(tuples[k], _BASE):
-            return "callback:cell-held"  # (another closure's, held unseen)
-    if not owners:
+    for i in range(2, 2 + n):
+        for r in refs[i]:
+            if r is objs or (type(r) is int and r == 1):
+                continue
+            if type(r) is not tuple:
+                return "callback:cell-held"  # (a frame, a generator, a container)
+            tuples[id(r)] = r
+    lists = [id(objs[i]) for i in range(2 + n, len(objs)) if type(objs[i]) is list]
+    if len(set(lists)) != len(lists):
+        return "callback:held-list"  # (one list twice: two lists when rebuilt)
+    for i in range(2 + n, len(objs)):
+        if not all((type(r) is int and r >= 2) or id(r) in ours for r in refs[i]):
+            return "callback:held-list"
+    r = None
+    del objs, refs
+    if not tuples:
         return None
-    for k in list(owners):
-        if _unseen(owners[k], _BASE):
-            return "callback:shared-cell-held"
-    mine = set(map(id, cells))
+    return _siblings(flat, tuples, cells)
+
+
+def _siblings(flat: Any, tuples: dict, cells: set) -> str | None:
+    """`_holders` for the other closures sharing a cell (``tuples``: their closure
+    tuples, by id; ``cells``: the ids of the callback's cells)."""
+    flat_t = _compat.FlatCallback
+    objs = list(tuples.values())
+    tuples.clear()
+    refs = _scan(objs)
+    owners: dict = {}
+    for i in range(len(objs)):
+        if _excess(objs[i], len(refs[i])) > _BASE:
+            return "callback:cell-held"  # (another closure's, held unseen)
+        for r in refs[i]:
+            if r is objs:
+                continue
+            if type(r) is not types.FunctionType or r.__closure__ is not objs[i]:
+                return "callback:cell-held"
+            owners[id(r)] = r
+    r = None
+    del objs, refs
     for f in owners.values():
+        if weakref.getweakrefcount(f):
+            return "callback:shared-cell-held"
         closure, free = f.__closure__, f.__code__.co_freevars
-        names = [free[i] for i in range(len(closure)) if id(closure[i]) in mine]
+        names = [free[i] for i in range(len(closure)) if id(closure[i]) in cells]
         if _rebinds(f.__code__, frozenset(names)):
             return "callback:shared-cell-rebound"
-    for r in gc.get_referrers(*owners.values()):
-        if r is owners:
-            continue
-        if type(r) is not flat or id(r.callback_func) not in owners:
+    f = closure = None
+    objs = list(owners.values())
+    refs = _scan(objs)
+    for i in range(len(objs)):
+        if _excess(objs[i], len(refs[i])) > _BASE:
             return "callback:shared-cell-held"
+        for r in refs[i]:
+            if r is objs or r is owners:
+                continue
+            if type(r) is not flat_t or id(r.callback_func) not in owners:
+                return "callback:shared-cell-held"
     return None
 
 
-def _fresh(held: list, ours: tuple) -> bool:
-    """Whether every list in ``held`` (with the tuples on the way to one) is referred
-    to only by ``ours`` (the cells, the list of their values) or by another of
-    ``held``; one list twice comes back as two: refused."""
-    lists = [id(x) for x in held if type(x) is list]
-    if len(set(lists)) != len(lists):
-        return False
-    for i in range(len(held)):
-        if _unseen(held[i], _BASE):
-            return False  # (a numpy object array holding it, say: review 123)
-    mine = {id(x) for x in (*held, *ours)} | {id(held)}
-    return all(id(r) in mine for r in gc.get_referrers(*held))
+def _scan(objs: list) -> list:
+    """Every referrer the garbage collector sees of each of ``objs``, once per
+    reference it holds (``objs`` itself among them), a referrer that is one of
+    ``objs`` by its index (held, it would be one more reference to count): one heap
+    scan."""
+    want = {id(o): i for i, o in enumerate(objs)}
+    out: list = [[] for _ in objs]
+    for r in gc.get_referrers(*objs):
+        j = want.get(id(r))
+        for x in gc.get_referents(r):
+            i = want.get(id(x))
+            if i is not None and objs[i] is x:
+                out[i].append(r if j is None else j)
+    r = x = None
+    return out
 
 
-def _unseen(obj: Any, base: int | None = None) -> Any:
-    """Whether something the garbage collector does not see holds ``obj`` (a numpy
-    object array, a C extension's object, a frame's local): its reference count is
-    more than its referrers' and ``base``, what this call itself holds, measured
-    once with ``base`` None (`_BASE`). Always called with a temporary (``x[i]``,
-    ``a.b``), never a local, as `_BASE` was measured (review 123)."""
-    n = sys.getrefcount(obj) - len(gc.get_referrers(obj))
-    return n if base is None else n > base
+def _excess(obj: Any, seen: int) -> int:
+    """``obj``'s references beyond ``seen`` (those its referrers hold). Always called
+    with a temporary (``objs[i]``), never a local, as `_BASE` was measured."""
+    return sys.getrefcount(obj) - seen
 
 
-_BASE = _unseen(object())
+_BASE = _excess(object(), 0)  # (what the call itself holds: calibrated, per interpreter)
 
 
 __all__ = ["content", "describe", "rebuild"]

@@ -25,6 +25,7 @@ import importlib.util
 import inspect
 import marshal
 import os
+import re
 import sys
 import types
 from typing import Any
@@ -90,24 +91,58 @@ def codes_named(file: str, qual: str) -> list:
 
 
 def rebinds_global(file: str, name: str) -> bool:
-    """Whether a function ``file`` defines assigns or deletes its module's global
-    ``name`` (``global X; X = ...``): the object that name holds may change while the
-    program runs (`pcache._out_tree`: a library object named by it, review 123).
-    Memoized per file and name."""
+    """Whether a function ``file`` defines may assign or delete its module's global
+    ``name`` while the program runs, so the object that name holds may change
+    (`pcache._out_tree`: a library object named by it, reviews 123 and 124): ``global
+    X; X = ...``, an attribute of that name set or deleted on anything (``sys.
+    modules[__name__].X = ...``, or another module's), or, in a function that loads
+    ``globals``, ``vars``, ``setattr``, ``exec``, ``__dict__`` and the like, a string
+    constant that is the name (``globals()["X"] = ...``, ``setattr(m, "X", ...)``,
+    ``vars(m).update(X=...)``) or source text assigning it (``exec("X = ...")``; not
+    one that only reads it: equinox generates its flatten functions so). Memoized
+    per file and name."""
     key = (file, name)
     got = _REBINDS.get(key)
     if got is None:
+        n = re.escape(name)  # (as a string, or assigned in source text for ``exec``)
+        word = re.compile(
+            rf"^{n}$|(?<![A-Za-z0-9_.]){n}\s*(?:=(?!=)|:=)|\bdel\s+{n}\b|\bglobal\b[^\n]*\b{n}\b"
+        )
         got = any(
-            ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") and ins.argval == name
+            _rebinds_in(c, name, word)
             for k, cs in _compiled(file).items()
             if k != _CLASSES
             for c in cs
-            for ins in dis.get_instructions(c)
         )
         if len(_REBINDS) > 4096:
             _REBINDS.clear()
         _REBINDS[key] = got
     return got
+
+
+def _rebinds_in(c: _CODE, name: str, word: Any) -> bool:
+    for ins in dis.get_instructions(c):
+        if ins.opname in _STORES and ins.argval == name:
+            return True
+    if c.co_name == "<module>" or not _DYNAMIC.intersection(c.co_names):
+        return False  # (its body runs once, at import: `__all__`; or no namespace by name)
+    return any(word.search(s) for s in _strings(c.co_consts))
+
+
+def _strings(consts: tuple) -> list:
+    out: list = []
+    for k in consts:
+        if type(k) is str:
+            out.append(k)
+        elif type(k) in (tuple, frozenset):
+            out += _strings(tuple(k))
+    return out
+
+
+_STORES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL", "STORE_ATTR", "DELETE_ATTR"})
+#: Names a function that writes a namespace by a string loads.
+_DYNAMIC = frozenset({"globals", "vars", "setattr", "delattr", "exec", "eval", "__dict__",
+                      "__setattr__", "__delattr__"})  # fmt: skip
 
 
 def class_body(file: str, qual: str) -> bool:

@@ -224,6 +224,32 @@ def new_epoch():  # (the library rebinds a name while the program runs)
     EPOCH = object()
 
 
+G1, G2, G3, G4 = object(), object(), object(), object()
+
+
+def renew():  # (and by a string: review 124)
+    import sys
+
+    globals()["G1"] = object()
+    setattr(sys.modules[__name__], "G2", object())
+    vars(sys.modules[__name__]).update(G3=object())
+    exec("G4 = object()", globals())
+
+
+_LIVE = __import__("weakref").WeakValueDictionary()
+
+
+def registered(x):
+    state = [0]
+
+    def cb(i):
+        state[0] += 1
+        return np.asarray(i)
+
+    _LIVE[len(_LIVE)] = cb  # (a registry of live callbacks: review 124)
+    return _guarded(x, cb)
+
+
 _KEEP = np.empty(2, dtype=object)  # (what the garbage collector does not see into)
 
 
@@ -339,6 +365,7 @@ def cblib(site, monkeypatch):
         ("check_reader", "cond.branches:pure_callback.callback:shared-cell-held"),
         ("counted_np", "cond.branches:pure_callback.callback:held"),
         ("tallied", "cond.branches:pure_callback.callback:held-list"),
+        ("registered", "cond.branches:pure_callback.callback:weakly-held"),
     ],
 )
 def test_a_callback_that_cannot_be_rebuilt_is_refused_by_name(cblib, name, reason):
@@ -429,8 +456,9 @@ def test_library_names_are_read_back_all_or_the_entry_is_stale(cblib, monkeypatc
     assert enc == ["o", [["cblib", "CURRENT"], ["cblib", "MARK"]]]
     assert _out_tree.aux_of(enc) is cblib.MARK
     assert _out_tree.aux_data(cblib.LibError) == ["K", "cblib", "LibError"]
-    with pytest.raises(ValueError, match="aux-rebound"):  # (its module's code rebinds it)
-        _out_tree.aux_data(cblib.EPOCH)
+    for name in ("EPOCH", "G1", "G2", "G3", "G4"):  # (its module's code rebinds it)
+        with pytest.raises(ValueError, match="aux-rebound"):
+            _out_tree.aux_data(getattr(cblib, name))
     monkeypatch.setattr(cblib, "CURRENT", object())
     with pytest.raises(Stale):
         _out_tree.aux_of(enc)
