@@ -32,14 +32,22 @@ JAX's own cache serves a trace.
 from __future__ import annotations
 
 import dis
-import gc
 import sys
 import types
 import weakref
 from typing import Any
 
 from pcache import _compat
-from pcache._out_tree import NOT_SCALAR, scalar_data, scalar_of
+from pcache._out_tree import (
+    NOT_SCALAR,
+    REF_BASE,
+    aux_of,
+    excess,
+    held_name,
+    scalar_data,
+    scalar_of,
+    scan_referrers,
+)
 from pcache._persist_pack import packed
 from pcache._provenance import codes_named
 from pcache._usercode import NoReuse, is_library_code, module_dict
@@ -131,7 +139,7 @@ def cell(d: Any) -> tuple:
     """(a new cell over what `describe` encoded as ``d``, ``d``); ValueError if ``d``
     is not such an encoding."""
     v = _value_of(d, 0)
-    if _value(v, 0, []) != d:
+    if not _named(d) and _value(v, 0, []) != d:
         raise ValueError("callback:cells")  # (not what `describe` writes)
     return types.CellType(v), d
 
@@ -169,6 +177,12 @@ def _value(v: Any, depth: int, held: list) -> list:
     t = type(v)
     if depth > MAX_DEPTH:
         raise ValueError("callback:cell-deep")
+    try:  # (a library's constant: ``mode is FAST``, review 125; its list: the same)
+        got = held_name(v, t)
+    except ValueError:
+        raise ValueError("callback:cell-rebound") from None
+    if got is not None:
+        return got
     got = scalar_data(v)
     if got is not None:
         return got
@@ -190,12 +204,19 @@ def _value_of(e: Any, depth: int) -> Any:
     got = scalar_of(tag, rest)
     if got is not NOT_SCALAR:
         return got
+    if tag == "o":
+        return aux_of(e)  # (the object library modules hold under those names now)
     if tag == "y" and len(rest) == 1 and type(rest[0]) is str:
         return bytes.fromhex(rest[0])
     if tag in ("t", "l"):
         items = [_value_of(x, depth + 1) for x in rest]
         return tuple(items) if tag == "t" else items
     raise ValueError("callback:cell")
+
+
+def _named(d: Any) -> bool:
+    """Whether encoded cell ``d`` names a library's object (read back by `aux_of`)."""
+    return type(d) is list and bool(d) and (d[0] == "o" or any(_named(x) for x in d[1:]))
 
 
 def _packable(e: Any) -> Any:
@@ -226,11 +247,11 @@ def _holders(flat: Any, values: list, held: list) -> str | None:
     objs = [flat.callback_func, *([flat.callback_func.__closure__] if closure else []),
             *closure, *held]  # fmt: skip
     del closure
-    refs = _scan(objs)
+    refs = scan_referrers(objs)
     ours = {id(objs), id(values), id(held), id(refs)}
     n = len(flat.callback_func.__closure__ or ())
     for i in range(len(objs)):
-        if _excess(objs[i], len(refs[i])) > _BASE:
+        if excess(objs[i], len(refs[i])) > REF_BASE:
             return "callback:held" if i == 0 else "callback:cell-held" if i < 2 + n else (
                 "callback:held-list")  # fmt: skip
     for r in refs[0]:
@@ -268,10 +289,10 @@ def _siblings(flat: Any, tuples: dict, cells: set) -> str | None:
     flat_t = _compat.FlatCallback
     objs = list(tuples.values())
     tuples.clear()
-    refs = _scan(objs)
+    refs = scan_referrers(objs)
     owners: dict = {}
     for i in range(len(objs)):
-        if _excess(objs[i], len(refs[i])) > _BASE:
+        if excess(objs[i], len(refs[i])) > REF_BASE:
             return "callback:cell-held"  # (another closure's, held unseen)
         for r in refs[i]:
             if r is objs:
@@ -290,9 +311,9 @@ def _siblings(flat: Any, tuples: dict, cells: set) -> str | None:
             return "callback:shared-cell-rebound"
     f = closure = None
     objs = list(owners.values())
-    refs = _scan(objs)
+    refs = scan_referrers(objs)
     for i in range(len(objs)):
-        if _excess(objs[i], len(refs[i])) > _BASE:
+        if excess(objs[i], len(refs[i])) > REF_BASE:
             return "callback:shared-cell-held"
         for r in refs[i]:
             if r is objs or r is owners:
@@ -300,32 +321,6 @@ def _siblings(flat: Any, tuples: dict, cells: set) -> str | None:
             if type(r) is not flat_t or id(r.callback_func) not in owners:
                 return "callback:shared-cell-held"
     return None
-
-
-def _scan(objs: list) -> list:
-    """Every referrer the garbage collector sees of each of ``objs``, once per
-    reference it holds (``objs`` itself among them), a referrer that is one of
-    ``objs`` by its index (held, it would be one more reference to count): one heap
-    scan."""
-    want = {id(o): i for i, o in enumerate(objs)}
-    out: list = [[] for _ in objs]
-    for r in gc.get_referrers(*objs):
-        j = want.get(id(r))
-        for x in gc.get_referents(r):
-            i = want.get(id(x))
-            if i is not None and objs[i] is x:
-                out[i].append(r if j is None else j)
-    r = x = None
-    return out
-
-
-def _excess(obj: Any, seen: int) -> int:
-    """``obj``'s references beyond ``seen`` (those its referrers hold). Always called
-    with a temporary (``objs[i]``), never a local, as `_BASE` was measured."""
-    return sys.getrefcount(obj) - seen
-
-
-_BASE = _excess(object(), 0)  # (what the call itself holds: calibrated, per interpreter)
 
 
 __all__ = ["content", "describe", "rebuild"]

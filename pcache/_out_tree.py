@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gc
 import struct
+import sys
 from typing import Any
 
 from pcache import _compat
@@ -81,6 +82,32 @@ def _aux(v: Any, keyed: set, held: dict, worst: list, depth: int) -> bool:
 # ------------------------------------------------------------ across processes
 
 
+def scan_referrers(objs: list) -> list:
+    """Every referrer the garbage collector sees of each of ``objs``, once per
+    reference it holds (``objs`` itself among them), a referrer that is one of
+    ``objs`` by its index (held, it would be one more reference to count): one heap
+    scan."""
+    want = {id(o): i for i, o in enumerate(objs)}
+    out: list = [[] for _ in objs]
+    for r in gc.get_referrers(*objs):
+        j = want.get(id(r))
+        for x in gc.get_referents(r):
+            i = want.get(id(x))
+            if i is not None and objs[i] is x:
+                out[i].append(r if j is None else j)
+    r = x = None
+    return out
+
+
+def excess(obj: Any, seen: int) -> int:
+    """``obj``'s references beyond ``seen`` (those its referrers hold). Always called
+    with a temporary (``objs[i]``), never a local, as `REF_BASE` was measured."""
+    return sys.getrefcount(obj) - seen
+
+
+REF_BASE = excess(object(), 0)  # (what the call itself holds: calibrated, per interpreter)
+
+
 def lists_fresh(td: Any) -> bool:
     """Whether every list in the auxiliary data of ``td`` was made for this tree
     alone (equinox's ``Static`` flattens a value into a new list): nothing outside
@@ -97,8 +124,15 @@ def lists_fresh(td: Any) -> bool:
     lists = [id(x) for x in held if type(x) is list]
     if len(set(lists)) != len(lists):
         return False  # (one list twice in the tree: decoded, two lists: review 118)
-    mine = {id(x) for x in (*roots, *held)} | {id(roots), id(held)}
-    return all(id(r) in mine or type(r) is _compat.PyTreeDef for r in gc.get_referrers(*held))
+    mine = {id(x) for x in roots} | {id(roots), id(held)}
+    refs = scan_referrers(held)
+    for i in range(len(held)):  # (also what the collector does not see: review 125)
+        if excess(held[i], len(refs[i])) > REF_BASE:
+            return False
+        for r in refs[i]:
+            if not (type(r) is int or id(r) in mine or type(r) is _compat.PyTreeDef):
+                return False
+    return True
 
 
 def _containers(td: Any, roots: list, held: list, depth: int) -> None:
@@ -122,6 +156,8 @@ def _lists_in(v: Any, roots: list, held: list, depth: int) -> bool:
         return len(held) > n
     if t is not tuple and t is not list and t is not frozenset:
         return False
+    if library_held(v, t):
+        return False  # (stored by its names, read back as that very object: `held_name`)
     found = [_lists_in(x, roots, held, depth + 1) for x in v]
     if t is list or any(found):
         held.append(v)
@@ -167,6 +203,9 @@ def aux_data(v: Any, depth: int = 0, node_ok: Any = None) -> Any:
     t = type(v)
     if depth > MAX_AUX_DEPTH:
         raise ValueError("out-tree:aux-deep")
+    got = held_name(v, t)  # (before its value: library code may test ``is FAST``)
+    if got is not None:
+        return got
     got = scalar_data(v)
     if got is not None:
         return got
@@ -185,23 +224,28 @@ def aux_data(v: Any, depth: int = 0, node_ok: Any = None) -> Any:
         if _rebound(mod, qual):
             raise ValueError(f"out-tree:aux-rebound:{qual}")
         return ["K", mod, qual]
+    raise ValueError(f"out-tree:aux:{t.__name__}")
+
+
+def held_name(v: Any, t: type) -> list | None:
+    """``["o", names]``: every (module, attribute) naming ``v`` where library modules
+    hold that very object (a sentinel, or a constant a library tests by identity:
+    ``FAST = "fast"``, review 125), each read back in a new process (the least one
+    alone may be an alias the library rebinds, ``CUR_MARK = MARK_A``: review 122);
+    None if no library holds it; ValueError if its module's code may rebind one of
+    those names while running (the library's code may reach the object another way
+    while the name holds a new one: reviews 123, 124)."""
     held = sorted(library_holders(v)) if library_held(v, t) else []
     if not held:
-        raise ValueError(f"out-tree:aux:{t.__name__}")
+        return None
     if any(_rebound(*h) for h in held):
-        # (a name its library assigns while running: the object the library's code
-        # reaches another way may no longer be the one it names, review 123)
         raise ValueError(f"out-tree:aux-rebound:{t.__name__}")
-    # (every name holding it, each read back in the new process: the least one alone
-    # may be an alias the library rebinds, ``CUR_MARK = MARK_A``: review 122)
     return ["o", [list(h) for h in held]]
 
 
 def _rebound(module: str, attr: str) -> bool:
     """Whether library module ``module``'s own code rebinds its global ``attr`` (a
     class attribute, ``Class.x``, is not looked at: a documented blind spot)."""
-    import sys
-
     from pcache._provenance import rebinds_global
     from pcache._usercode import module_dict
 

@@ -106,7 +106,8 @@ def rebinds_global(file: str, name: str) -> bool:
     if got is None:
         n = re.escape(name)  # (as a string, or assigned in source text for ``exec``)
         word = re.compile(
-            rf"^{n}$|(?<![A-Za-z0-9_.]){n}\s*(?:=(?!=)|:=)|\bdel\s+{n}\b|\bglobal\b[^\n]*\b{n}\b"
+            rf"^{n}$|(?<![A-Za-z0-9_.]){n}\s*(?:,[^=\n]*)?(?:=(?!=)|:=)|\bdel\s+{n}\b"
+            rf"|\bglobal\b[^\n]*\b{n}\b"
         )
         got = any(
             _rebinds_in(c, name, word)

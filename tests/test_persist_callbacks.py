@@ -236,6 +236,32 @@ def renew():  # (and by a string: review 124)
     exec("G4 = object()", globals())
 
 
+FAST = "fast mode!"  # (a constant the library tests by identity)
+
+
+def check_mode(x, mode):
+    def cb(v):
+        return np.asarray(v) * (2.0 if mode is FAST else 3.0)
+
+    return jax.pure_callback(cb, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+
+class Gain:
+    def __init__(self, v, table):
+        self.v, self.table = v, table
+
+
+jax.tree_util.register_pytree_node(Gain, lambda g: ((g.v,), g.table), lambda t, c: Gain(c[0], t))
+TABLE = [2.0]  # (a list the library holds)
+
+
+def gained(x, table):
+    def cb(g):
+        return np.asarray(g.v) * g.table[0]
+
+    return jax.pure_callback(cb, jax.ShapeDtypeStruct(x.shape, x.dtype), Gain(x, table))
+
+
 _LIVE = __import__("weakref").WeakValueDictionary()
 
 
@@ -356,7 +382,6 @@ def cblib(site, monkeypatch):
 @pytest.mark.parametrize(
     "name, reason",
     [
-        ("check_held", "cond.branches:pure_callback.callback:held-list"),
         ("check_counting", "cond.branches:pure_callback.callback:rebinds-free-variable"),
         ("check_dict", "cond.branches:pure_callback.callback:cell:dict"),
         ("counted", "cond.branches:pure_callback.callback:held"),
@@ -507,3 +532,28 @@ def test_a_library_primitive_alias_rebound_in_a_new_process_is_a_miss(site, tmp_
     b = run("scenario", str(prog), cache=cache, PHASE="B", **env)
     assert b["digests"]["shown"] == stock["digests"]["shown"]
     assert b["digests"]["served"]["alias.py"] == 0, b["stats"]
+
+
+def test_a_library_object_in_a_cell_or_tree_is_that_very_object(cblib):
+    """A constant the library tests by identity (``mode is FAST``), a list it holds,
+    in a callback's cell or a tree's auxiliary data, is stored by the names holding
+    it and rebuilt as that very object (review 125: rebuilt by value, ``is`` failed
+    and a list the library changes later came back a copy); a list the program holds
+    in a callback's argument tree is refused."""
+    from pcache import _out_tree
+    from pcache._canon_values import jax_primitives_by_name
+
+    def cells_of(f, *args):
+        data = jaxpr_codec.encode(jax.jit(f).trace(jnp.ones(3, jnp.float32), *args).jaxpr)
+        back = jaxpr_codec.decode(data, jax_primitives_by_name()).callbacks
+        return data["cells"], [fn.__closure__ for fn, _ in back]
+
+    cells, (closure,) = cells_of(lambda v: cblib.check_mode(v, cblib.FAST))
+    assert cells == [["o", [["cblib", "FAST"]]]] and closure[0].cell_contents is cblib.FAST
+    cells, (closure,) = cells_of(cblib.check_held)
+    assert cells == [["o", [["cblib", "HELD"]]]] and closure[0].cell_contents is cblib.HELD
+    assert _out_tree.aux_data(cblib.FAST) == ["o", [["cblib", "FAST"]]]
+    cells_of(lambda v: cblib.gained(v, cblib.TABLE))  # (the library's list: by name)
+    mine = [3.0]
+    with pytest.raises(jaxpr_codec.Unencodable, match="tree-held-list"):
+        cells_of(lambda v: cblib.gained(v, mine))

@@ -266,7 +266,7 @@ class _Encoder:
     def callback(self, v: Any) -> list:
         """A `pure_callback`'s function: a library's closure over data, by what it is
         made of (`pcache._lib_callbacks.describe`), and its arguments' tree."""
-        from pcache import _lib_callbacks
+        from pcache import _lib_callbacks, _out_tree
 
         if type(v) is not jax_callback._FlatCallback:
             raise Unencodable(f"pure_callback.callback:{type(v).__qualname__}")
@@ -274,6 +274,8 @@ class _Encoder:
             name, qual, digest, data = _lib_callbacks.describe(v)
         except (ValueError, RecursionError) as e:
             raise Unencodable(f"pure_callback.{e}") from None
+        if not _out_tree.lists_fresh(v.in_tree):  # (its arguments' tree, as a param's)
+            raise Unencodable("pure_callback.callback:tree-held-list")
         refs = []
         for c, d in zip(v.callback_func.__closure__ or (), data, strict=True):
             i = self.cell_index.get(id(c))
@@ -341,6 +343,8 @@ class _Encoder:
             from pcache import _out_tree
             from pcache._usercode import is_library_type as lib
 
+            if not _out_tree.lists_fresh(v):  # (a list someone holds: review 125)
+                raise Unencodable("treedef:held-list")
             try:
                 return ["PT", checked_tree_data(v, _out_tree.aux_data, _out_tree.aux_of, lib)]
             except ValueError as e:
