@@ -235,12 +235,30 @@ def held_name(v: Any, t: type) -> list | None:
     None if no library holds it; ValueError if its module's code may rebind one of
     those names while running (the library's code may reach the object another way
     while the name holds a new one: reviews 123, 124)."""
-    held = sorted(library_holders(v)) if library_held(v, t) else []
+    held = sorted(set(library_holders(v))) if library_held(v, t) else []
     if not held:
         return None
     if any(_rebound(*h) for h in held):
         raise ValueError(f"out-tree:aux-rebound:{t.__name__}")
-    return ["o", [list(h) for h in held]]
+    # (a string, number or tuple with its value too, compared when read back: the
+    # program's own interned ``"mean"`` may be the very object a library holds under a
+    # name the library later points elsewhere, review 126)
+    value = _value_data(v) if t in (str, int, float, tuple, bytes) else None
+    return ["o", [list(h) for h in held], *([value] if value is not None else [])]
+
+
+def _value_data(v: Any) -> Any:
+    """An immutable value's encoding (`scalar_data`, tuples of them, bytes as hex);
+    None where it holds anything else (then only its names read it back)."""
+    got = scalar_data(v)
+    if got is not None:
+        return got
+    if type(v) is bytes:
+        return ["y", v.hex()]
+    if type(v) is tuple:
+        items = [_value_data(x) for x in v]
+        return None if any(x is None for x in items) else ["t", *items]
+    return None
 
 
 def _rebound(module: str, attr: str) -> bool:
@@ -277,13 +295,14 @@ def aux_of(e: Any, depth: int = 0) -> Any:
         if is_a(got, type) and is_library_type(got) and [names(got)[2], names(got)[1]] == rest:
             return got
         raise Stale("out-tree:aux-class")  # (not that class there now)
-    if tag == "o" and len(rest) == 1 and type(rest[0]) is list and rest[0]:
+    if tag == "o" and len(rest) in (1, 2) and type(rest[0]) is list and rest[0]:
         held = rest[0]
         if all(type(h) is list and len(h) == 2 and all(type(x) is str for x in h) for h in held):
             got = resolve_name(*held[0])
             same = all(resolve_name(*h) is got for h in held)
             if same and got is not None and library_held(got, type(got)):
-                return got
+                if len(rest) == 1 or _value_data(got) == rest[1]:
+                    return got
             raise Stale("out-tree:aux-object")  # (its names hold others now)
     raise ValueError("out-tree:aux")
 

@@ -333,7 +333,7 @@ def _rules_digest(name: str) -> str:
     now = (prim, *[d.get(prim) for d in regs], *_compat.primitive_rules(prim))
     # (every name libraries hold it under, read now: ``name`` is the least, which may
     # be an alias the library rebinds to another primitive, review 122)
-    held = tuple(sorted(library_holders(prim)))
+    held = tuple(sorted(set(library_holders(prim))))
     got = _RULES.get(name)
     if got is not None and len(got[0]) == len(now) and all(map(operator.is_, got[0], now)):
         return _persist_key.digest((got[1], held))  # (the same objects: library state)

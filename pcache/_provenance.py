@@ -109,25 +109,41 @@ def rebinds_global(file: str, name: str) -> bool:
             rf"^{n}$|(?<![A-Za-z0-9_.]){n}\s*(?:,[^=\n]*)?(?:=(?!=)|:=)|\bdel\s+{n}\b"
             rf"|\bglobal\b[^\n]*\b{n}\b"
         )
-        got = any(
-            _rebinds_in(c, name, word)
-            for k, cs in _compiled(file).items()
-            if k != _CLASSES
-            for c in cs
-        )
+        codes = [c for k, cs in _compiled(file).items() if k != _CLASSES for c in cs]
+        dynamic = _DYNAMIC | _aliases(codes)
+        got = any(_rebinds_in(c, name, word, dynamic) for c in codes)
         if len(_REBINDS) > 4096:
             _REBINDS.clear()
         _REBINDS[key] = got
     return got
 
 
-def _rebinds_in(c: _CODE, name: str, word: Any) -> bool:
+def _rebinds_in(c: _CODE, name: str, word: Any, dynamic: frozenset) -> bool:
     for ins in dis.get_instructions(c):
         if ins.opname in _STORES and ins.argval == name:
             return True
-    if c.co_name == "<module>" or not _DYNAMIC.intersection(c.co_names):
+    if c.co_name == "<module>" or not dynamic.intersection(c.co_names):
         return False  # (its body runs once, at import: `__all__`; or no namespace by name)
     return any(word.search(s) for s in _strings(c.co_consts))
+
+
+def _aliases(codes: list) -> frozenset:
+    """The names the module's body binds to a namespace (``_G = globals()``, ``_D =
+    vars(sys.modules[__name__])``, ``_M = sys.modules[__name__]``): a function that
+    loads one writes by a string like one that calls ``globals()`` (review 126)."""
+    out = set()
+    for c in codes:
+        if c.co_name != "<module>":
+            continue
+        pending = False
+        for ins in dis.get_instructions(c):
+            if ins.opname in ("STORE_NAME", "STORE_GLOBAL"):
+                if pending and type(ins.argval) is str:
+                    out.add(ins.argval)
+                pending = False
+            elif ins.argval in _DYNAMIC or ins.argval == "modules":
+                pending = True
+    return frozenset(out)
 
 
 def _strings(consts: tuple) -> list:
@@ -143,7 +159,7 @@ def _strings(consts: tuple) -> list:
 _STORES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL", "STORE_ATTR", "DELETE_ATTR"})
 #: Names a function that writes a namespace by a string loads.
 _DYNAMIC = frozenset({"globals", "vars", "setattr", "delattr", "exec", "eval", "__dict__",
-                      "__setattr__", "__delattr__"})  # fmt: skip
+                      "__setattr__", "__delattr__", "f_globals", "__globals__"})  # fmt: skip
 
 
 def class_body(file: str, qual: str) -> bool:

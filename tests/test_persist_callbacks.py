@@ -236,7 +236,7 @@ def renew():  # (and by a string: review 124)
     exec("G4 = object()", globals())
 
 
-FAST = "fast mode!"  # (a constant the library tests by identity)
+FAST = "fast_mode"  # (a constant the library tests by identity; interned)
 
 
 def check_mode(x, mode):
@@ -549,11 +549,28 @@ def test_a_library_object_in_a_cell_or_tree_is_that_very_object(cblib):
         return data["cells"], [fn.__closure__ for fn, _ in back]
 
     cells, (closure,) = cells_of(lambda v: cblib.check_mode(v, cblib.FAST))
-    assert cells == [["o", [["cblib", "FAST"]]]] and closure[0].cell_contents is cblib.FAST
+    assert cells == [["o", [["cblib", "FAST"]], ["s", "fast_mode"]]]
+    assert closure[0].cell_contents is cblib.FAST
     cells, (closure,) = cells_of(cblib.check_held)
     assert cells == [["o", [["cblib", "HELD"]]]] and closure[0].cell_contents is cblib.HELD
-    assert _out_tree.aux_data(cblib.FAST) == ["o", [["cblib", "FAST"]]]
+    assert _out_tree.aux_data(cblib.FAST) == ["o", [["cblib", "FAST"]], ["s", "fast_mode"]]
     cells_of(lambda v: cblib.gained(v, cblib.TABLE))  # (the library's list: by name)
     mine = [3.0]
     with pytest.raises(jaxpr_codec.Unencodable, match="tree-held-list"):
         cells_of(lambda v: cblib.gained(v, mine))
+
+
+def test_a_program_value_a_library_also_holds_is_read_back_only_while_equal(cblib, monkeypatch):
+    """The program's own ``"fast_mode"`` is the very (interned) object the library
+    holds as ``FAST``: stored by that name with its value, and read back only while
+    the name still holds an equal value (review 126: the library pointed the name
+    elsewhere and the program's literal came back changed)."""
+    from pcache import _out_tree
+    from pcache._compat.jaxpr_arrays import Stale
+
+    enc = _out_tree.aux_data("fast_mode")
+    assert enc == ["o", [["cblib", "FAST"]], ["s", "fast_mode"]]
+    assert _out_tree.aux_of(enc) == "fast_mode"
+    monkeypatch.setattr(cblib, "FAST", "slow_mode")
+    with pytest.raises(Stale):
+        _out_tree.aux_of(enc)
