@@ -122,27 +122,34 @@ def _rebinds_in(c: _CODE, name: str, word: Any, dynamic: frozenset) -> bool:
     for ins in dis.get_instructions(c):
         if ins.opname in _STORES and ins.argval == name:
             return True
-    if c.co_name == "<module>" or not dynamic.intersection(c.co_names):
+    if c.co_name == "<module>" or not (dynamic.intersection(c.co_names) or c.co_name in dynamic):
         return False  # (its body runs once, at import: `__all__`; or no namespace by name)
     return any(word.search(s) for s in _strings(c.co_consts))
 
 
 def _aliases(codes: list) -> frozenset:
-    """The names the module's body binds to a namespace (``_G = globals()``, ``_D =
-    vars(sys.modules[__name__])``, ``_M = sys.modules[__name__]``): a function that
-    loads one writes by a string like one that calls ``globals()`` (review 126)."""
-    out = set()
+    """The names that may stand for a namespace written by name: every name the
+    module's body binds in a statement that loads one (``_G = globals()``, ``_G = _NS =
+    globals()``, ``_X, _H = 1, globals()``, ``_M = sys.modules[__name__]``, a function
+    whose default is one: reviews 126, 127), and every function that loads one itself
+    (a helper returning ``globals()``): a function that loads such a name writes by a
+    string like one that calls ``globals()``."""
+    out = {c.co_name for c in codes if c.co_name != "<module>" and _DYNAMIC & set(c.co_names)}
     for c in codes:
         if c.co_name != "<module>":
             continue
-        pending = False
+        pending, stored = False, []
         for ins in dis.get_instructions(c):
-            if ins.opname in ("STORE_NAME", "STORE_GLOBAL"):
-                if pending and type(ins.argval) is str:
-                    out.add(ins.argval)
-                pending = False
+            if ins.starts_line is not None:  # (a new statement: what the last one bound)
+                if pending:
+                    out.update(stored)
+                pending, stored = False, []
+            if ins.opname in ("STORE_NAME", "STORE_GLOBAL") and type(ins.argval) is str:
+                stored.append(ins.argval)
             elif ins.argval in _DYNAMIC or ins.argval == "modules":
                 pending = True
+        if pending:
+            out.update(stored)
     return frozenset(out)
 
 

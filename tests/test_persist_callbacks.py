@@ -262,6 +262,22 @@ def gained(x, table):
     return jax.pure_callback(cb, jax.ShapeDtypeStruct(x.shape, x.dtype), Gain(x, table))
 
 
+H1, H2, H3, H4 = object(), object(), object(), object()
+_G1 = _NS = globals()  # (aliases of the namespace: review 127)
+_X, _H = 1, globals()
+
+
+def _ns():
+    return globals()
+
+
+def renew2(d=globals()):
+    _NS["H1"] = object()
+    _H["H2"] = object()
+    _ns()["H3"] = object()
+    d["H4"] = object()
+
+
 _LIVE = __import__("weakref").WeakValueDictionary()
 
 
@@ -481,7 +497,7 @@ def test_library_names_are_read_back_all_or_the_entry_is_stale(cblib, monkeypatc
     assert enc == ["o", [["cblib", "CURRENT"], ["cblib", "MARK"]]]
     assert _out_tree.aux_of(enc) is cblib.MARK
     assert _out_tree.aux_data(cblib.LibError) == ["K", "cblib", "LibError"]
-    for name in ("EPOCH", "G1", "G2", "G3", "G4"):  # (its module's code rebinds it)
+    for name in ("EPOCH", "G1", "G2", "G3", "G4", "H1", "H2", "H3", "H4"):  # (rebound)
         with pytest.raises(ValueError, match="aux-rebound"):
             _out_tree.aux_data(getattr(cblib, name))
     monkeypatch.setattr(cblib, "CURRENT", object())
