@@ -28,6 +28,7 @@ import numpy as np
 from pcache._dictwatch import Derived
 from pcache._introspect import Override, cell_bound, fields, inst_dict, is_a, items, typed
 from pcache._memos import memo
+from pcache._snapshots import FINDER
 from pcache._usercode import (
     NoReuse,
     is_library_code,
@@ -477,7 +478,7 @@ def _library_finder(finder: Any) -> bool:
     program's functions): a program's own finder decides what a library's import
     loads while tracing (review 70). (Not the deep `_user_hook`: pytest's own finder
     holds its whole configuration.)"""
-    if any(finder is f for f in _FINDERS):
+    if any(finder is f for f in _FINDERS) or finder is FINDER:
         return True
     if is_a(finder, type):
         return is_library_type(finder)

@@ -20,6 +20,7 @@ from pcache import (
     _memos,
     _replay,
     _served,
+    _snapshots,
     _state,
     _trace,
 )
@@ -91,6 +92,7 @@ def install(rt) -> None:
             if rt.settings.trace_persist:
                 # (now, not at the first lookup: an import between a call's key and
                 # its trace reads as a setting changed while tracing)
+                _snapshots.start()  # (library names: what each import bound)
                 from pcache import _lib_callbacks  # noqa: F401
                 from pcache._compat import jaxpr_codec  # noqa: F401
         else:

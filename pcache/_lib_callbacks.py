@@ -44,6 +44,8 @@ from pcache._out_tree import (
     aux_of,
     excess,
     held_name,
+    note,
+    note_items,
     scalar_data,
     scalar_of,
     scan_referrers,
@@ -92,7 +94,8 @@ def describe(flat: Any) -> list:
     except ValueError:
         raise ValueError("callback:empty-cell") from None
     held: list = []
-    data = [_value(v, 0, held) for v in values]
+    seen: set = set()  # (no object twice among its cells: `_value`)
+    data = [_value(v, 0, held, seen) for v in values]
     if sum(len(repr(d)) for d in data) > MAX_CELL_BYTES:
         raise ValueError("callback:cells-too-large")
     del fn  # (no local of this frame may hold what `_holders` counts the holders of)
@@ -139,7 +142,7 @@ def cell(d: Any) -> tuple:
     """(a new cell over what `describe` encoded as ``d``, ``d``); ValueError if ``d``
     is not such an encoding."""
     v = _value_of(d, 0)
-    if not _named(d) and _value(v, 0, []) != d:
+    if not _named(d) and _value(v, 0, [], set()) != d:
         raise ValueError("callback:cells")  # (not what `describe` writes)
     return types.CellType(v), d
 
@@ -172,8 +175,11 @@ def _rebinds(code: types.CodeType, free: frozenset) -> bool:
     return any(type(k) is types.CodeType and _rebinds(k, free) for k in code.co_consts)
 
 
-def _value(v: Any, depth: int, held: list) -> list:
-    """``v`` encoded; a list, and every tuple on the way to one, added to ``held``."""
+def _value(v: Any, depth: int, held: list, seen: set) -> list:
+    """``v`` encoded; a list, and every tuple on the way to one, added to ``held``;
+    ValueError where an object in it was in ``seen`` (the callback's other cells' or
+    this one's: decoded, each place would get its own, where library code may test
+    ``a is b``: review 128; `_out_tree.note`)."""
     t = type(v)
     if depth > MAX_DEPTH:
         raise ValueError("callback:cell-deep")
@@ -181,8 +187,13 @@ def _value(v: Any, depth: int, held: list) -> list:
         got = held_name(v, t)
     except ValueError:
         raise ValueError("callback:cell-rebound") from None
-    if got is not None:
-        return got
+    try:
+        if got is not None:
+            note_items(v, t, seen)  # (its items are that object's: review 129)
+            return got
+        note(v, t, seen)
+    except ValueError:
+        raise ValueError("callback:cell-shared-object") from None
     got = scalar_data(v)
     if got is not None:
         return got
@@ -190,7 +201,7 @@ def _value(v: Any, depth: int, held: list) -> list:
         return ["y", v.hex()]
     if t is tuple or t is list:
         n = len(held)
-        out = ["t" if t is tuple else "l", *[_value(x, depth + 1, held) for x in v]]
+        out = ["t" if t is tuple else "l", *[_value(x, depth + 1, held, seen) for x in v]]
         if t is list or len(held) > n:
             held.append(v)
         return out

@@ -23,15 +23,19 @@ a reuse hands it to the calls of equal callables too, which stock JAX traces ane
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import struct
 import sys
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from pcache import _compat
 from pcache._compat.jaxpr_arrays import Stale
 from pcache._holders import holders_index, library_held, library_holders
-from pcache._introspect import is_a, names, type_ids
+from pcache._introspect import interned, is_a, names, type_ids
+from pcache._snapshots import unchanged
 from pcache._usercode import is_library_type
 
 _PURE = type_ids((type(None), bool, int, float, complex, str, bytes))
@@ -167,6 +171,73 @@ def _lists_in(v: Any, roots: list, held: list, depth: int) -> bool:
 
 NOT_SCALAR = object()  # (`scalar_of`: not one of its encodings)
 
+_SCOPE = threading.local()  # .seen: the ids of what `note` was told of, in one scope
+
+
+@contextlib.contextmanager
+def identity_scope() -> Iterator[None]:
+    """Where no object `note` is told of may come twice: one stored trace's output
+    tree and parameters. Stock JAX hands back the very objects its trace made, so
+    two places holding one string, number or tuple hold one again (``a is b``);
+    decoded, each place gets its own. Nested scopes are the outer one."""
+    if getattr(_SCOPE, "seen", None) is not None:
+        yield
+        return
+    _SCOPE.seen = set()
+    try:
+        yield
+    finally:
+        _SCOPE.seen = None
+
+
+def by_value(v: Any, t: type) -> bool:
+    """Whether ``v``'s identity follows from its value in every process (None,
+    bools, CPython's cached small ints, empty and Latin-1 one-character strings and
+    bytes, interned strings, the empty tuple): decoded, it is that very object."""
+    if v is None or t is bool:
+        return True
+    if t is int:
+        return -5 <= v <= 256
+    if t is str:
+        return _cached_str(v) or interned(v) is True
+    if t is bytes or t is tuple:
+        return len(v) < (2 if t is bytes else 1)
+    return False
+
+
+def _cached_str(v: str) -> bool:
+    return len(v) < 2 and (not v or ord(v) < 256)  # (CPython's own: one object each)
+
+
+def note_items(v: Any, t: type, seen: set | None = None, depth: int = 0) -> None:
+    """`note` every item of a container stored by its names (read back as that very
+    object, its items with it): the same item encoded elsewhere by value would come
+    back another object (review 129)."""
+    if depth > MAX_AUX_DEPTH:
+        raise ValueError("shared-object:deep")
+    seen = getattr(_SCOPE, "seen", None) if seen is None else seen
+    if seen is None or ("o", id(v)) in seen:
+        return  # (the same named object again: read back as that one object again)
+    seen.add(("o", id(v)))
+    if t is tuple or t is list or t is frozenset:
+        for x in tuple(v):
+            note(x, type(x), seen)
+            note_items(x, type(x), seen, depth + 1)
+
+
+def note(v: Any, t: type, seen: set | None = None) -> None:
+    """ValueError if ``v``, about to be encoded by value, was encoded before in
+    ``seen`` (default: the `identity_scope`'s; none: not looked at), where decoding
+    would make two objects of one (review 128)."""
+    if by_value(v, t):
+        return
+    seen = getattr(_SCOPE, "seen", None) if seen is None else seen
+    if seen is None:
+        return
+    if id(v) in seen:
+        raise ValueError(f"shared-object:{t.__name__}")
+    seen.add(id(v))  # (what is encoded lives while it is: its id stays its own)
+
 
 def scalar_data(v: Any) -> list | None:
     """``None``, ``bool``, ``int``, ``str`` (exact types) and ``float`` (by its bits)
@@ -174,6 +245,10 @@ def scalar_data(v: Any) -> list | None:
     t = type(v)
     if v is None:
         return ["n"]
+    if t is str and not _cached_str(v) and interned(v) is not False:
+        # (an interned string comes back interned: the library's own ``"fast"``
+        # literal is that object, ``mode is "fast"``; unknown here: not encoded)
+        return ["si", v] if interned(v) else None
     if t is bool or t is int or t is str:
         return [{bool: "b", int: "i", str: "s"}[t], v]
     if t is float:
@@ -188,6 +263,8 @@ def scalar_of(tag: Any, rest: list) -> Any:
         return rest[0]
     if tag == "n" and not rest:
         return None
+    if tag == "si" and len(rest) == 1 and type(rest[0]) is str and not _cached_str(rest[0]):
+        return sys.intern(rest[0])
     if tag == "f" and len(rest) == 1 and type(rest[0]) is str and len(rest[0]) == 16:
         return struct.unpack("<d", bytes.fromhex(rest[0]))[0]
     return NOT_SCALAR
@@ -205,7 +282,10 @@ def aux_data(v: Any, depth: int = 0, node_ok: Any = None) -> Any:
         raise ValueError("out-tree:aux-deep")
     got = held_name(v, t)  # (before its value: library code may test ``is FAST``)
     if got is not None:
+        note_items(v, t)  # (its items are that object's: ``(ORDER, ORDER[1])``)
         return got
+    if not is_a(v, type):  # (what comes back a new object, but one per object: `note`)
+        note(v, t)
     got = scalar_data(v)
     if got is not None:
         return got
@@ -221,7 +301,7 @@ def aux_data(v: Any, depth: int = 0, node_ok: Any = None) -> Any:
         mod, qual = names(v)[2], names(v)[1]
         if type(mod) is not str or type(qual) is not str or resolve_name(mod, qual) is not v:
             raise ValueError(f"out-tree:aux-class:{t.__name__}")
-        if _rebound(mod, qual):
+        if _rebound(mod, qual) or not unchanged(mod, qual):
             raise ValueError(f"out-tree:aux-rebound:{qual}")
         return ["K", mod, qual]
     raise ValueError(f"out-tree:aux:{t.__name__}")
@@ -238,7 +318,7 @@ def held_name(v: Any, t: type) -> list | None:
     held = sorted(set(library_holders(v))) if library_held(v, t) else []
     if not held:
         return None
-    if any(_rebound(*h) for h in held):
+    if any(_rebound(*h) or not unchanged(*h) for h in held):
         raise ValueError(f"out-tree:aux-rebound:{t.__name__}")
     # (a string, number or tuple with its value too, compared when read back: the
     # program's own interned ``"mean"`` may be the very object a library holds under a
@@ -293,13 +373,14 @@ def aux_of(e: Any, depth: int = 0) -> Any:
     if tag == "K" and len(rest) == 2 and all(type(x) is str for x in rest):
         got = resolve_name(*rest)
         if is_a(got, type) and is_library_type(got) and [names(got)[2], names(got)[1]] == rest:
-            return got
+            if unchanged(*rest):
+                return got
         raise Stale("out-tree:aux-class")  # (not that class there now)
     if tag == "o" and len(rest) in (1, 2) and type(rest[0]) is list and rest[0]:
         held = rest[0]
         if all(type(h) is list and len(h) == 2 and all(type(x) is str for x in h) for h in held):
             got = resolve_name(*held[0])
-            same = all(resolve_name(*h) is got for h in held)
+            same = all(resolve_name(*h) is got and unchanged(*h) for h in held)
             if same and got is not None and library_held(got, type(got)):
                 if len(rest) == 1 or _value_data(got) == rest[1]:
                     return got
@@ -307,4 +388,15 @@ def aux_of(e: Any, depth: int = 0) -> Any:
     raise ValueError("out-tree:aux")
 
 
-__all__ = ["MUTABLE", "OBJECTS", "aux_data", "aux_of", "lists_fresh", "verdict"]
+__all__ = [
+    "MUTABLE",
+    "OBJECTS",
+    "aux_data",
+    "aux_of",
+    "by_value",
+    "identity_scope",
+    "lists_fresh",
+    "note",
+    "note_items",
+    "verdict",
+]

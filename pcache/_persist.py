@@ -43,7 +43,7 @@ from pcache._errors import CheckError
 from pcache._holders import library_holders
 from pcache._usercode import NoReuse
 
-TRACE_FORMAT = 2  # (2: library primitives' rules digested)
+TRACE_FORMAT = 3  # (2: library primitives' rules digested; 3: interned strings, shared objects)
 HEAD = b"pcache-trace 1\n"
 #: Bounds of an entry: its bytes, and its JSON's nesting.
 MAX_RAW = 16 * 1024 * 1024
@@ -390,8 +390,9 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
     if p.consts or closed.effects:
         return _refused(rt, "consts" if p.consts else "effects", fun)
     try:
-        jaxpr = jaxpr_codec.encode(closed)
-        tree = _compat.out_tree_data(p.out_tree, _out_tree.aux_data)
+        with _out_tree.identity_scope():  # (an object in two places: `_out_tree.note`)
+            jaxpr = jaxpr_codec.encode(closed)
+            tree = _compat.out_tree_data(p.out_tree, _out_tree.aux_data)
     except jaxpr_codec.Unencodable as e:
         return _refused(rt, e.reason, fun)
     except ValueError as e:  # ("out-tree:<the node's class>")

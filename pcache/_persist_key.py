@@ -55,6 +55,7 @@ from pcache._persist_abcs import abc_registrations, library_rules
 from pcache._persist_env import attributed
 from pcache._persist_pack import pack as _pack
 from pcache._persist_pack import packed as _packed
+from pcache._snapshots import unchanged
 from pcache._usercode import NoReuse, is_library_module, module_dict, qualname
 from pcache._walk import Walker, plain_array
 from pcache._walk_kinds import is_library_float
@@ -659,7 +660,9 @@ def library_primitive_name(p: Any) -> str | None:
     """``lib:module:attribute`` of an installed library's primitive in a stored
     jaxpr (JAX's are named without the prefix: `pcache._compat.jaxpr_codec`)."""
     lib = _library_name(p)
-    return None if lib is None else "lib:" + ":".join(lib)
+    if lib is None or not unchanged(*lib):  # (a name rebound since its import: `_snapshots`)
+        return None
+    return "lib:" + ":".join(lib)
 
 
 def library_primitive(path: str) -> Any:

@@ -19,6 +19,13 @@ os.environ["JAX_PCACHE_RAISE_ERRORS"] = "1"
 # tests/test_trace_reuse.py's test_zero_code_process.)
 os.environ.setdefault("JAX_PCACHE_TRACE_RECORD_AFTER", "1")
 
+# Persisted traces name a library's objects only while each name holds what its
+# module's import put there (`pcache._snapshots`, started by ``enable`` with them on):
+# started here too, for the tests that encode and decode in process.
+from pcache import _snapshots  # noqa: E402
+
+_snapshots.start()
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):

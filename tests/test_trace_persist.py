@@ -145,7 +145,7 @@ def test_damaged_entry_is_refused_and_the_program_traces(patterns, tmp_path):
         for key, extra in rows:
             d = json.loads(extra)
             if (d.get("load") or {}).get("kind") == "trace":
-                d["load"]["trace_format"] = 2.0 if n % 2 else 3
+                d["load"]["trace_format"] = 3.0 if n % 2 else 2
                 con.execute("UPDATE entries SET extra = ? WHERE key = ?", (json.dumps(d), key))
                 n += 1
         con.commit()

@@ -1,0 +1,223 @@
+"""What a persisted trace hands back is the very object stock JAX's trace would make,
+where identity can tell (review 128 and the names a library rebinds while the program
+runs): a library's names are read only while they hold what the module's import put
+there (`pcache._snapshots`), an interned string comes back interned, and an object in
+two places of a library callback's cells is never stored as two. Fresh processes,
+bitwise against stock JAX; in process, the encodings themselves."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from pcache import _out_tree, _snapshots
+from pcache._compat import jaxpr_codec
+from pcache._compat.jaxpr_arrays import Stale
+from tests import libsite
+from tests.test_trace_persist import ROOT, run
+from tests.test_trace_persist import pytestmark as _persist_mark
+
+pytestmark = _persist_mark
+
+LIB = '''
+import jax
+import numpy as np
+from jax import lax
+from jax.tree_util import register_pytree_node
+
+MODE = object()  # (a sentinel the library tests by identity)
+ORDER = ("mean field", "full rank")  # (a tuple it holds, and tests items of with ``is``)
+
+
+class Box:
+    def __init__(self, v, mode):
+        self.v, self.mode = v, mode
+
+
+register_pytree_node(Box, lambda b: ((b.v,), b.mode), lambda m, c: Box(c[0], m))
+
+
+def _boxer(mode):
+    def make(x):
+        return Box(x * 2.0, mode)
+
+    return make
+
+
+box = _boxer(MODE)  # (holds the object MODE held at import)
+
+
+def is_mode(o):
+    return o is MODE
+
+
+def set_mode(m):
+    """The library rebinds its own name by one it computes: no reading of its code
+    can tell which name this writes."""
+    for name in ["".join(["MO", "DE"])]:
+        globals()[name] = m
+
+
+def _call(x, cb):
+    return jax.pure_callback(cb, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+
+def _ident(x, a, b):
+    def cb(v):
+        return (np.asarray(v) * np.float32(2.0 if a is b else 3.0)).astype(np.float32)
+
+    return _call(x, cb)
+
+
+def same_key(x, name):
+    key = "k-" + name  # (made while tracing: one object in two cells)
+    return _ident(x, key, key)
+
+
+def same_in_one(x, name):
+    key = "k-" + name
+    return _ident(x, (key, key), None)
+
+
+def _literal(x, a):
+    def cb(v):
+        k = "fast_mode"  # (this code's constant: interned, as ``a`` is)
+        return (np.asarray(v) * np.float32(2.0 if a is k else 3.0)).astype(np.float32)
+
+    return _call(x, cb)
+
+
+def literal(x):
+    return _literal(x, "fast_mode")
+'''
+
+PROG = """
+import os
+
+import idlib
+
+OLD = idlib.MODE
+if os.environ["PHASE"] == "B":
+    idlib.set_mode(object())  # (B only: after the library's import, before any trace)
+
+
+def boxed(v):
+    return idlib.box(v)
+
+
+def mode_of(f):
+    out = f()
+    return jnp.array([out.mode is OLD, idlib.is_mode(out.mode)])
+
+
+show("mode", lambda: mode_of(lambda: jax.jit(boxed)(x)))
+show("literal", lambda: jax.jit(lambda v: idlib.literal(v) + 1.0)(x))
+show("same-key", lambda: jax.jit(lambda v: idlib.same_key(v, "abc"))(x))
+"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("ident")
+    return libsite.install(root / "lib" / "site-packages", "idlib", LIB)
+
+
+@pytest.fixture
+def idlib(site, monkeypatch):
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    mod = importlib.import_module("idlib")
+    yield mod
+    sys.modules.pop("idlib", None)
+
+
+def test_a_module_imported_after_start_is_copied_and_keeps_its_real_loader(idlib):
+    """The finder copies the namespace when the import finishes and leaves the
+    module with the interpreter's own loader; a name rebound since (by a name the
+    library computes) is no longer `unchanged`, and is again once it holds the
+    import's object."""
+    assert type(idlib.__loader__) is importlib.machinery.SourceFileLoader
+    assert type(idlib.__spec__.loader) is importlib.machinery.SourceFileLoader
+    assert _snapshots.unchanged("idlib", "MODE") and _snapshots.unchanged("idlib", "Box")
+    old = idlib.MODE
+    enc = _out_tree.aux_data(old)
+    assert enc == ["o", [["idlib", "MODE"]]]
+    idlib.set_mode(object())
+    assert not _snapshots.unchanged("idlib", "MODE")
+    with pytest.raises(Stale):  # (read back: the name holds another object now)
+        _out_tree.aux_of(enc)
+    idlib.set_mode(old)
+    assert _out_tree.aux_of(enc) is old
+    with pytest.raises(ModuleNotFoundError):  # (a failed import fails as it would)
+        importlib.import_module("idlib_not_there")
+
+
+def test_an_item_of_a_named_container_elsewhere_by_value_is_refused(idlib):
+    """A library's tuple is stored by its name and read back as that very tuple, its
+    items with it: one of its items elsewhere in the same tree, encoded by value,
+    would come back another object (review 129); the tuple twice is one object
+    twice, read back so."""
+    with _out_tree.identity_scope(), pytest.raises(ValueError, match="shared-object"):
+        _out_tree.aux_data((idlib.ORDER, idlib.ORDER[1]))
+    with _out_tree.identity_scope(), pytest.raises(ValueError, match="shared-object"):
+        _out_tree.aux_data((idlib.ORDER[1], idlib.ORDER))
+    with _out_tree.identity_scope():
+        enc = _out_tree.aux_data((idlib.ORDER, idlib.ORDER))
+    assert enc[0] == "t" and enc[1] == enc[2] and enc[1][:2] == ["o", [["idlib", "ORDER"]]]
+    back = _out_tree.aux_of(enc)
+    assert back[0] is idlib.ORDER and back[1] is idlib.ORDER
+
+
+def test_objects_in_two_cells_are_refused_and_interned_strings_stay_interned(idlib):
+    """Two cells of one callback holding one string (or one tuple holding it twice)
+    would come back two strings (``a is b`` false): refused by name. A string the
+    library's code interned comes back interned: the rebuilt callback's ``a is k``
+    holds, as in the traced one."""
+    from pcache._canon_values import jax_primitives_by_name
+
+    x = jnp.ones(3, jnp.float32)
+    for f in (idlib.same_key, idlib.same_in_one):
+        cj = jax.jit(lambda v, f=f: f(v, "abc")).trace(x).jaxpr
+        with pytest.raises(jaxpr_codec.Unencodable, match="cell-shared-object"):
+            jaxpr_codec.encode(cj)
+    data = jaxpr_codec.encode(jax.jit(idlib.literal).trace(x).jaxpr)
+    assert data["cells"] == [["si", "fast_mode"]]
+    ((fn, _),) = jaxpr_codec.decode(data, jax_primitives_by_name()).callbacks
+    assert fn.__closure__[0].cell_contents is sys.intern("fast_mode")
+    made = [_out_tree.aux_of(json.loads('["s", "k-abc"]')) for _ in range(2)]
+    assert made[0] == made[1] and made[0] is not made[1]  # (made at run time: new ones)
+
+
+def test_identity_across_processes_is_what_stock_jax_makes(site, tmp_path):
+    """A stores the programs; B rebinds the library's sentinel by a computed name
+    before tracing (review 125's blind spot, now seen: the name no longer holds its
+    import's object) and traces that one, showing what stock JAX shows; the
+    callback over an interned literal is served and equal; the one with an object
+    in two cells was never stored."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(PROG))
+    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
+    cache = tmp_path / "c"
+    a = run("scenario", str(prog), cache=cache, PHASE="A", **env)
+    stock = run("scenario", str(prog), cache=None, PHASE="B", **env)
+    b = run("scenario", str(prog), cache=cache, PHASE="B", **env)
+    assert b["digests"]["shown"] == stock["digests"]["shown"]
+    misses = a["stats"]["trace_persist_misses"]
+    assert misses.get("unstored:pure_callback.callback:cell-shared-object") == 1, misses
+    # served: the literal's callback; the boxed one is stale in B (its name), the
+    # shared-object one was never stored
+    assert b["digests"]["served"]["prog.py"] >= 1, b["stats"]
+    assert b["stats"]["trace_persist_misses"] == {
+        "library-names-changed": 1,
+        "absent": 1,
+        "unstored:pure_callback.callback:cell-shared-object": 1,
+    }, b["stats"]
