@@ -45,7 +45,7 @@ from pcache._out_tree import (
     excess,
     held_name,
     note,
-    note_items,
+    note_reachable,
     scalar_data,
     scalar_of,
     scan_referrers,
@@ -189,7 +189,7 @@ def _value(v: Any, depth: int, held: list, seen: set) -> list:
         raise ValueError("callback:cell-rebound") from None
     try:
         if got is not None:
-            note_items(v, t, seen)  # (its items are that object's: review 129)
+            note_reachable(v, seen)  # (what it holds is that object's: reviews 129, 130)
             return got
         note(v, t, seen)
     except ValueError:

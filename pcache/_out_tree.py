@@ -28,6 +28,7 @@ import gc
 import struct
 import sys
 import threading
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -171,23 +172,24 @@ def _lists_in(v: Any, roots: list, held: list, depth: int) -> bool:
 
 NOT_SCALAR = object()  # (`scalar_of`: not one of its encodings)
 
-_SCOPE = threading.local()  # .seen: the ids of what `note` was told of, in one scope
+_SCOPE = threading.local()  # .seen, .cells: the ids `note` was told of, in one scope
 
 
 @contextlib.contextmanager
 def identity_scope() -> Iterator[None]:
     """Where no object `note` is told of may come twice: one stored trace's output
-    tree and parameters. Stock JAX hands back the very objects its trace made, so
-    two places holding one string, number or tuple hold one again (``a is b``);
-    decoded, each place gets its own. Nested scopes are the outer one."""
+    tree and parameters (and its callbacks' cells: each object in one callback's
+    cells once, and in no tree or parameter). Stock JAX hands back the very objects
+    its trace made, so two places holding one string, number or tuple hold one again
+    (``a is b``); decoded, each place gets its own. Nested scopes are the outer one."""
     if getattr(_SCOPE, "seen", None) is not None:
         yield
         return
-    _SCOPE.seen = set()
+    _SCOPE.seen, _SCOPE.cells = set(), set()
     try:
         yield
     finally:
-        _SCOPE.seen = None
+        _SCOPE.seen = _SCOPE.cells = None
 
 
 def by_value(v: Any, t: type) -> bool:
@@ -209,34 +211,58 @@ def _cached_str(v: str) -> bool:
     return len(v) < 2 and (not v or ord(v) < 256)  # (CPython's own: one object each)
 
 
-def note_items(v: Any, t: type, seen: set | None = None, depth: int = 0) -> None:
-    """`note` every item of a container stored by its names (read back as that very
-    object, its items with it): the same item encoded elsewhere by value would come
-    back another object (review 129)."""
-    if depth > MAX_AUX_DEPTH:
-        raise ValueError("shared-object:deep")
-    seen = getattr(_SCOPE, "seen", None) if seen is None else seen
-    if seen is None or ("o", id(v)) in seen:
+def note_reachable(v: Any, seen: set | None = None) -> None:
+    """`note` what a library object stored by its names holds (read back as that very
+    object, with all it holds): an item or attribute of it encoded elsewhere by value
+    would come back another object (reviews 129, 130: ``(ORDER, ORDER[1])``, a
+    NamedTuple's or an instance's field). What the garbage collector says it refers
+    to, transitively, not into classes, functions or modules (named by what they
+    are); ValueError past `MAX_HELD` objects."""
+    mark = ("o", id(v))
+    scope = getattr(_SCOPE, "seen", None)
+    kept = scope if seen is None else seen
+    if kept is None or mark in kept:
         return  # (the same named object again: read back as that one object again)
-    seen.add(("o", id(v)))
-    if t is tuple or t is list or t is frozenset:
-        for x in tuple(v):
-            note(x, type(x), seen)
-            note_items(x, type(x), seen, depth + 1)
+    kept.add(mark)
+    todo, n = [v], 0
+    while todo:
+        for x in gc.get_referents(todo.pop()):
+            t = type(x)
+            if is_a(x, type) or t in _OPAQUE or by_value(x, t):
+                continue
+            n += 1
+            if n > MAX_HELD:
+                raise ValueError("shared-object:held-large")
+            if ("r", id(x)) in kept:
+                continue
+            kept.add(("r", id(x)))
+            note(x, t, seen)
+            todo.append(x)
+
+
+MAX_HELD = 4096
+_OPAQUE = frozenset({types.FunctionType, types.ModuleType, types.CodeType,
+                     types.BuiltinFunctionType, types.MethodType, types.CellType})  # fmt: skip
 
 
 def note(v: Any, t: type, seen: set | None = None) -> None:
-    """ValueError if ``v``, about to be encoded by value, was encoded before in
-    ``seen`` (default: the `identity_scope`'s; none: not looked at), where decoding
-    would make two objects of one (review 128)."""
+    """ValueError if ``v``, about to be encoded by value, was encoded before: in
+    ``seen`` (one callback's cells; then also not in the scope's trees and params),
+    else in the `identity_scope`'s trees and params or any callback's cells; where
+    decoding would make two objects of one (review 128). No scope and no ``seen``:
+    not looked at."""
     if by_value(v, t):
         return
-    seen = getattr(_SCOPE, "seen", None) if seen is None else seen
-    if seen is None:
+    if seen is not None:
+        if id(v) in seen:
+            raise ValueError(f"shared-object:{t.__name__}")
+        seen.add(id(v))
+    trees = getattr(_SCOPE, "seen", None)
+    if trees is None:
         return
-    if id(v) in seen:
+    if id(v) in trees or (seen is None and id(v) in _SCOPE.cells):
         raise ValueError(f"shared-object:{t.__name__}")
-    seen.add(id(v))  # (what is encoded lives while it is: its id stays its own)
+    (_SCOPE.cells if seen is not None else trees).add(id(v))
 
 
 def scalar_data(v: Any) -> list | None:
@@ -282,7 +308,7 @@ def aux_data(v: Any, depth: int = 0, node_ok: Any = None) -> Any:
         raise ValueError("out-tree:aux-deep")
     got = held_name(v, t)  # (before its value: library code may test ``is FAST``)
     if got is not None:
-        note_items(v, t)  # (its items are that object's: ``(ORDER, ORDER[1])``)
+        note_reachable(v)  # (what it holds is that object's: ``(ORDER, ORDER[1])``)
         return got
     if not is_a(v, type):  # (what comes back a new object, but one per object: `note`)
         note(v, t)
@@ -397,6 +423,6 @@ __all__ = [
     "identity_scope",
     "lists_fresh",
     "note",
-    "note_items",
+    "note_reachable",
     "verdict",
 ]

@@ -50,6 +50,42 @@ def _copy(name: Any, m: Any) -> None:
         _SNAPSHOTS[name] = (m, d.copy())
 
 
+def _restore(loader: Any, module: Any) -> Any:
+    """Put the real loader back on ``module`` before its body runs; its spec."""
+    inner = loader._inner
+    spec = getattr(module, "__spec__", None)
+    if getattr(spec, "loader", None) is loader:
+        spec.loader = inner
+    if getattr(module, "__loader__", None) is loader:
+        module.__loader__ = inner
+    return spec
+
+
+def _copied(spec: Any, module: Any) -> None:
+    try:
+        _copy(getattr(spec, "name", None), module)
+    except Exception:  # (never fail an import: the module just has no snapshot)
+        pass
+
+
+# `_Loader.exec_module`, compiled under the file name of the import system's own
+# frames: the interpreter trims it from a failing import's traceback with the rest
+# of them, and `warnings` skips it (``_is_internal_frame``), so a library's
+# import-time ``warnings.warn(..., stacklevel=2)`` names the importing line, as
+# without pcache (review 130). (Its code's qualified name says whose it is.)
+_EXEC = """
+def exec_module(self, module):
+    spec = _restore(self, module)
+    self._inner.exec_module(module)
+    _copied(spec, module)
+"""
+_space: dict = {"_restore": _restore, "_copied": _copied}
+exec(compile(_EXEC, "<frozen importlib._bootstrap_external>", "exec"), _space)
+_space["exec_module"].__code__ = _space["exec_module"].__code__.replace(
+    co_qualname="pcache._snapshots._Loader.exec_module"
+)
+
+
 class _Loader:
     """The loader another finder chose, run as itself; copies the namespace after."""
 
@@ -59,18 +95,7 @@ class _Loader:
     def create_module(self, spec: Any) -> Any:
         return self._inner.create_module(spec)
 
-    def exec_module(self, module: Any) -> None:
-        inner = self._inner
-        spec = getattr(module, "__spec__", None)
-        if getattr(spec, "loader", None) is self:
-            spec.loader = inner
-        if getattr(module, "__loader__", None) is self:
-            module.__loader__ = inner
-        inner.exec_module(module)
-        try:
-            _copy(getattr(spec, "name", None), module)
-        except Exception:  # (never fail an import: the module just has no snapshot)
-            pass
+    exec_module = _space["exec_module"]
 
     def __getattr__(self, name: str) -> Any:
         if name == "_inner":  # (a copy not yet initialized)
@@ -83,24 +108,29 @@ class Finder:
     and wraps the loader of what they found (`_Loader`)."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if getattr(_LOCAL, "busy", False):
+        finders = tuple(sys.meta_path)
+        mine = next((i for i, f in enumerate(finders) if f is self), None)
+        if getattr(_LOCAL, "busy", False) or mine is None:
             return None
+        later = [f for f in finders[mine + 1 :] if not isinstance(f, Finder)]
+        if not all(hasattr(f, "find_spec") for f in later):
+            return None  # (a legacy finder: the import system asks them all itself)
         _LOCAL.busy = True
-        try:
+        try:  # (only those after this one: the import system asked those before)
             spec = None
-            for finder in tuple(sys.meta_path):
-                if isinstance(finder, Finder):
-                    continue
-                find = getattr(finder, "find_spec", None)
-                if find is None:  # (a legacy finder: the import system asks it itself)
-                    return None
-                spec = find(name, path, target)
+            for finder in later:
+                spec = finder.find_spec(name, path, target)
                 if spec is not None:
                     break
         finally:
             _LOCAL.busy = False
+        importing = _importing()
+        if spec is None and importing:
+            # (as the import system would say next, after asking those finders again:
+            # each asked once, as without pcache, review 130)
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         loader = getattr(spec, "loader", None)
-        if not _importing():
+        if not importing:
             return spec  # (``importlib.util.find_spec``: its caller gets the real loader)
         if loader is not None and type(loader) is not _Loader and hasattr(loader, "exec_module"):
             try:

@@ -29,6 +29,8 @@ from tests.test_trace_persist import pytestmark as _persist_mark
 pytestmark = _persist_mark
 
 LIB = '''
+from typing import NamedTuple
+
 import jax
 import numpy as np
 from jax import lax
@@ -36,6 +38,20 @@ from jax.tree_util import register_pytree_node
 
 MODE = object()  # (a sentinel the library tests by identity)
 ORDER = ("mean field", "full rank")  # (a tuple it holds, and tests items of with ``is``)
+
+
+class Cfg(NamedTuple):
+    name: str
+    size: int
+
+
+class Holder:
+    def __init__(self, label):
+        self.label = label
+
+
+CFG = Cfg("mean field", 1000)
+BOX = Holder("full " + "rank")
 
 
 class Box:
@@ -175,6 +191,86 @@ def test_an_item_of_a_named_container_elsewhere_by_value_is_refused(idlib):
     assert enc[0] == "t" and enc[1] == enc[2] and enc[1][:2] == ["o", [["idlib", "ORDER"]]]
     back = _out_tree.aux_of(enc)
     assert back[0] is idlib.ORDER and back[1] is idlib.ORDER
+
+
+def test_what_a_named_object_holds_elsewhere_by_value_is_refused(idlib):
+    """A NamedTuple's field, an instance's attribute (review 130): read back with the
+    library's object, so not stored a second time by value; a cell's string that is
+    also in the tree, likewise (a callback's cells and the tree are one scope)."""
+    for aux in ((idlib.CFG, idlib.CFG.name), (idlib.BOX.label, idlib.BOX)):
+        with _out_tree.identity_scope(), pytest.raises(ValueError, match="shared-object"):
+            _out_tree.aux_data(aux)
+    made = "k-" + "abc"
+    with _out_tree.identity_scope(), pytest.raises(ValueError, match="shared-object"):
+        _out_tree.note(made, str, set())  # (a callback's cell)
+        _out_tree.aux_data(made)
+    with _out_tree.identity_scope(), pytest.raises(ValueError, match="shared-object"):
+        _out_tree.aux_data(made)
+        _out_tree.note(made, str, set())
+    with _out_tree.identity_scope():  # (two callbacks' separate cells: not looked at)
+        _out_tree.note(made, str, set())
+        _out_tree.note(made, str, set())
+
+
+IMPORTS = r"""
+import importlib.abc, os, sys, tempfile, traceback, warnings
+
+asked = []
+
+
+class Counting(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        asked.append(name)
+
+
+sys.meta_path.append(Counting())
+if os.environ.get("SNAP"):
+    from pcache import _snapshots
+
+    _snapshots.start()
+d = tempfile.mkdtemp()
+sys.path.insert(0, d)
+with open(os.path.join(d, "warns_at_import.py"), "w") as f:
+    f.write("import warnings\nwarnings.warn('old', DeprecationWarning, stacklevel=2)\n")
+with open(os.path.join(d, "fails_at_import.py"), "w") as f:
+    f.write("raise KeyError('k')\n")
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    import warns_at_import
+try:
+    import not_there_at_all
+except ImportError as e:
+    missing = (type(e).__name__, str(e), e.name)
+try:
+    import fails_at_import
+except KeyError as e:
+    frames = [f.name for f in traceback.extract_tb(e.__traceback__)]
+import json
+print(json.dumps([[os.path.basename(x.filename) for x in w], asked.count("not_there_at_all"),
+                  missing, frames, type(warns_at_import.__loader__).__name__]))
+"""
+
+
+def test_imports_behave_as_without_the_finder(tmp_path):
+    """With the finder started, an import behaves as without it (review 130): a
+    library's import-time warning names the importing line, a missing module is
+    looked for once by each finder and fails with the same error, a failing body's
+    traceback holds no frame of the import system's or pcache's, the module's loader
+    is the interpreter's."""
+    import json
+    import subprocess
+
+    prog = tmp_path / "imports.py"
+    prog.write_text(IMPORTS)
+    got = []
+    for snap in ("", "1"):
+        out = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True,
+                             env={**os.environ, "SNAP": snap, "PYTHONPATH": str(ROOT)},
+                             check=True)  # fmt: skip
+        got.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert got[0] == got[1]
+    assert got[0][0] == ["imports.py"] and got[0][1] == 1
+    assert got[0][3] == ["<module>", "<module>"] and got[0][4] == "SourceFileLoader"
 
 
 def test_objects_in_two_cells_are_refused_and_interned_strings_stay_interned(idlib):

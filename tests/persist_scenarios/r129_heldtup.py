@@ -1,5 +1,6 @@
 # Review 129 (heldtup): one string in two places of an output tree's auxiliary data, once inside a tuple a library holds by name (decoded as that tuple) and once alone (decoded as a new string)
 # alone: it installs a fake library that registers a pytree class
+# served: its other programs, stored right (what is refused now is never stored)
 import os, sys, textwrap
 
 PH = os.environ["PHASE"]
@@ -27,7 +28,9 @@ open(root + "/htlib/__init__.py", "w").write(src)
 d = root + "/htlib-1.0.dist-info"
 os.makedirs(d, exist_ok=True)
 open(d + "/METADATA", "w").write("Metadata-Version: 2.1\nName: htlib\nVersion: 1.0\n")
-open(d + "/RECORD", "w").write("htlib/__init__.py,,\nhtlib-1.0.dist-info/METADATA,,\nhtlib-1.0.dist-info/RECORD,,\n")
+open(d + "/RECORD", "w").write(
+    "htlib/__init__.py,,\nhtlib-1.0.dist-info/METADATA,,\nhtlib-1.0.dist-info/RECORD,,\n"
+)
 sys.path.insert(0, root)
 import htlib
 
@@ -35,6 +38,7 @@ import htlib
 def mk():
     def f(a):
         return htlib.make(a, 1)
+
     return f
 
 

@@ -1,5 +1,6 @@
 # Review 129 (ident): identity within one output tree's auxiliary data (strings, big ints, bytes, tuples, floats, library constants), across processes
 # alone: it installs a fake library that registers a pytree class
+# served: its other programs, stored right (what is refused now is never stored)
 import os, sys, textwrap
 
 PH = os.environ["PHASE"]
@@ -32,7 +33,9 @@ open(root + "/idlib/__init__.py", "w").write(src)
 d = root + "/idlib-1.0.dist-info"
 os.makedirs(d, exist_ok=True)
 open(d + "/METADATA", "w").write("Metadata-Version: 2.1\nName: idlib\nVersion: 1.0\n")
-open(d + "/RECORD", "w").write("idlib/__init__.py,,\nidlib-1.0.dist-info/METADATA,,\nidlib-1.0.dist-info/RECORD,,\n")
+open(d + "/RECORD", "w").write(
+    "idlib/__init__.py,,\nidlib-1.0.dist-info/METADATA,,\nidlib-1.0.dist-info/RECORD,,\n"
+)
 sys.path.insert(0, root)
 import idlib
 
@@ -40,26 +43,34 @@ import idlib
 def mk(kind):
     def f(a):
         if kind == 0:
-            s = "".join(["ab", "cd!"]); aux = (s, s)
+            s = "".join(["ab", "cd!"])
+            aux = (s, s)
         elif kind == 1:
-            s = idlib.interned("ab", "_cd"); aux = (s, s)
+            s = idlib.interned("ab", "_cd")
+            aux = (s, s)
         elif kind == 2:
             aux = (idlib.FAST, idlib.FAST, "".join(["fast", " mode!"]))
         elif kind == 3:
-            k = 10 ** 31 + 7; aux = (k, k)
+            k = 10**31 + 7
+            aux = (k, k)
         elif kind == 4:
-            b = bytes([1, 2, 3]); aux = (b, b)
+            b = bytes([1, 2, 3])
+            aux = (b, b)
         elif kind == 5:
-            t = (1.5, "p q"); aux = (t, t)
+            t = (1.5, "p q")
+            aux = (t, t)
         elif kind == 6:
-            fl = float(a.shape[0]) + 0.25; aux = (fl, fl)
+            fl = float(a.shape[0]) + 0.25
+            aux = (fl, fl)
         elif kind == 7:
             aux = (idlib.SYM, idlib.BIG, idlib.FL, idlib.TUP, idlib.SYM)
         elif kind == 8:
-            u = idlib.interned("qq", "_rt_zz"); aux = (u, idlib.SYM, u)
+            u = idlib.interned("qq", "_rt_zz")
+            aux = (u, idlib.SYM, u)
         elif kind == 9:
             aux = (idlib.TUP, idlib.TUP[1], idlib.TUP)
         return idlib.make(a, aux)
+
     return f
 
 
