@@ -32,6 +32,7 @@ from importlib.machinery import ModuleSpec
 from typing import Any
 
 from pcache._introspect import Override, inst_dict, is_a
+from pcache._memos import after_fork
 
 _SNAPSHOTS: dict[str, tuple] = {}  # module name -> (the module, its namespace copied)
 _LOCAL = threading.local()  # .busy: this thread is asking the other finders
@@ -155,6 +156,12 @@ def _importing() -> bool:
 
 FINDER = Finder()
 _START = threading.Lock()
+
+
+@after_fork
+def _unlock() -> None:
+    global _START  # (one another thread held at the fork is never released here)
+    _START = threading.Lock()
 
 
 def start() -> None:

@@ -8,10 +8,8 @@ refused by name."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-import sys
 import textwrap
 from pathlib import Path
 
@@ -388,11 +386,7 @@ def test_a_library_callback_is_rebuilt_served_and_raises(site, tmp_path):
 
 @pytest.fixture
 def cblib(site, monkeypatch):
-    monkeypatch.syspath_prepend(str(site))
-    importlib.invalidate_caches()
-    mod = importlib.import_module("cblib")
-    yield mod
-    sys.modules.pop("cblib", None)
+    yield from libsite.imported(site, "cblib", monkeypatch)
 
 
 @pytest.mark.parametrize(

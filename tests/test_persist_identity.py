@@ -149,11 +149,7 @@ def site(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def idlib(site, monkeypatch):
-    monkeypatch.syspath_prepend(str(site))
-    importlib.invalidate_caches()
-    mod = importlib.import_module("idlib")
-    yield mod
-    sys.modules.pop("idlib", None)
+    yield from libsite.imported(site, "idlib", monkeypatch)
 
 
 def test_a_module_imported_after_start_is_copied_and_keeps_its_real_loader(idlib):
