@@ -43,7 +43,7 @@ from pcache._errors import CheckError
 from pcache._holders import library_holders
 from pcache._usercode import NoReuse
 
-TRACE_FORMAT = 3  # (2: library primitives' rules digested; 3: interned strings, shared objects)
+TRACE_FORMAT = 4  # (2: library rules digested; 3: interned strings, shared objects; 4: key tables)
 HEAD = b"pcache-trace 1\n"
 #: Bounds of an entry: its bytes, and its JSON's nesting.
 MAX_RAW = 16 * 1024 * 1024
@@ -269,7 +269,7 @@ def decode(raw: bytes, key: str) -> Served:
     paths, digest, tree = data["result_paths"], data["jaxpr_digest"], data["out_tree"]
     if type(paths) is not list or not all(type(p) is str for p in paths):
         raise Bad("result-paths")
-    if type(digest) is not str or type(tree) not in (str, list):
+    if type(digest) is not str or type(tree) not in (str, list, dict):
         raise Bad("fields")
     try:
         closed, standins, callbacks = jaxpr_codec.decode(data["jaxpr"], jax_primitives_by_name())

@@ -69,22 +69,56 @@ def _copied(spec: Any, module: Any) -> None:
         pass
 
 
-# `_Loader.exec_module`, compiled under the file name of the import system's own
-# frames: the interpreter trims it from a failing import's traceback with the rest
-# of them, and `warnings` skips it (``_is_internal_frame``), so a library's
-# import-time ``warnings.warn(..., stacklevel=2)`` names the importing line, as
-# without pcache (review 130). (Its code's qualified name says whose it is.)
+# `_Loader.exec_module` and `Finder.find_spec`, compiled under the file name of the
+# import system's own frames: the interpreter trims them from a failing import's
+# traceback with the rest of them (a module's body raising, a module not found), and
+# `warnings` skips them (``_is_internal_frame``), so a library's import-time
+# ``warnings.warn(..., stacklevel=2)`` names the importing line, as without pcache
+# (reviews 130, 131). (Their code's qualified names say whose they are.)
 _EXEC = """
 def exec_module(self, module):
     spec = _restore(self, module)
     self._inner.exec_module(module)
     _copied(spec, module)
+
+
+def find_spec(self, name, path=None, target=None):
+    finders = tuple(sys.meta_path)
+    mine = next((i for i, f in enumerate(finders) if f is self), None)
+    if getattr(_LOCAL, "busy", False) or mine is None:
+        return None
+    later = [f for f in finders[mine + 1 :] if not isinstance(f, Finder)]
+    if not all(hasattr(f, "find_spec") for f in later):
+        return None  # (a legacy finder: the import system asks them all itself)
+    _LOCAL.busy = True
+    try:  # (only those after this one: the import system asked those before)
+        spec = None
+        for finder in later:
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+    finally:
+        _LOCAL.busy = False
+    importing = _importing()
+    if spec is None and importing:
+        # (what the import system would say next, after asking them again: each
+        # finder asked once, as without pcache, review 130)
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    loader = getattr(spec, "loader", None)
+    if not importing:
+        return spec  # (``importlib.util.find_spec``: its caller gets the real loader)
+    if loader is not None and type(loader) is not _Loader and hasattr(loader, "exec_module"):
+        try:
+            spec.loader = _Loader(loader)
+        except Exception:  # (a spec that refuses: imported as found, no snapshot)
+            pass
+    return spec
 """
-_space: dict = {"_restore": _restore, "_copied": _copied}
+_space: dict = {"sys": sys, "_LOCAL": _LOCAL, "_restore": _restore, "_copied": _copied}
 exec(compile(_EXEC, "<frozen importlib._bootstrap_external>", "exec"), _space)
-_space["exec_module"].__code__ = _space["exec_module"].__code__.replace(
-    co_qualname="pcache._snapshots._Loader.exec_module"
-)
+for _name, _owner in (("exec_module", "_Loader"), ("find_spec", "Finder")):
+    _f = _space[_name]
+    _f.__code__ = _f.__code__.replace(co_qualname=f"pcache._snapshots.{_owner}.{_name}")
 
 
 class _Loader:
@@ -108,37 +142,7 @@ class Finder:
     """Finds nothing itself: asks the finders after it, as the import system would,
     and wraps the loader of what they found (`_Loader`)."""
 
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        finders = tuple(sys.meta_path)
-        mine = next((i for i, f in enumerate(finders) if f is self), None)
-        if getattr(_LOCAL, "busy", False) or mine is None:
-            return None
-        later = [f for f in finders[mine + 1 :] if not isinstance(f, Finder)]
-        if not all(hasattr(f, "find_spec") for f in later):
-            return None  # (a legacy finder: the import system asks them all itself)
-        _LOCAL.busy = True
-        try:  # (only those after this one: the import system asked those before)
-            spec = None
-            for finder in later:
-                spec = finder.find_spec(name, path, target)
-                if spec is not None:
-                    break
-        finally:
-            _LOCAL.busy = False
-        importing = _importing()
-        if spec is None and importing:
-            # (as the import system would say next, after asking those finders again:
-            # each asked once, as without pcache, review 130)
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        loader = getattr(spec, "loader", None)
-        if not importing:
-            return spec  # (``importlib.util.find_spec``: its caller gets the real loader)
-        if loader is not None and type(loader) is not _Loader and hasattr(loader, "exec_module"):
-            try:
-                spec.loader = _Loader(loader)
-            except Exception:  # (a spec that refuses: imported as found, no snapshot)
-                pass
-        return spec
+    find_spec = _space["find_spec"]
 
 
 def _importing() -> bool:
@@ -154,6 +158,7 @@ def _importing() -> bool:
     )
 
 
+_space.update(Finder=Finder, _Loader=_Loader, _importing=_importing)
 FINDER = Finder()
 _START = threading.Lock()
 

@@ -208,6 +208,25 @@ def test_what_a_named_object_holds_elsewhere_by_value_is_refused(idlib):
         _out_tree.note(made, str, set())
 
 
+def test_dict_keys_keep_their_identity_in_a_stored_tree():
+    """An output tree's dict keys are one table of objects the dicts name by index
+    (review 131): a literal key comes back interned (``is "loss"``), one key object
+    in two dicts comes back one object, two equal keys made apart come back two."""
+    from pcache import _compat
+
+    k, other = "".join(["la", "yer 0"]), "".join(["la", "yer 0"])
+    a = jnp.ones(2)
+    tree = jax.tree_util.tree_structure(({"loss": a, k: a}, {k: a}, {other: a}))
+    with _out_tree.identity_scope():
+        data = _compat.out_tree_data(tree, _out_tree.aux_data)
+    back = _compat.out_tree_of(json.loads(json.dumps(data)), _out_tree.aux_of)
+    assert back == tree
+    d0, d1, d2 = jax.tree_util.tree_unflatten(back, [1, 2, 3, 4])
+    (ka, kb), (kc,), (kd,) = sorted(d0, key=len), list(d1), list(d2)
+    assert ka is "loss"  # noqa: F632 (the interned literal, as stock JAX hands back)
+    assert kb is kc and kb is not kd and kb == kd
+
+
 IMPORTS = r"""
 import importlib.abc, os, sys, tempfile, traceback, warnings
 

@@ -286,31 +286,49 @@ MAX_TREE_DEPTH = 40
 
 
 def out_tree_data(tree: Any, aux_data: Any = None, node_ok: Any = None) -> Any:
-    """An output tree as data: JAX's protobuf (hex) where every node is builtin; else
-    its nodes as JSON lists, where a node other than a tuple, list, None or dict of
-    string keys must be a NamedTuple class named by module and qualified name that
-    resolve back to it (`_named_class`), or (``aux_data``: the caller's encoder of
-    auxiliary data, ValueError for what it cannot encode) a class registered as a
-    pytree node, named so, with its auxiliary data; ``node_ok``: which classes may be
-    either (None: any). ValueError for any other tree."""
-    try:
-        return tree.serialize_using_proto().hex()
-    except ValueError:
-        return _tree_nodes(tree, 0, aux_data, node_ok)
+    """An output tree as data: JAX's protobuf (hex) where every node is a tuple, list
+    or None; else its nodes as JSON lists, where a node other than those and dicts
+    must be a NamedTuple class named by module and qualified name that resolve back to
+    it (`_named_class`), or (``aux_data``: the caller's encoder of auxiliary data,
+    ValueError for what it cannot encode) a class registered as a pytree node, named
+    so, with its auxiliary data; ``node_ok``: which classes may be either (None: any).
+    A tree with dicts is ``{"keys": [...], "tree": nodes}``: each key object once,
+    by ``aux_data``, and the dicts naming them by index, so a key decodes interned
+    where it was, and one key object in two dicts as one again (the protobuf makes
+    new strings: review 131). ValueError for any other tree."""
+    keys: dict = {}  # id -> (index, key, its encoding)
+    if not _has_dict(tree, 0):
+        try:
+            return tree.serialize_using_proto().hex()
+        except ValueError:
+            pass
+    nodes = _tree_nodes(tree, 0, aux_data, node_ok, keys)
+    if not keys:
+        return nodes
+    return {"keys": [e for _, _, e in sorted(keys.values(), key=lambda x: x[0])], "tree": nodes}
 
 
-def _tree_nodes(t: Any, depth: int, aux_data: Any, node_ok: Any = None) -> Any:
+def _has_dict(t: Any, depth: int) -> bool:
+    nd = t.node_data()
+    if nd is None or depth > MAX_TREE_DEPTH:
+        return False
+    return nd[0] is dict or any(_has_dict(c, depth + 1) for c in t.children())
+
+
+def _tree_nodes(t: Any, depth: int, aux_data: Any, node_ok: Any, keys: dict) -> Any:
     if depth > MAX_TREE_DEPTH:
         raise ValueError("out-tree:deep")
     nd = t.node_data()
     if nd is None:
         return "*"
     typ, aux = nd
-    kids = [_tree_nodes(c, depth + 1, aux_data, node_ok) for c in t.children()]
+    kids = [_tree_nodes(c, depth + 1, aux_data, node_ok, keys) for c in t.children()]
     if typ is tuple or typ is list or typ is type(None):
         return [{tuple: "t", list: "l"}.get(typ, "n"), *kids]
     if typ is dict and type(aux) is list:
-        return ["d", [_dict_key(k, 0) for k in aux], *kids]
+        if aux_data is None:
+            raise ValueError("out-tree:dict-keys")
+        return ["d", [_key_index(k, aux_data, keys) for k in aux], *kids]
     if node_ok is not None and not node_ok(typ):
         raise ValueError(f"out-tree:{names(typ)[1] if is_a(typ, type) else '?'}")
     if aux is None and (named := _named_class(typ)) is not None:
@@ -318,6 +336,14 @@ def _tree_nodes(t: Any, depth: int, aux_data: Any, node_ok: Any = None) -> Any:
     if aux_data is not None and (node := _node_class(typ)) is not None:
         return ["C", *node, aux_data(aux), *kids]
     raise ValueError(f"out-tree:{names(typ)[1] if is_a(typ, type) else '?'}")
+
+
+def _key_index(k: Any, aux_data: Any, keys: dict) -> int:
+    """The index of dict key ``k`` in the tree's key table (encoded when first met)."""
+    e = keys.get(id(k))
+    if e is None:
+        e = keys[id(k)] = (len(keys), k, aux_data(k))  # (``k`` held: its id stays its own)
+    return e[0]
 
 
 def _node_class(typ: Any) -> list | None:
@@ -334,32 +360,12 @@ def _node_class(typ: Any) -> list | None:
     return [module, qualname]
 
 
-def _dict_key(k: Any, depth: int) -> Any:
-    """A dict key of an output tree: a string, an int, or a tuple of them."""
-    if type(k) is str:
-        return k
-    if type(k) is int:
-        return ["i", k]
-    if type(k) is tuple and depth < 4:
-        return ["t", *[_dict_key(x, depth + 1) for x in k]]
-    raise ValueError(f"out-tree:dict-key:{type(k).__name__}")
-
-
-def _dict_key_of(e: Any, depth: int) -> Any:
-    if type(e) is str:
-        return e
-    if type(e) is list and len(e) == 2 and e[0] == "i" and type(e[1]) is int:
-        return e[1]
-    if type(e) is list and e and e[0] == "t" and depth < 4:
-        return tuple(_dict_key_of(x, depth + 1) for x in e[1:])
-    raise ValueError("out-tree:dict-key")
-
-
-def _sorted_keys(e: Any) -> list:
-    """The keys a stored dict node names, each once and in JAX's (sorted) order."""
-    if type(e) is not list:
+def _sorted_keys(e: Any, table: list) -> list:
+    """The keys a stored dict node names (indexes into the tree's key table), each
+    once and in JAX's (sorted) order."""
+    if type(e) is not list or not all(type(i) is int and 0 <= i < len(table) for i in e):
         raise ValueError("out-tree:dict")
-    keys = [_dict_key_of(k, 0) for k in e]
+    keys = [table[i] for i in e]
     try:
         if keys != sorted(keys) or len(set(keys)) != len(keys):
             raise ValueError("out-tree:dict-order")
@@ -415,10 +421,15 @@ def out_tree_of(data: Any, aux_of: Any = None) -> Any:
 
     if type(data) is str:
         return PyTreeDef.deserialize_using_proto(tree_util.tracing_registry, bytes.fromhex(data))
-    return _tree_from(data, tree_util, 0, aux_of)
+    table: list = []
+    if type(data) is dict:
+        if set(data) != {"keys", "tree"} or type(data["keys"]) is not list or aux_of is None:
+            raise ValueError("out-tree")
+        table, data = [aux_of(k) for k in data["keys"]], data["tree"]
+    return _tree_from(data, tree_util, 0, aux_of, table)
 
 
-def _tree_from(e: Any, tu: Any, depth: int, aux_of: Any) -> Any:
+def _tree_from(e: Any, tu: Any, depth: int, aux_of: Any, table: list) -> Any:
     if e == "*" and type(e) is str:
         return tu.tree_structure(0)
     if type(e) is not list or not e or depth > MAX_TREE_DEPTH:
@@ -427,7 +438,7 @@ def _tree_from(e: Any, tu: Any, depth: int, aux_of: Any) -> Any:
     if tag in ("t", "l", "n"):
         node, rest = ({"t": tuple, "l": list}.get(tag, type(None)), None), e[1:]
     elif tag == "d" and len(e) > 1:
-        node, rest = (dict, _sorted_keys(e[1])), e[2:]
+        node, rest = (dict, _sorted_keys(e[1], table)), e[2:]
     elif tag == "N" and type(e[1]) is str and type(e[2]) is str and type(e[3]) is list:
         cls = _resolve(e[1], e[2])
         if cls is None or _named_class(cls) != e[1:4]:
@@ -445,7 +456,7 @@ def _tree_from(e: Any, tu: Any, depth: int, aux_of: Any) -> Any:
     arity = 0 if tag == "n" else len(node[1]) if tag == "d" else len(e[3]) if tag == "N" else None
     if arity is not None and len(rest) != arity:
         raise ValueError("out-tree:arity")  # (JAX would build it: unflattening would fail)
-    kids = [_tree_from(c, tu, depth + 1, aux_of) for c in rest]
+    kids = [_tree_from(c, tu, depth + 1, aux_of, table) for c in rest]
     return PyTreeDef.from_node_data_and_children(tu.default_registry, node, kids)
 
 
