@@ -227,6 +227,24 @@ def test_dict_keys_keep_their_identity_in_a_stored_tree():
     assert kb is kc and kb is not kd and kb == kd
 
 
+def test_an_interned_string_param_comes_back_interned():
+    """An equation's string param that was interned (a function's name; a library's
+    mode constant its rules may test with ``is``) decodes interned, one made at run
+    time as a new string."""
+    from pcache._canon_values import jax_primitives_by_name
+
+    def inner_fn(v):
+        return v * 2.0
+
+    x = jnp.ones(3, jnp.float32)
+    cj = jax.jit(lambda v: jax.jit(inner_fn)(v) + 1.0).trace(x).jaxpr
+    data = json.loads(json.dumps(jaxpr_codec.encode(cj)))
+    assert '["si", "inner_fn"]' in json.dumps(data)
+    back = jaxpr_codec.decode(data, jax_primitives_by_name()).closed
+    (eqn,) = [e for e in back.jaxpr.eqns if e.primitive.name in ("jit", "pjit")]
+    assert eqn.params["name"] is "inner_fn"  # noqa: F632 (the interned literal)
+
+
 IMPORTS = r"""
 import importlib.abc, os, sys, tempfile, traceback, warnings
 

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 from jax._src.random import prng
 
+from pcache._introspect import interned
+
 
 class Unencodable(Exception):
     """What stops a jaxpr from being stored (``reason``: where, and the type)."""
@@ -21,6 +23,22 @@ class Unencodable(Exception):
 
 class Undecodable(Exception):
     """An entry that names what is not on the decoder's tables, or is malformed."""
+
+
+def exact(t: type, v: Any) -> Any:
+    """``v``, where its type is exactly ``t`` (an entry's ``1`` for a ``True``, or
+    ``True`` for a ``1``, is not one); else `Undecodable`."""
+    if type(v) is not t:
+        raise Undecodable(t.__name__)
+    return v
+
+
+def text(v: str) -> Any:
+    """A string param: an interned one tagged so it comes back interned (a library's
+    rule may test ``mode is FAST``: review 131's note); None where not readable."""
+    got = interned(v)
+    cached = len(v) < 2 and (not v or ord(v) < 256)  # (CPython's own: one object each)
+    return None if got is None else ["si", v] if got and not cached else v
 
 
 class Stale(Exception):
@@ -110,6 +128,8 @@ def decode_array(e: Any) -> np.ndarray:
 
 __all__ = [
     "Stale",
+    "exact",
+    "text",
     "Undecodable",
     "Unencodable",
     "b64",

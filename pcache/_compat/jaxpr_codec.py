@@ -28,6 +28,7 @@ jaxpr is `Decoded.standins`, which `pcache._persist` hands only to a dispatch.
 from __future__ import annotations
 
 import struct
+import sys
 import types
 from typing import Any, NamedTuple
 
@@ -52,11 +53,13 @@ from pcache._compat.jaxpr_arrays import (
     dtype_name,
     dtype_of,
     encode_array,
+    exact,
+    text,
     unb64,
 )
 from pcache._compat.traces import checked_tree_data, out_tree_of
 
-FORMAT = 3  # (2: closed jaxprs in a table of their own, each object once; 3: callbacks)
+FORMAT = 4  # (2: closed jaxprs in a table, each object once; 3: callbacks; 4: interned)
 MAX_VALUE_DEPTH = 48  # nested values in one param (the entry's JSON: 64 levels)
 MAX_JAX_CONST = 256 * 1024  # bytes of one JAX array constant a trace made
 
@@ -305,8 +308,10 @@ class _Encoder:
 
     def value(self, v: Any) -> Any:
         t = type(v)
+        if t is str and (got := text(v)) is None:
+            raise Unencodable("str:interned-unknown")
         if t in _SCALARS:
-            return v
+            return got if t is str else v
         if t is float:
             return ["f", b64(_D.pack(v))]
         if t is tuple:
@@ -438,12 +443,12 @@ class _Decoder:
             return e
         tag = e[0]
         if tag == "TI":
-            return literals.TypedInt(_int(e[1]), dtype_of(e[2]))
+            return literals.TypedInt(exact(int, e[1]), dtype_of(e[2]))
         if tag == "TF":
             return literals.TypedFloat(_D.unpack(unb64(e[1]))[0], dtype_of(e[2]))
         if tag == "TA":
             a = self.array(e[1])
-            aval = core.ShapedArray(a.shape, a.dtype, weak_type=_bool(e[2]))
+            aval = core.ShapedArray(a.shape, a.dtype, weak_type=exact(bool, e[2]))
             return literals.TypedNdArray(a, aval)
         return self.value(e)
 
@@ -462,6 +467,8 @@ class _Decoder:
 
     def _value(self, e: list) -> Any:
         tag, rest = e[0], e[1:]
+        if tag == "si" and len(rest) == 1 and type(rest[0]) is str:
+            return sys.intern(rest[0])
         if tag == "f":
             return _D.unpack(unb64(rest[0]))[0]
         if tag == "t":
@@ -469,7 +476,7 @@ class _Decoder:
         if tag == "l":
             return [self.value(x) for x in rest]
         if tag == "r":
-            return range(_int(rest[0]), _int(rest[1]), _int(rest[2]))
+            return range(exact(int, rest[0]), exact(int, rest[1]), exact(int, rest[2]))
         if tag == "dt":
             return dtype_of(rest[0])
         if tag == "N":
@@ -634,8 +641,8 @@ class _Decoder:
         compute_type, threefry, remove = e
         if compute_type is not None and type(compute_type) is not str:
             raise Undecodable("eqn-context")
-        return core.JaxprEqnContext._create(compute_type, _bool(threefry),
-                                            mesh_lib.empty_abstract_mesh, _bool(remove), None)  # fmt: skip
+        return core.JaxprEqnContext._create(compute_type, exact(bool, threefry),
+                                            mesh_lib.empty_abstract_mesh, exact(bool, remove), None)  # fmt: skip
 
     @staticmethod
     def name_stack(e: Any) -> Any:
@@ -654,18 +661,6 @@ class _Decoder:
             raise Undecodable("debug-info")
         return lu.DebugInfo(traced_for, src, None if args is None else tuple(args),
                             None if results is None else tuple(results))  # fmt: skip
-
-
-def _int(v: Any) -> int:
-    if type(v) is not int:
-        raise Undecodable("int")
-    return v
-
-
-def _bool(v: Any) -> bool:
-    if type(v) is not bool:
-        raise Undecodable("bool")
-    return v
 
 
 def decode(data: Any, primitives: dict) -> Decoded:
