@@ -227,6 +227,18 @@ def test_dict_keys_keep_their_identity_in_a_stored_tree():
     assert kb is kc and kb is not kd and kb == kd
 
 
+def test_a_dict_past_the_depth_bound_is_refused_not_sent_to_the_protobuf():
+    """Past the tree depth bound a dict is taken to be there (review 132): the tree
+    is refused, never stored as JAX's protobuf (whose keys decode as new strings)."""
+    from pcache import _compat
+
+    tree = {"loss": 0}
+    for _ in range(45):
+        tree = (tree,)
+    with pytest.raises(ValueError, match="deep"):
+        _compat.out_tree_data(jax.tree_util.tree_structure(tree), _out_tree.aux_data)
+
+
 def test_an_interned_string_param_comes_back_interned():
     """An equation's string param that was interned (a function's name; a library's
     mode constant its rules may test with ``is``) decodes interned, one made at run

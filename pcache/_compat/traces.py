@@ -309,8 +309,11 @@ def out_tree_data(tree: Any, aux_data: Any = None, node_ok: Any = None) -> Any:
 
 
 def _has_dict(t: Any, depth: int) -> bool:
+    """Whether tree ``t`` holds a dict (past the depth bound: taken to, review 132)."""
+    if depth > MAX_TREE_DEPTH:
+        return True
     nd = t.node_data()
-    if nd is None or depth > MAX_TREE_DEPTH:
+    if nd is None:
         return False
     return nd[0] is dict or any(_has_dict(c, depth + 1) for c in t.children())
 
