@@ -24,6 +24,7 @@ if the stored jaxpr differs.
 from __future__ import annotations
 
 import contextvars
+import gc
 import json
 import operator
 import sys
@@ -421,13 +422,19 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
     except NoReuse as e:
         return _refused(rt, e.reason, fun)
     raw = HEAD + json.dumps(entry, allow_nan=False, separators=(",", ":")).encode()
+    was_on = gc.isenabled()
+    gc.disable()  # (the cost policy's decode time: not a collection it happened to meet)
     t0 = timer()
     try:  # decoded and compared now: a lossy rule shows where it is written
         back = decode(raw, key)
     except Bad as e:
         return _refused(rt, f"roundtrip:{e}")
+    finally:
+        decoded = timer()
+        if was_on:
+            gc.enable()
     gain = rt.settings.trace_persist_min_gain
-    if gain and seconds < gain * (key_seconds + timer() - t0):
+    if gain and seconds < gain * (key_seconds + decoded - t0):
         # (serving it would cost what tracing does: a content key and this decode)
         return _refused(rt, "cheaper-to-trace", fun)
     if back.out_tree != p.out_tree or [v.aval for v in back.closed.jaxpr.outvars] != [
