@@ -52,7 +52,8 @@ HLO-seam hits and compiles), and at the end one Markdown row per workload (the
 pcache-warm process: compiles, bypasses, nonpersistent programs, trace/lower/compile
 seconds, bitwise, work time against stock and against JAX's warm cache).
 ``--warm-runs N`` runs N warm pcache processes after the cold one (each must
-compile nothing). ``--hash-seeds 1,2,3`` instead runs, per seed, stock JAX and
+compile nothing), and with ``--trace-persist`` N warm ones with persisted traces,
+whose median trace seconds it compares with the warm pcache ones' median. ``--hash-seeds 1,2,3`` instead runs, per seed, stock JAX and
 pcache on one directory shared by all seeds, and compares each pcache process with
 stock of its own seed: a process compiles only the programs its hash order traces
 differently from every earlier one.
@@ -64,6 +65,7 @@ import argparse
 import hashlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -738,6 +740,10 @@ def main() -> None:
                     ("persisted, cold", run(name, tp, args.libs)),
                     ("persisted, warm", run(name, tp, args.libs)),
                 ]
+                rows += [
+                    (f"persisted, warm {i}", run(name, tp, args.libs))
+                    for i in range(2, args.warm_runs + 1)
+                ]
             if args.remote:
                 rows += remote_rows(name, Path(tmp), args.libs)
         stock = rows[0][1]
@@ -762,6 +768,17 @@ def main() -> None:
             ratio = cold_tp["trace_s"] / max(warm_tp["trace_s"], 1e-9)
             print(f"  persisted warm: {warm_tp['pcache']}")
             print(f"  persisted traces: trace seconds cold/warm {ratio:.1f}x")
+            # (against warm pcache without them, each the median of its warm processes:
+            # a collection landing inside one trace adds 50-100 ms to that process's)
+            med = {
+                kind: statistics.median(r["trace_s"] for label, r in rows if label.startswith(kind))
+                for kind in ("pcache, warm", "persisted, warm")
+            }
+            print(
+                f"  persisted traces: warm trace seconds {med['pcache, warm']:.3f} without, "
+                f"{med['persisted, warm']:.3f} with (median of {args.warm_runs}): "
+                f"{med['pcache, warm'] / max(med['persisted, warm'], 1e-9):.1f}x"
+            )
         if args.remote:
             print(f"  remote, new host: {rows[-1][1]['pcache']}")
         ratios = [f"pcache {warm['wall'] / stock['wall']:.2f}x"]
