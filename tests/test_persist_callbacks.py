@@ -19,7 +19,7 @@ import pytest
 
 from pcache._compat import jaxpr_codec
 from tests import libsite
-from tests.test_trace_persist import ROOT, run, stored_traces
+from tests.test_trace_persist import ROOT, phases, run, stored_traces
 from tests.test_trace_persist import pytestmark as _persist_mark
 
 pytestmark = _persist_mark
@@ -537,11 +537,7 @@ def test_a_library_primitive_alias_rebound_in_a_new_process_is_a_miss(site, tmp_
     traces (review 122; here the key's library rules by name differ already)."""
     prog = tmp_path / "alias.py"
     prog.write_text(ALIAS)
-    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
-    cache = tmp_path / "c"
-    run("scenario", str(prog), cache=cache, PHASE="A", **env)
-    stock = run("scenario", str(prog), cache=None, PHASE="B", **env)
-    b = run("scenario", str(prog), cache=cache, PHASE="B", **env)
+    _, stock, b = phases(prog, site, tmp_path / "c")
     assert b["digests"]["shown"] == stock["digests"]["shown"]
     assert b["digests"]["served"]["alias.py"] == 0, b["stats"]
 

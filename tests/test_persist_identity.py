@@ -23,7 +23,7 @@ from pcache import _out_tree, _snapshots
 from pcache._compat import jaxpr_codec
 from pcache._compat.jaxpr_arrays import Stale
 from tests import libsite
-from tests.test_trace_persist import ROOT, run
+from tests.test_trace_persist import ROOT, phases
 from tests.test_trace_persist import pytestmark as _persist_mark
 
 pytestmark = _persist_mark
@@ -346,11 +346,7 @@ def test_identity_across_processes_is_what_stock_jax_makes(site, tmp_path):
     in two cells was never stored."""
     prog = tmp_path / "prog.py"
     prog.write_text(textwrap.dedent(PROG))
-    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
-    cache = tmp_path / "c"
-    a = run("scenario", str(prog), cache=cache, PHASE="A", **env)
-    stock = run("scenario", str(prog), cache=None, PHASE="B", **env)
-    b = run("scenario", str(prog), cache=cache, PHASE="B", **env)
+    a, stock, b = phases(prog, site, tmp_path / "c")
     assert b["digests"]["shown"] == stock["digests"]["shown"]
     misses = a["stats"]["trace_persist_misses"]
     assert misses.get("unstored:pure_callback.callback:cell-shared-object") == 1, misses

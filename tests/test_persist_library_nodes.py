@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests import libsite
-from tests.test_trace_persist import ROOT, run, stored_traces
+from tests.test_trace_persist import ROOT, phases, run, stored_traces
 from tests.test_trace_persist import pytestmark as _persist_mark
 
 pytestmark = _persist_mark
@@ -230,11 +230,8 @@ def test_library_nodes_primitives_and_held_modules_are_served(installed, tmp_pat
     the list an earlier caller changed), the nested tree and the primitive's
     params as traced."""
     site, prog = installed
-    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
     cache = tmp_path / "c"
-    a = run("scenario", str(prog), cache=cache, PHASE="A", **env)
-    stock = run("scenario", str(prog), cache=None, PHASE="B", **env)
-    b = run("scenario", str(prog), cache=cache, PHASE="B", **env)
+    a, stock, b = phases(prog, site, cache)
     shown = stock["digests"]["shown"]
     assert not any(" EXC " in s for s in shown), shown
     assert b["digests"]["shown"] == shown

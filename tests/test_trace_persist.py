@@ -48,6 +48,15 @@ def run(*args: str, cache: Path | None, **env: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def phases(prog: Path, site: Path, cache: Path) -> tuple[dict, dict, dict]:
+    """Scenario file ``prog`` run as A (storing into ``cache``), as stock B and as B
+    with A's store, an installed library's ``site`` on the path."""
+    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
+    a = run("scenario", str(prog), cache=cache, PHASE="A", **env)
+    stock = run("scenario", str(prog), cache=None, PHASE="B", **env)
+    return a, stock, run("scenario", str(prog), cache=cache, PHASE="B", **env)
+
+
 @pytest.fixture(scope="module")
 def patterns(tmp_path_factory):
     cache = tmp_path_factory.mktemp("persist")
