@@ -23,12 +23,15 @@ if the stored jaxpr differs.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import functools
 import gc
 import json
 import operator
 import sys
 import time
+import types
 from typing import Any, NamedTuple
 
 from pcache import (
@@ -90,45 +93,128 @@ def infer_params_frame() -> Any:
     return traces.infer_params_frame()
 
 
-def lookup(
-    rt, fun, jit_info, signature, in_avals, ctx_mesh, frame: Any = None
-) -> tuple[str | None, Served | None]:
-    """(the call's persisted key, the stored trace); a None key: not persistable.
-    ``frame``: the call's `_infer_params` frame (None: nothing is served), whose
-    caller tells JAX's top-level dispatch, the one use a trace holding stand-ins is
-    served to (`traces.dispatching`)."""
+class Looked(NamedTuple):
+    """What `lookup` found: the call's persisted key (None: not persistable), the
+    stored trace (None: none to serve), and the walks that made the key."""
+
+    key: str | None
+    served: Served | None
+    walks: tuple = ()
+
+
+def lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh, frame: Any = None) -> Looked:
+    """The call's persisted key and its stored trace. ``frame``: the call's
+    `_infer_params` frame (None: nothing is served), whose caller tells JAX's
+    top-level dispatch, the one use a trace holding stand-ins is served to
+    (`traces.dispatching`)."""
+    if not _compat.trace_state_clean() or frame is None:
+        return Looked(None, None)  # (inside another trace: not a candidate)
+    with collector_paused():
+        return _lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh, frame)
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Python's cyclic collector paused (if it runs) for the duration: the key's
+    tuples and an entry's parsed JSON are garbage when the lookup ends, freed by
+    their counts, and a collection meanwhile would promote them to the generations
+    whose growth starts a full collection (50 ms in a process with JAX loaded, at
+    whatever call comes next); nothing here makes a cycle."""
+    was_on = gc.isenabled()
+    if was_on:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def _lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh, frame: Any) -> Looked:
     from pcache._compat import traces
 
-    if not _compat.trace_state_clean() or frame is None:
-        return None, None  # (inside another trace: not a candidate)
     try:
         ignore = rt.settings.trace_persist_env_ignore
         key, _, walks = _persist_key.trace_key(fun, jit_info, signature, in_avals, ctx_mesh, ignore)
     except NoReuse as e:
         _miss(rt, e.reason)
-        return None, None
+        return Looked(None, None)
     except RecursionError:
         _miss(rt, "persist-too-deep")
-        return None, None
+        return Looked(None, None)
     got = rt.local.read(key, lambda raw, _replay: _decoded(raw, key))
     if got is not None and got[0] is _STALE:
         _miss(rt, "library-names-changed")  # (traced; not stored over it: review 122)
-        return None, None
+        return Looked(None, None)
     if got is None:
         _miss(rt, "absent")
         # (a stored trace is made afresh from what the key describes, never of a
         # trace JAX cached by identity: an inner global jit, whose function an
         # in-process key does not walk, review 60; `_trace._Recorder`)
-        return key, None
+        return Looked(key, None, walks)
     if got[0].standins and not traces.dispatching(frame):
         _miss(rt, "dispatch-only")  # (`.trace()`, `.lower()`: traced, not stored again)
-        return None, None
+        return Looked(None, None)
     if got[0].library_rules and not _same_rules(got[0].library_rules):
         # (the program set a rule of a library primitive the trace binds, review 118:
         # traced, and not stored over the entry of the processes that did not)
         _miss(rt, "library-rules-changed")
-        return None, None
-    return key, got[0]
+        return Looked(None, None)
+    return Looked(key, got[0], walks)
+
+
+#: The code a callable is built on (`_root`) for each callable trace reuse met in
+#: this process, kept alive so that ids stay theirs: key -> the objects.
+_ROOTS: dict = _memos.memo("persist.roots", {})
+MAX_ROOTS = 4096
+_ROOT_KINDS = (types.FunctionType, functools.partial, types.MethodType)
+
+
+def first_sighting(fun: Any) -> bool:
+    """Whether no callable built on the same code as ``fun`` came to trace reuse in
+    this process before (and note that this one did).
+
+    Only an order: the first such call is looked up by its persisted key alone
+    (`pcache._trace._reuse`), and a warm new process's first call of each program
+    pays no in-process key, guards nor recording; an equal callable's next call pays
+    them, and is then recorded. Each order keys the call in full, so an answer wrong
+    either way (two programs on the same code, an id reused) costs time, never a
+    trace another program's."""
+    root = _root(fun)
+    key = tuple(map(id, root))
+    if key in _ROOTS:
+        return False
+    if len(_ROOTS) >= MAX_ROOTS:
+        _ROOTS.clear()
+    _ROOTS[key] = root
+    return True
+
+
+def _root(fun: Any) -> tuple:
+    """The code objects of ``fun`` and of the functions its closures and partials
+    hold (a few, depth first), or its type: read from the interpreter's fields (no
+    attribute lookup that could run the program's code)."""
+    out: list = []
+    todo = [fun]
+    while todo and len(out) < 8:
+        f = todo.pop()
+        t = type(f)
+        if t is functools.partial:
+            todo.append(f.func)
+        elif t is types.MethodType:
+            todo.append(f.__func__)
+        elif t is types.FunctionType:
+            out.append(f.__code__)
+            for cell in f.__closure__ or ():
+                try:
+                    v = cell.cell_contents
+                except ValueError:  # (an empty cell)
+                    continue
+                if type(v) in _ROOT_KINDS:
+                    todo.append(v)
+        else:
+            out.append(t)
+    return tuple(out)
 
 
 _STALE = object()  # (`_decoded`: an entry whose library names name other objects now)
@@ -422,17 +508,15 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
     except NoReuse as e:
         return _refused(rt, e.reason, fun)
     raw = HEAD + json.dumps(entry, allow_nan=False, separators=(",", ":")).encode()
-    was_on = gc.isenabled()
-    gc.disable()  # (the cost policy's decode time: not a collection it happened to meet)
-    t0 = timer()
-    try:  # decoded and compared now: a lossy rule shows where it is written
-        back = decode(raw, key)
-    except Bad as e:
-        return _refused(rt, f"roundtrip:{e}")
-    finally:
-        decoded = timer()
-        if was_on:
-            gc.enable()
+    # (the cost policy's decode time: not a collection it happened to meet)
+    with collector_paused():
+        t0 = timer()
+        try:  # decoded and compared now: a lossy rule shows where it is written
+            back = decode(raw, key)
+        except Bad as e:
+            return _refused(rt, f"roundtrip:{e}")
+        finally:
+            decoded = timer()
     gain = rt.settings.trace_persist_min_gain
     if gain and seconds < gain * (key_seconds + decoded - t0):
         # (serving it would cost what tracing does: a content key and this decode)
@@ -464,4 +548,14 @@ def timer() -> float:
     return time.perf_counter()
 
 
-__all__ = ["Bad", "Served", "check", "decode", "lookup", "record", "serve"]
+__all__ = [
+    "Bad",
+    "Looked",
+    "Served",
+    "check",
+    "decode",
+    "first_sighting",
+    "lookup",
+    "record",
+    "serve",
+]

@@ -318,6 +318,13 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         blocked = "user-type-handler"
     if blocked is not None:
         return _missed(rt, entry, fun, blocked)
+    persist, persisted = None, None
+    if rt.settings.trace_persist and _persist.first_sighting(fun):
+        served, persist, persisted = _first_call(
+            rt, entry, fun, jit_info, signature, in_avals, ctx_mesh
+        )
+        if served is not None:
+            return served
     w = Walker()
     rw = Walker()  # the registries' rules: guarded, but JAX holds no trace of them
     try:
@@ -360,7 +367,8 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         MEMO.never_record(skeleton)
     # (traced as JAX traces it, its functions' states noted: recorded if it comes again)
     settings = rt.settings
-    persist = _persist.candidate(rt, fun)
+    if persist is None:
+        persist = _persist.candidate(rt, fun)
     record = MEMO.sighted(key_hash, 1 if persist else settings.trace_record_after)
     try:
         guards, gw = _guards.guards_for(w.funcs + rw.funcs, (w, rw), rw.pins, reach=record)
@@ -375,8 +383,21 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         MEMO.saw(skeleton, ck, rest, {id(c): c for _, c, *_ in w.funcs})
         return entry
     call = (fun, jit_info, signature, in_avals, ctx_mesh)
+    return _to_record(rt, entry, call, (key, skeleton, guards, ck, rest), (w, rw, gw),
+                      persist, persisted)  # fmt: skip
+
+
+def _to_record(rt, entry, call: tuple, keyed: tuple, walks: tuple, persist, persisted):
+    """The recorder of a call to trace (``keyed``: its key, skeleton, guards,
+    callable key and the rest; ``walks``: the walkers that made them), looked up in
+    the store first if it is a persist candidate (``persisted``: looked up already)."""
+    (key, skeleton, guards, ck, rest), (w, rw, gw) = keyed, walks
+    fun, jit_info, signature = call[:3]
     frame = _persist.infer_params_frame() if persist else None
-    persisted = _persist.lookup(rt, *call, frame=frame) if persist else (None, None)
+    if persisted is None:
+        persisted = (
+            _persist.lookup(rt, *call, frame=frame) if persist else _persist.Looked(None, None)
+        )
     codes = {id(c): c for _, c, *_ in w.funcs}
     try:
         jax_arrays = tuple(weakref.ref(a) for a in (*w.arrays, *rw.arrays, *gw.arrays))
@@ -392,10 +413,53 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     return _recorder(rt, entry, made, owned, call, persisted, frame)
 
 
+def _first_call(rt, entry, *call) -> tuple:
+    """(what to hand JAX, whether the call is a persist candidate, its lookup) for the
+    first call of a callable on code this process has not keyed: the stored trace
+    if there is one (served on its persisted key alone), else (None, candidate,
+    lookup) for the in-process path to go on with (it traces and stores)."""
+    persist = _persist.candidate(rt, call[0])
+    if not persist:
+        return None, persist, None
+    frame = _persist.infer_params_frame()
+    looked = _persist.lookup(rt, *call, frame=frame)
+    if looked.served is None:
+        return None, persist, looked
+    # (a function changed: the in-process path refuses it, and looks nothing up)
+    return _served_first(rt, entry, call, looked, frame), persist, None
+
+
+def _served_first(rt, entry, call: tuple, looked: Any, frame) -> _Recorder | None:
+    """A stored trace for the first call of a callable on code this process has not
+    keyed (`_persist.first_sighting`): served on its persisted key alone, recorded
+    in process by an equal callable's next call. None where a function the key
+    walked changed since it was last walked (JAX's identity caches may hold a trace
+    of its old state, which stock JAX would build this call from: `note_states`)."""
+    w, _, gw = looked.walks
+    if note_states(w.funcs + gw.funcs, w.bodies + gw.bodies) is not None:
+        return None
+    served = looked.served
+    _count_miss(rt, call[0], "first-trace")
+    if not rt.check_mode:
+        _persist.serve(call[0], call[3], served, frame)
+
+    def record(p) -> None:
+        try:
+            if rt.check_mode:
+                _persist.check(rt, served, p)
+            rt.stats.count("trace_persist_hits")
+        except CheckError:
+            raise
+        except Exception as exc:
+            rt.error("trace reuse", exc)
+
+    return _Recorder(entry, record, fill=not served.standins or rt.check_mode)
+
+
 def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple, frame) -> _Recorder:
     """Trace and record for equal callables (and other processes: ``persisted``, this
     call's `_persist.lookup`; ``frame``: its `_infer_params` frame)."""
-    pkey, served = persisted
+    pkey, served = persisted[:2]
     if served is not None and not rt.check_mode:
         _persist.serve(call[0], call[3], served, frame)
     t0 = _persist.timer()

@@ -180,6 +180,7 @@ flags = [mk(lambda v, on=on: nodelib.Flag(v * 2.0, on))(x) for on in (True, 1, 2
 show("flags", lambda: jnp.array([[f.on, type(f.on) is bool, math.copysign(1, f.on)] for f in flags]))
 show("plain", lambda: facts(mk(plain)(x), tuple))
 show("plain-again", lambda: facts(mk(plain)(x), tuple))
+show("plain-third", lambda: facts(mk(plain)(x), tuple))
 """
 
 
@@ -257,7 +258,10 @@ def test_library_nodes_primitives_and_held_modules_are_served(installed, tmp_pat
         "unstored:shared-object:list": 1,
     }, misses
     assert b["digests"]["served"]["prog.py"] >= 3, b["stats"]
-    assert b["stats"]["trace_unrecorded"].get("output-tree-mutable") == 4, b["stats"]
+    # (a first call of a callable on new code is served alone, `_persist.first_sighting`:
+    # the second ``step``, ``held`` and ``pair`` asked to be recorded in process; the
+    # second ``plain`` was, and the third is served it)
+    assert b["stats"]["trace_unrecorded"].get("output-tree-mutable") == 3, b["stats"]
     assert b["stats"]["trace_hits"] == 1, b["stats"]
 
 
@@ -271,7 +275,7 @@ def test_a_list_in_an_output_tree_is_never_shared_in_process(installed, tmp_path
     got = run("scenario", str(prog), cache=tmp_path / "c", PHASE="A", **env)
     assert got["digests"]["shown"] == stock["digests"]["shown"]
     assert got["stats"]["trace_unrecorded"] == {"output-tree-mutable": 4}, got["stats"]
-    assert got["stats"]["trace_hits"] == 1, got["stats"]
+    assert got["stats"]["trace_hits"] == 2, got["stats"]
 
 
 def test_a_library_primitive_whose_rule_the_program_set_traces_again(installed, tmp_path):
