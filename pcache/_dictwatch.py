@@ -159,6 +159,19 @@ class Derived:
         return len(self._watch)
 
 
+def tag(d: dict) -> int | None:
+    """``d``'s version tag, which every write of it moves, where `_probe` proved one
+    (else None)."""
+    return _cell(d, 1).value if _TAGGED else None
+
+
+def version(d: dict) -> Any:
+    """A token that changes with every write of ``d``: its version tag where `_probe`
+    proved one, else its size (which misses a key replaced by another: callers say
+    so)."""
+    return _cell(d, 1).value if _TAGGED else len(d)
+
+
 DELETED = object()  # (an entry an `Overrides` found removed)
 
 

@@ -48,6 +48,11 @@ def library_held(v: Any, t: type, index: dict | None = None) -> bool:
     return any(_holds(h, v) for h in holders)
 
 
+def module_held(v: Any) -> bool:
+    """Whether a loaded library module holds ``v`` itself as a module attribute."""
+    return any(len(h) == 2 and _holds(h, v) for h in _index().get(id(v), ()))
+
+
 def library_holders(v: Any, of_type: bool = False) -> list:
     """Every (module, attribute or ``Class.attribute``) of a loaded library module
     holding ``v`` (``of_type``: an instance of class ``v``, as a module attribute),
@@ -159,4 +164,4 @@ _NAMED_TYPES = frozenset(
 )  # fmt: skip
 
 
-__all__ = ["holders_index", "library_held", "library_holders"]
+__all__ = ["holders_index", "library_held", "library_holders", "module_held"]

@@ -12,7 +12,6 @@ import enum
 import functools
 import hashlib
 import inspect
-import itertools
 import operator
 import struct
 import sys
@@ -25,7 +24,8 @@ import jax
 import numpy as np
 
 from pcache import _compat, _memos
-from pcache._holders import library_holders
+from pcache._dictwatch import version
+from pcache._holders import library_holders, module_held
 from pcache._introspect import Override, cdict, inst_dict, is_a, items, mro, names, type_ids
 from pcache._reflection import (
     _MUTATORS,
@@ -107,6 +107,7 @@ _TYPING_PARTS = ("__origin__", "__args__", "__metadata__", "__bound__", "__const
 
 
 _MODULE_NAMES: dict = _memos.memo("walk.module_names", {})  # id -> (module, dicts, lens, digest)
+_DICT_NAMES: dict = _memos.memo("walk.dict_names", {})  # id -> (dict, version, digest)
 
 
 def module_names(m: types.ModuleType) -> str:
@@ -114,7 +115,9 @@ def module_names(m: types.ModuleType) -> str:
     ``hasattr(m, "sub")`` of a module held as a value answers: reviews 55, 57).
     Memoized per module while its and its submodules' namespace sizes stay (a
     submodule's import adds a name; a name deleted and another bound in its place
-    is monkeypatching library state, documented)."""
+    is monkeypatching library state, documented), and each namespace's names per
+    dict while it is not written (`_dictwatch.version`: numpy's, held by many
+    modules, read once)."""
     d = module_dict(m) or {}
     e = _MODULE_NAMES.get(id(m))
     lens = (len(d), len(sys.modules))
@@ -125,10 +128,30 @@ def module_names(m: types.ModuleType) -> str:
     # review 76; in process, which modules are loaded is keyed too)
     name = d.get("__name__")
     deep = sorted(k for k in list(sys.modules) if type(k) is str and k.startswith(f"{name}."))
-    names = (tuple(d), tuple((k, tuple(sd)) for k, sd in subs), tuple(deep))
+    names = (_names(d), tuple((k, _names(sd)) for k, sd in subs), tuple(deep))
     got = hashlib.sha256(repr(names).encode()).hexdigest()
     dicts = [sd for _, sd in subs]
     _MODULE_NAMES[id(m)] = (m, dicts, (*lens, *map(len, dicts)), got)
+    return got
+
+
+def _names(d: dict) -> str:
+    """The digest of the names namespace ``d`` holds, memoized per dict version."""
+    now = version(d)
+    e = _DICT_NAMES.get(id(d))
+    if e is not None and e[0] is d and e[1] == now:
+        return e[2]
+    keys = tuple(d)
+    try:  # (a separator no name holds: injective; repr, 5x slower, for any other)
+        text = "\0".join(keys)
+        if text.count("\0") != max(len(keys) - 1, 0):
+            text = repr(keys)
+    except TypeError:  # (a key that is not a str)
+        text = repr(keys)
+    got = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    if len(_DICT_NAMES) > 4096:
+        _DICT_NAMES.clear()
+    _DICT_NAMES[id(d)] = (d, now, got)  # (held: the id stays its)
     return got
 
 
@@ -367,37 +390,11 @@ _FORMAT_NAMES = ("__", *FORMAT_REFLECTIVE)
 _FORMAT_BYTES = tuple(n.encode() for n in _FORMAT_NAMES)
 
 
-# id -> (the float, the names of the modules holding it as an attribute)
-_FLOAT_HOLDERS: dict = _memos.memo("walk.float_holders", {})
-_LIB_SCANNED: set = _memos.memo("walk.library_floats_scanned", set())  # module names
-_FLOATS = itertools.repeat(float)
-
-
 def is_library_float(v: float) -> bool:
     """Whether a loaded library module holds the float ``v`` itself as an attribute
-    (``np.inf``, ``math.pi``): code may compare a value with it by identity. Modules
-    are scanned once, when first seen loaded, for floats only; whether a holder is
-    library code is asked only for the holders of a float met (a new process meets
-    few: asking it of every module cost 0.3 s)."""
-    if len(_LIB_SCANNED) != len(sys.modules):
-        for name, m in items(sys.modules):
-            if name in _LIB_SCANNED:
-                continue
-            _LIB_SCANNED.add(name)
-            try:
-                values = list(vars(m).values()) if isinstance(m, types.ModuleType) else ()
-            except Exception:  # noqa: S112 - a module whose dict cannot be read
-                continue
-            if not any(map(operator.is_, map(type, values), _FLOATS)):  # (in C; by identity:
-                continue  # ``in`` would run a metaclass's __eq__: review 105)
-            for x in values:
-                if type(x) is float:
-                    _FLOAT_HOLDERS.setdefault(id(x), (x, []))[1].append(name)
-    e = _FLOAT_HOLDERS.get(id(v))
-    if e is None or e[0] is not v:
-        return False
-    mods = [sys.modules.get(n) for n in e[1]]
-    return any(type(m) is types.ModuleType and is_library_module(m) for m in mods)
+    (``np.inf``, ``math.pi``): code may compare a value with it by identity. Read
+    from the index of library namespaces the walk reads anyway (`pcache._holders`)."""
+    return module_held(v)
 
 
 def _reflective_format(v: str | bytes) -> bool:

@@ -924,5 +924,6 @@ def test_the_library_float_scan_runs_no_program_code(monkeypatch):
     mod.ODD, mod.HALF = Odd(), 0.5
     monkeypatch.setitem(sys.modules, mod.__name__, mod)
     assert _walk_kinds.is_library_float(2.5) is False
+    assert _walk_kinds.is_library_float(mod.HALF) is False  # (not a library's module)
     assert calls == []
-    assert mod.__name__ in _walk_kinds._LIB_SCANNED
+    assert _walk_kinds.is_library_float(np.inf) is True
