@@ -27,6 +27,7 @@ from typing import Any
 import pcache.store as _store
 import pcache.store.schemas as _schemas
 from pcache import _memos
+from pcache._dictwatch import tag
 from pcache._hoststate import modules_stamp
 from pcache._introspect import items
 from pcache._records import recorded
@@ -72,8 +73,15 @@ _SESSION_PREFIXES = ("JAX_PCACHE_", "SSH_", "TMUX", "TERM_", "XDG_SESSION_", "VS
 
 def keyed_environ(ignore: tuple[str, ...] = ()) -> tuple:
     """The environment variables in the key, sorted: all but `_SESSION`'s and those
-    ``ignore`` names (a name, or a prefix ending in ``*``)."""
-    return tuple(
+    ``ignore`` names (a name, or a prefix ending in ``*``). Read again whenever
+    ``os.environ`` was written (its dict's version tag: `_dictwatch.tag`), or on
+    every call where the interpreter has none."""
+    data = getattr(os.environ, "_data", None)
+    stamp = tag(data) if type(data) is dict else None
+    last = _ENVIRON.get("last")
+    if stamp is not None and last is not None and last[:3] == (data, stamp, ignore):
+        return last[3]
+    got = tuple(
         sorted(
             (k, v)
             for k, v in os.environ.items()
@@ -82,6 +90,12 @@ def keyed_environ(ignore: tuple[str, ...] = ()) -> tuple:
             and not any(fnmatch.fnmatchcase(k, pat) for pat in ignore)
         )
     )
+    if stamp is not None:
+        _ENVIRON["last"] = (data, stamp, ignore, got)
+    return got
+
+
+_ENVIRON: dict = _memos.memo("persist.environ", {})  # last: (its dict, tag, ignore, keyed)
 
 
 def library_flags() -> tuple:

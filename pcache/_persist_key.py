@@ -30,8 +30,8 @@ What cannot be named is refused (`NoReuse` with a ``persist-`` reason): a captur
 JAX array, a user primitive, a local class, a function whose globals are not an
 imported module's, an object a library holds under no name, a library module no
 installed distribution or the standard library provides. The key is the sha256 of
-an injective serialization (`_pack`) of ``str``, ``bytes``, ``int``, ``bool``,
-``None`` and tuples only: any other object in it is a refusal, never a ``repr``.
+an injective serialization (`pcache._persist_pack`) of ``str``, ``bytes``, ``int``,
+``bool``, ``None`` and tuples: never a ``repr``.
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ from pcache._holders import library_holders
 from pcache._introspect import cdict, is_a, items, names
 from pcache._persist_abcs import abc_registrations, library_rules
 from pcache._persist_env import attributed
-from pcache._persist_pack import pack as _pack
 from pcache._persist_pack import packed as _packed
 from pcache._snapshots import unchanged
 from pcache._usercode import NoReuse, is_library_module, module_dict, qualname
@@ -355,14 +354,14 @@ def _namedtuple_globals(g: dict) -> bool:
 def _own_source() -> str:
     """pcache's own code (what decides keys and entries), by content."""
     root = os.path.dirname(os.path.abspath(__file__))
-    out = [b"pcache-source\n"]
+    out = []
     for d, subdirs, files in sorted(os.walk(root)):
         subdirs.sort()
         for f in sorted(files):
             if f.endswith(".py"):
                 with open(os.path.join(d, f), "rb") as fh:
-                    _pack((os.path.relpath(os.path.join(d, f), root), fh.read()), out)
-    return hashlib.sha256(b"".join(out)).hexdigest()
+                    out.append((os.path.relpath(os.path.join(d, f), root), fh.read()))
+    return _packed(b"pcache-source\n", tuple(out))
 
 
 # ------------------------------------------------------------ code

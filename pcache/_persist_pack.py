@@ -1,68 +1,36 @@
-"""The persisted trace key's serialization (`pcache._persist_key`): an injective,
-tagged, length-prefixed encoding of ``str``, ``bytes``, ``int``, ``bool``, ``None``
-and tuples of them, hashed once (one hash update per piece cost more than the walk
-that made the parts). Anything else refuses the key (`NoReuse`): the walks make
-only these types, this is the check."""
+"""The persisted trace key's serialization (`pcache._persist_key`), hashed once.
+
+The walks make tuples of ``str``, ``bytes``, ``int``, ``bool`` and ``None``. They are
+serialized by `marshal` at version 2, in C (the pure-Python encoder this replaced
+cost a fifth of a new process's key): a tagged, length-prefixed encoding, injective
+over every type it accepts (``1``, ``True`` and ``1.0`` are three tags; a float is
+its eight bytes; a string its UTF-8 with surrogates passed), with neither the
+object references nor the interned-string tag of versions 3 and later, so equal
+values give equal bytes whichever objects hold them. The other builtin types it
+takes (floats, lists, dicts, sets, code objects: the walks make none) are encoded as
+exactly, a set in its iteration order (two equal sets may differ: a miss, never a
+false hit). Anything else, a subclass of one of these included (a named tuple, an
+``IntEnum``), refuses the key (`NoReuse`).
+"""
 
 from __future__ import annotations
 
 import hashlib
+import marshal
 from typing import Any
 
-from pcache import _memos
-from pcache._usercode import NoReuse, qualname
+from pcache._usercode import NoReuse
 
-# A long tuple packed before, by identity (tuples of str, bytes, int, bool, None and
-# such tuples are immutable all the way down: the same object packs the same)
-_PACK_MEMO_LEN = 8
-_PACKED: dict = _memos.memo("persist.packed", {})
-
-
-def pack(obj: Any, out: list) -> None:
-    """Append to ``out`` an injective encoding of ``obj`` (tagged, length-prefixed);
-    hashed once, joined (one hash update per piece cost more than the walk)."""
-    t = type(obj)
-    if t is tuple:
-        if len(obj) >= _PACK_MEMO_LEN:  # (the host state's filters and options: the
-            got = _PACKED.get(id(obj))  # same tuple object while they are unchanged)
-            if got is None or got[0] is not obj:
-                sub: list = []
-                _pack_tuple(obj, sub)
-                if len(_PACKED) > 256:
-                    _PACKED.clear()
-                got = _PACKED[id(obj)] = (obj, b"".join(sub))  # (held: the id stays its)
-            out.append(got[1])
-            return
-        _pack_tuple(obj, out)
-    elif t is str:
-        b = obj.encode("utf-8", "surrogatepass")
-        out.append(b"s%d:" % len(b))
-        out.append(b)
-    elif t is bytes:
-        out.append(b"y%d:" % len(obj))
-        out.append(obj)
-    elif t is bool:
-        out.append(b"T" if obj else b"F")
-    elif t is int:
-        out.append(b"i%d;" % obj)
-    elif obj is None:
-        out.append(b"N")
-    else:
-        raise NoReuse(f"persist-unencodable:{qualname(t)}")
-
-
-def _pack_tuple(obj: tuple, out: list) -> None:
-    out.append(b"(%d:" % len(obj))
-    for x in obj:
-        pack(x, out)
-    out.append(b")")
+_VERSION = 2  # (no references, no interned tag: the bytes are the values')
 
 
 def packed(domain: bytes, obj: Any) -> str:
-    """The sha256 hex digest of ``domain`` and `pack` of ``obj``."""
-    out = [domain]
-    pack(obj, out)
-    return hashlib.sha256(b"".join(out)).hexdigest()
+    """The sha256 hex digest of ``domain`` and the serialization of ``obj``."""
+    try:
+        data = marshal.dumps(obj, _VERSION)
+    except ValueError:  # (an object marshal does not take, or nested past its bound)
+        raise NoReuse("persist-unencodable") from None
+    return hashlib.sha256(domain + data).hexdigest()
 
 
-__all__ = ["pack", "packed"]
+__all__ = ["packed"]
