@@ -406,9 +406,7 @@ def library_rules(jaxpr: dict) -> list:
     impl and abstract eval, by content. A program that sets one of those (``ad.
     primitive_jvps[lib.p] = ...``) changes what JAX runs for the served jaxpr;
     JAX's own primitives' rules are keyed as overrides. `NoReuse` if one cannot be."""
-    names = sorted(
-        {e[0] for j in jaxpr["jaxprs"] for e in j["eqns"] if str(e[0]).startswith("lib:")}
-    )
+    names = sorted({n for n in jaxpr["prims"] if n.startswith("lib:")})  # (those it binds)
     return [[n, _rules_digest(n)] for n in names]
 
 

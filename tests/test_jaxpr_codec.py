@@ -221,9 +221,14 @@ def test_names_off_the_tables_are_refused():
     data = C.encode(jax.jit(jax.grad(f_loss)).trace(X).jaxpr)
     prims = jax_primitives_by_name()
     for edit in [
-        lambda d: d["jaxprs"][0]["eqns"][0].__setitem__(0, "os:system"),
-        lambda d: d["jaxprs"][0]["invars"][0].__setitem__(2, "object"),
-        lambda d: d["jaxprs"][0]["invars"][0].__setitem__(2, ["key", "no-such-impl"]),
+        lambda d: d["prims"].__setitem__(0, "os:system"),
+        lambda d: d["avals"][0].__setitem__(2, "object"),
+        lambda d: d["avals"][0].__setitem__(2, ["key", "no-such-impl"]),
+        lambda d: d["jaxprs"][0]["eqns"][0].__setitem__(0, len(d["prims"])),
+        lambda d: d["jaxprs"][0]["eqns"][0].__setitem__(0, -1),
+        lambda d: d["jaxprs"][0]["eqns"][0].__setitem__(4, True),
+        lambda d: d["jaxprs"][0]["invars"].__setitem__(0, -1),
+        lambda d: d["jaxprs"][0]["outvars"].__setitem__(0, 10_000),
         lambda d: d["root"].__setitem__(1, 7),
         lambda d: d.__setitem__("format", 1),
         lambda d: d["closeds"][0].__setitem__(0, 10_000),
@@ -265,17 +270,16 @@ def test_a_broadcast_constant_keeps_its_zero_strides():
 
 
 def test_memoized_pieces_keep_exact_types_and_nesting_is_bounded():
-    """The decoder makes an aval, a name stack and an equation context once per
-    entry: a later equation's context with ``0`` where an earlier one's had
-    ``False`` is refused all the same; a param nested deeper than the bound too."""
+    """The entry holds each aval, name stack and equation context once, in a table
+    the equations name by index: a context with ``1`` where JAX's has ``True`` is
+    refused all the same; a param nested deeper than the bound too."""
     data = C.encode(jax.jit(jax.grad(f_loss)).trace(X).jaxpr)
     prims = jax_primitives_by_name()
     C.decode(data, prims)
     eqns = next(j["eqns"] for j in data["jaxprs"] if len(j["eqns"]) > 1)
+    assert eqns[0][4] == eqns[1][4] == 0 and type(data["ctxs"][0][1]) is bool  # (one context)
     bad = copy.deepcopy(data)
-    target = next(j["eqns"] for j in bad["jaxprs"] if len(j["eqns"]) > 1)
-    assert eqns[0][4] == eqns[1][4]  # (one context: memoized after the first)
-    target[1][4][1] = int(target[1][4][1])
+    bad["ctxs"][0][1] = int(bad["ctxs"][0][1])
     with pytest.raises(C.Undecodable):
         C.decode(bad, prims)
     deep: list = ["t", 1]
@@ -297,9 +301,9 @@ def test_a_field_nested_past_the_stack_is_undecodable():
     nested: list = []
     for _ in range(sys.getrecursionlimit() * 2):
         nested = [nested]
-    for field in (4, 5):  # (the context, the name stack)
+    for table in ("ctxs", "stacks"):  # (the contexts, the name stacks)
         bad = copy.deepcopy(data)
-        next(e for j in bad["jaxprs"] for e in j["eqns"])[field] = nested
+        bad[table][0] = nested
         with pytest.raises(C.Undecodable):
             C.decode(bad, prims)
 

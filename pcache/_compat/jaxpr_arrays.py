@@ -1,5 +1,6 @@
 """Arrays and dtypes as data, and back, for `pcache._compat.jaxpr_codec` (JAX 0.10),
-and the codec's two refusals."""
+the small records every equation holds (its context, name stack, a jaxpr's debug
+info), and the codec's two refusals."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import math
 from typing import Any
 
 import numpy as np
+from jax._src import core, source_info_util
+from jax._src import linear_util as lu
+from jax._src import mesh as mesh_lib
 from jax._src.random import prng
 
 from pcache._introspect import interned
@@ -126,6 +130,72 @@ def decode_array(e: Any) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=False)
 
 
+# ------------------------------------------------------------ an equation's records
+
+
+def encode_ctx(c: Any) -> list:
+    if c.xla_metadata is not None or c.cur_abstract_mesh != mesh_lib.empty_abstract_mesh:
+        raise Unencodable("eqn-context")  # (phase 3)
+    if c.compute_type is not None and type(c.compute_type) is not str:
+        raise Unencodable("eqn-context:compute_type")
+    return [c.compute_type, bool(c.threefry_partitionable), bool(c.remove_size_one_mesh_axis)]
+
+
+def decode_ctx(e: Any) -> Any:
+    compute_type, threefry, remove = e
+    if compute_type is not None and type(compute_type) is not str:
+        raise Undecodable("eqn-context")
+    return core.JaxprEqnContext._create(compute_type, exact(bool, threefry),
+                                        mesh_lib.empty_abstract_mesh, exact(bool, remove), None)  # fmt: skip
+
+
+_KINDS = {"S": source_info_util.Scope, "X": source_info_util.Transform}
+
+
+def encode_name_stack(ns: Any) -> list:
+    out = []
+    for s in ns.stack:
+        if type(s) not in (source_info_util.Scope, source_info_util.Transform):
+            raise Unencodable(f"name-stack:{type(s).__qualname__}")
+        if type(s.name) is not str:
+            raise Unencodable("name-stack:name")
+        out.append(["S" if type(s) is source_info_util.Scope else "X", s.name])
+    return out
+
+
+def decode_name_stack(e: Any) -> Any:
+    out = []
+    for kind, name in e:
+        if type(kind) is not str or kind not in _KINDS or type(name) is not str:
+            raise Undecodable("name-stack")
+        out.append(_KINDS[kind](name))
+    return source_info_util.NameStack(tuple(out))
+
+
+def encode_debug_info(d: Any) -> list:
+    if type(d) is not lu.DebugInfo:
+        raise Unencodable(f"debug-info:{type(d).__qualname__}")
+    if callable(d.result_paths):
+        d = d.resolve_result_paths()
+    parts = (d.arg_names, d.result_paths)
+    for p in parts:
+        if p is not None and (
+            type(p) is not tuple or any(type(s) not in (str, type(None)) for s in p)
+        ):
+            raise Unencodable("debug-info:names")
+    if type(d.traced_for) is not str or type(d.func_src_info) is not str:
+        raise Unencodable("debug-info:names")
+    return [d.traced_for, d.func_src_info, *[None if p is None else list(p) for p in parts]]
+
+
+def decode_debug_info(e: Any) -> Any:
+    traced_for, src, args, results = e
+    if type(traced_for) is not str or type(src) is not str:
+        raise Undecodable("debug-info")
+    return lu.DebugInfo(traced_for, src, None if args is None else tuple(args),
+                        None if results is None else tuple(results))  # fmt: skip
+
+
 __all__ = [
     "Stale",
     "exact",
@@ -134,8 +204,14 @@ __all__ = [
     "Unencodable",
     "b64",
     "decode_array",
+    "decode_ctx",
+    "decode_debug_info",
+    "decode_name_stack",
     "dtype_name",
     "dtype_of",
     "encode_array",
+    "encode_ctx",
+    "encode_debug_info",
+    "encode_name_stack",
     "unb64",
 ]

@@ -50,16 +50,23 @@ from pcache._compat.jaxpr_arrays import (
     Unencodable,
     b64,
     decode_array,
+    decode_ctx,
+    decode_debug_info,
+    decode_name_stack,
     dtype_name,
     dtype_of,
     encode_array,
+    encode_ctx,
+    encode_debug_info,
+    encode_name_stack,
     exact,
     text,
     unb64,
 )
 from pcache._compat.traces import checked_tree_data, out_tree_of
 
-FORMAT = 4  # (2: closed jaxprs in a table, each object once; 3: callbacks; 4: interned)
+FORMAT = 5  # (2: closed jaxprs in a table, each object once; 3: callbacks; 4: interned;
+#            5: primitives, avals, contexts and name stacks in tables)
 MAX_VALUE_DEPTH = 48  # nested values in one param (the entry's JSON: 64 levels)
 MAX_JAX_CONST = 256 * 1024  # bytes of one JAX array constant a trace made
 
@@ -130,6 +137,21 @@ class _Encoder:
         self.callbacks = False
         self.cells: list = []  # (the callbacks' cells' values, each cell once)
         self.cell_index: dict[int, int] = {}
+        # Tables the equations name by index: primitives, avals, contexts, name stacks
+        # (each encoding once: a third of the entry, and the decoder makes each once).
+        self.tables: dict[str, list] = {"prims": [], "avals": [], "ctxs": [], "stacks": []}
+        self.table_index: dict[tuple, int] = {}  # (table, repr) -> index
+
+    def _in(self, table: str, enc: Any) -> int:
+        memo = (table, repr(enc))  # (injective over JSON values: True and 1 differ)
+        k = self.table_index.get(memo)
+        if k is None:
+            k = self.table_index[memo] = len(self.tables[table])
+            self.tables[table].append(enc)
+        return k
+
+    def aval_at(self, a: Any) -> int:
+        return self._in("avals", self.aval(a))
 
     def jaxpr(self, j: Any) -> int:
         n = self.index.get(id(j))
@@ -139,22 +161,22 @@ class _Encoder:
             raise Unencodable(f"jaxpr:{type(j).__qualname__}:effects={bool(j.effects)}")
         names: dict[int, int] = {}
 
-        def bind(v: Any) -> list:
+        def bind(v: Any) -> Any:  # (a new variable: its aval's index; a dropped one)
             if v.initial_qdd is not None or v.final_qdd is not None:
                 raise Unencodable("quasi-dynamic-data")
             if type(v) is core.DropVar:
-                return ["_", self.aval(v.aval)]
+                return ["_", self.aval_at(v.aval)]
             if type(v) is not core.Var or id(v) in names:
                 raise Unencodable(f"binder:{type(v).__qualname__}")
             names[id(v)] = len(names)
-            return self.aval(v.aval)
+            return self.aval_at(v.aval)
 
-        def atom(a: Any) -> list:
+        def atom(a: Any) -> Any:  # (a variable: its number; a literal)
             if type(a) is core.Literal:
-                return ["L", self.literal(a.val), self.aval(a.aval)]
+                return ["L", self.literal(a.val), self.aval_at(a.aval)]
             if id(a) not in names:
                 raise Unencodable("free-variable")
-            return ["v", names[id(a)]]
+            return names[id(a)]
 
         constvars = [bind(v) for v in j.constvars]
         invars = [bind(v) for v in j.invars]
@@ -165,14 +187,16 @@ class _Encoder:
             ins = [atom(a) for a in e.invars]
             params = {k: self.param(e.primitive, k, v) for k, v in sorted(e.params.items())}
             outs = [bind(v) for v in e.outvars]
-            eqns.append([self.primitive(e.primitive), ins, outs, params, self.ctx(e.ctx),
-                         self.name_stack(e.source_info.name_stack)])  # fmt: skip
+            prim = self.primitive(e.primitive)
+            ctx, stack = encode_ctx(e.ctx), encode_name_stack(e.source_info.name_stack)
+            eqns.append([self._in("prims", prim), ins, outs, params, self._in("ctxs", ctx),
+                         self._in("stacks", stack)])  # fmt: skip
         out = {
             "constvars": constvars,
             "invars": invars,
             "eqns": eqns,
             "outvars": [atom(a) for a in j.outvars],
-            "debug_info": self.debug_info(j.debug_info),
+            "debug_info": encode_debug_info(j.debug_info),
         }
         self.keep.append(j)
         self.index[id(j)] = len(self.jaxprs)
@@ -356,40 +380,6 @@ class _Encoder:
                 raise Unencodable(f"treedef:{e}") from None
         raise Unencodable(t.__module__ + "." + t.__qualname__)
 
-    @staticmethod
-    def ctx(c: Any) -> list:
-        if c.xla_metadata is not None or c.cur_abstract_mesh != mesh_lib.empty_abstract_mesh:
-            raise Unencodable("eqn-context")  # (phase 3)
-        if c.compute_type is not None and type(c.compute_type) is not str:
-            raise Unencodable("eqn-context:compute_type")
-        return [c.compute_type, bool(c.threefry_partitionable), bool(c.remove_size_one_mesh_axis)]
-
-    @staticmethod
-    def name_stack(ns: Any) -> list:
-        out = []
-        for s in ns.stack:
-            if type(s) not in (source_info_util.Scope, source_info_util.Transform):
-                raise Unencodable(f"name-stack:{type(s).__qualname__}")
-            if type(s.name) is not str:
-                raise Unencodable("name-stack:name")
-            out.append(["S" if type(s) is source_info_util.Scope else "X", s.name])
-        return out
-
-    def debug_info(self, d: Any) -> list:
-        if type(d) is not lu.DebugInfo:
-            raise Unencodable(f"debug-info:{type(d).__qualname__}")
-        if callable(d.result_paths):
-            d = d.resolve_result_paths()
-        parts = (d.arg_names, d.result_paths)
-        for p in parts:
-            if p is not None and (
-                type(p) is not tuple or any(type(s) not in (str, type(None)) for s in p)
-            ):
-                raise Unencodable("debug-info:names")
-        if type(d.traced_for) is not str or type(d.func_src_info) is not str:
-            raise Unencodable("debug-info:names")
-        return [d.traced_for, d.func_src_info, *[None if p is None else list(p) for p in parts]]
-
 
 def encode(closed: Any) -> dict:
     """``closed`` (a `ClosedJaxpr`) as JSON values; `Unencodable` if any part has no
@@ -398,11 +388,19 @@ def encode(closed: Any) -> dict:
         raise Unencodable(f"root:{type(closed).__qualname__}")
     enc = _Encoder()
     root = enc.closed(closed)
-    return {"format": FORMAT, "jaxprs": enc.jaxprs, "closeds": enc.closeds, "root": root,
-            "standins": enc.standins, "callbacks": enc.callbacks, "cells": enc.cells}  # fmt: skip
+    return {"format": FORMAT, **enc.tables, "jaxprs": enc.jaxprs, "closeds": enc.closeds,
+            "root": root, "standins": enc.standins, "callbacks": enc.callbacks,
+            "cells": enc.cells}  # fmt: skip
 
 
 # ------------------------------------------------------------------ decoding
+
+
+def at(i: Any) -> int:
+    """An index into a table (read there: past its end, `IndexError`, malformed)."""
+    if type(i) is not int or i < 0:
+        raise Undecodable("index")
+    return i
 
 
 class _Decoder:
@@ -415,11 +413,25 @@ class _Decoder:
         # Immutable values met again and again (one aval per variable, a name stack
         # and context per equation), made once per entry from their encoding.
         self.avals: dict = {}
-        self.stacks: dict = {}
-        self.ctxs: dict = {}
         self.standins = False
         self.callbacks: list = []
         self.cells: list = [None] * len(data["cells"])  # (made when first met)
+        # (the tables, each entry made once: what the equations name by index)
+        self.prim_table = [self.primitive(n) for n in data["prims"]]
+        self.aval_table = [self.aval(e) for e in data["avals"]]
+        self.ctx_table = [decode_ctx(e) for e in data["ctxs"]]
+        self.stack_table = [source_info_util.SourceInfo(None, decode_name_stack(e))
+                            for e in data["stacks"]]  # fmt: skip
+
+    def primitive(self, name: Any) -> Any:
+        p = self.prims.get(name) if type(name) is str else None
+        if p is None and type(name) is str and name.startswith("lib:"):
+            from pcache._persist_key import library_primitive
+
+            p = library_primitive(name)
+        if p is None:
+            raise Undecodable(f"primitive:{name}")
+        return p
 
     array = staticmethod(decode_array)
 
@@ -552,40 +564,38 @@ class _Decoder:
         }:
             raise Undecodable("jaxpr")
         env: list = []
+        avals = self.aval_table
 
-        def bind(e: Any) -> Any:
-            if type(e) is list and e and e[0] == "_":
-                return core.DropVar(self.aval(e[1]))
-            v = core.Var(self.aval(e))
-            env.append(v)
-            return v
+        def bind(e: Any) -> Any:  # (indexes: ints, never bools or negative)
+            if type(e) is int and e >= 0:
+                v = core.Var(avals[e])
+                env.append(v)
+                return v
+            if type(e) is list and len(e) == 2 and e[0] == "_":
+                return core.DropVar(avals[at(e[1])])
+            raise Undecodable("binder")
 
         def atom(e: Any) -> Any:
-            if e[0] == "L":
-                return core.Literal(self.literal(e[1]), self.aval(e[2]))
-            if e[0] != "v" or type(e[1]) is not int or not 0 <= e[1] < len(env):
-                raise Undecodable("atom")
-            return env[e[1]]
+            if type(e) is int and e >= 0:
+                return env[e]
+            if type(e) is list and len(e) == 3 and e[0] == "L":
+                return core.Literal(self.literal(e[1]), avals[at(e[2])])
+            raise Undecodable("atom")
 
         constvars = [bind(e) for e in d["constvars"]]
         invars = [bind(e) for e in d["invars"]]
         eqns = []
         for prim, ins, outs, params, ctx, stack in d["eqns"]:
-            p = self.prims.get(prim)
-            if p is None and type(prim) is str and prim.startswith("lib:"):
-                from pcache._persist_key import library_primitive
-
-                p = self.prims[prim] = library_primitive(prim)
-            if p is None:
-                raise Undecodable(f"primitive:{prim}")
+            p = self.prim_table[at(prim)]
             in_atoms = [atom(a) for a in ins]
             ps = {k: self.param(p, k, v) for k, v in params.items()}
             out_vars = [bind(o) for o in outs]
             eqns.append(core.new_jaxpr_eqn(in_atoms, out_vars, p, ps, core.no_effects,
-                                           self.source_info(stack), self.context(ctx)))  # fmt: skip
+                                           self.stack_table[at(stack)],
+                                           self.ctx_table[at(ctx)]))  # fmt: skip
         outvars = [atom(a) for a in d["outvars"]]
         return core.Jaxpr(constvars, invars, outvars, eqns, core.no_effects,
-                          self.debug_info(d["debug_info"]))  # fmt: skip
+                          decode_debug_info(d["debug_info"]))  # fmt: skip
 
     def param(self, prim: Any, name: str, e: Any) -> Any:
         slot = STANDIN_SLOTS.get((id(prim), name))
@@ -622,46 +632,6 @@ class _Decoder:
         self.callbacks.append((fn, text))
         return jax_callback._FlatCallback(fn, tree)
 
-    def source_info(self, e: Any) -> Any:
-        memo = repr(e)  # (injective over JSON values: True and 1, 1 and 1.0 differ)
-        got = self.stacks.get(memo)
-        if got is None:
-            got = self.stacks[memo] = source_info_util.SourceInfo(None, self.name_stack(e))
-        return got
-
-    def context(self, e: Any) -> Any:
-        memo = repr(e)  # (injective over JSON values: True and 1, 1 and 1.0 differ)
-        got = self.ctxs.get(memo)
-        if got is None:
-            got = self.ctxs[memo] = self.ctx(e)
-        return got
-
-    @staticmethod
-    def ctx(e: Any) -> Any:
-        compute_type, threefry, remove = e
-        if compute_type is not None and type(compute_type) is not str:
-            raise Undecodable("eqn-context")
-        return core.JaxprEqnContext._create(compute_type, exact(bool, threefry),
-                                            mesh_lib.empty_abstract_mesh, exact(bool, remove), None)  # fmt: skip
-
-    @staticmethod
-    def name_stack(e: Any) -> Any:
-        kinds = {"S": source_info_util.Scope, "X": source_info_util.Transform}
-        out = []
-        for kind, name in e:
-            if kind not in kinds or type(name) is not str:
-                raise Undecodable("name-stack")
-            out.append(kinds[kind](name))
-        return source_info_util.NameStack(tuple(out))
-
-    @staticmethod
-    def debug_info(e: Any) -> Any:
-        traced_for, src, args, results = e
-        if type(traced_for) is not str or type(src) is not str:
-            raise Undecodable("debug-info")
-        return lu.DebugInfo(traced_for, src, None if args is None else tuple(args),
-                            None if results is None else tuple(results))  # fmt: skip
-
 
 def decode(data: Any, primitives: dict) -> Decoded:
     """The `ClosedJaxpr` ``data`` (from `encode`) describes, and whether it holds
@@ -670,6 +640,7 @@ def decode(data: Any, primitives: dict) -> Decoded:
     if (
         type(data) is not dict
         or data.get("format") != FORMAT
+        or any(type(data.get(t)) is not list for t in ("prims", "avals", "ctxs", "stacks"))
         or type(data.get("jaxprs")) is not list
         or type(data.get("closeds")) is not list
         or type(data.get("standins")) is not bool
@@ -677,8 +648,8 @@ def decode(data: Any, primitives: dict) -> Decoded:
         or type(data.get("cells")) is not list
     ):
         raise Undecodable("format")
-    dec = _Decoder(data, primitives)
     try:
+        dec = _Decoder(data, primitives)
         for d in data["jaxprs"]:
             dec.jaxprs.append(dec.jaxpr(d))
         closed = dec.closed(data["root"])
