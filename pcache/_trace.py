@@ -433,8 +433,11 @@ def _served_first(rt, entry, call: tuple, looked: Any, frame) -> _Recorder | Non
     """A stored trace for the first call of a callable on code this process has not
     keyed (`_persist.first_sighting`): served on its persisted key alone, recorded
     in process by an equal callable's next call. None where a function the key
-    walked changed since it was last walked (JAX's identity caches may hold a trace
-    of its old state, which stock JAX would build this call from: `note_states`)."""
+    walked changed since pcache last walked it (JAX's identity caches may hold a
+    trace of its old state, which stock JAX would build this call from:
+    `note_states`); a trace JAX made of a function pcache never walked (an eager
+    ``lax.scan`` of it) is not seen, as on the in-process path (README: reuse never
+    takes in a stale trace of JAX's)."""
     w, _, gw = looked.walks
     if note_states(w.funcs + gw.funcs, w.bodies + gw.bodies) is not None:
         return None

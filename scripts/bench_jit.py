@@ -391,7 +391,8 @@ def main(argv=None) -> int:
 
     t_all = time.perf_counter()
     reps = args.reps or (5 if args.quick else 20)
-    procs5 = 1 if args.quick else 3
+    procs = 1 if args.quick else 3  # new processes per mode: the per-call cases
+    procs5 = 1 if args.quick else 5  # and cases 5-6
     cases = [int(c) for c in args.cases.split(",") if c.strip() != "6"]  # 6 comes with 5
     tmp = Path(tempfile.mkdtemp(prefix="bench_jit_"))
     rows: dict[int, dict] = {}
@@ -402,23 +403,27 @@ def main(argv=None) -> int:
             jdir, pdir = str(tmp / f"jax{case}"), str(tmp / f"pc{case}")
             r: dict = {}
             if case == 5:
-
-                def med(mode, d):
-                    runs = [run_worker(mode, 5, reps, d) for _ in range(procs5)]
-                    return {
-                        k: statistics.median(run[k] for run in runs)
-                        for k in ("compile_ms", "total_ms")
-                    }
-
-                got = {"stock": med("stock", None)}
+                # Each mode's median over new processes, the modes taking turns (one
+                # process of each, then again): a process's window moves by up to ±30%
+                # on this box, and the load drifts over a run; in blocks, one mode's
+                # processes would all meet one state of the machine.
                 run_worker("jaxcache-fill", 5, reps, jdir)
-                got["jaxcache"] = med("jaxcache", jdir)
                 cold = run_worker("pcache-cold", 5, reps, pdir)  # fills the cache
-                got["pcache-cold"] = {k: cold[k] for k in ("compile_ms", "total_ms")}
-                got["pcache-warm"] = med("pcache-warm", pdir)
-                nopre = med("pcache-warm-nopreload", pdir)
                 run_worker("pcache-cold-persist", 5, reps, pdir + "-persist")
-                persist = med("pcache-warm-persist", pdir + "-persist")
+                dirs = {"stock": None, "jaxcache": jdir, "pcache-warm": pdir,
+                        "pcache-warm-nopreload": pdir, "pcache-warm-persist": pdir + "-persist"}  # fmt: skip
+                runs: dict = {m: [] for m in dirs}
+                for _ in range(procs5):
+                    for m, d in dirs.items():
+                        runs[m].append(run_worker(m, 5, reps, d))
+                med = {
+                    m: {k: statistics.median(run[k] for run in rs) for k in ("compile_ms", "total_ms")}
+                    for m, rs in runs.items()
+                }  # fmt: skip
+                got = {m: med[m] for m in ("stock", "jaxcache")}
+                got["pcache-cold"] = {k: cold[k] for k in ("compile_ms", "total_ms")}
+                got["pcache-warm"] = med["pcache-warm"]
+                nopre, persist = med["pcache-warm-nopreload"], med["pcache-warm-persist"]
                 raw[5] = {**got, "pcache-warm-nopreload": nopre, "pcache-warm-persist": persist}
                 for case_row, k in ((5, "compile_ms"), (6, "total_ms")):
                     rows[case_row] = {m: v[k] for m, v in got.items()}
@@ -439,7 +444,7 @@ def main(argv=None) -> int:
                 # is the median over processes (per-process medians move by up to
                 # ±30% on this box, from one process to the next).
                 jcs, warms, notrace = [], [], []
-                for _ in range(procs5):
+                for _ in range(procs):
                     jcs.append(run_worker("jaxcache", case, reps, jdir))
                     warms.append(run_worker("pcache-warm", case, reps, pdir))
                     notrace.append(run_worker("pcache-warm-notrace", case, reps, pdir))
@@ -478,8 +483,8 @@ def main(argv=None) -> int:
     # ---- table
     print(
         f"\nper-call ms, median of {reps} calls (jaxcache and pcache-warm: median over "
-        f"{procs5} process(es); cases 5-6: ms per new process, median of {procs5} "
-        "process(es)); pcache = pcache-warm\n"
+        f"{procs} process(es); cases 5-6: ms per new process, median of {procs5} "
+        "process(es) per mode, the modes taking turns); pcache = pcache-warm\n"
     )
     print(
         "| case | built-once jit | stock | jaxcache (warm) | pcache-cold (steady) "
