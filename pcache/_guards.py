@@ -44,7 +44,7 @@ from pcache._introspect import (
     items,
     names,
 )
-from pcache._memos import memo
+from pcache._memos import collector_paused, memo
 from pcache._reflection import (
     IDENTITY_BUILTINS,
     UNGUARDABLE,
@@ -551,7 +551,8 @@ def tables() -> tuple[tuple, dict, tuple, tuple, int, str, bool]:
         if last is None or not all(map(operator.is_, last[0], tables)):
             last = _ALL_TABLES[0] = (tables, (*regs, *handlers, tree))
         if not _TABLES_WATCH.unchanged(last[1]):  # (the same tuple: one identity test)
-            _scan_registries(regs, tree)  # (a write meanwhile: scanned again next call)
+            with collector_paused():  # (verdicts of every rule: thousands of them)
+                _scan_registries(regs, tree)  # (a write meanwhile: scanned again next call)
             _REG.handler = _user_handler(handlers)
             # (a rule or handler replaced, JAX's own of another primitive or type
             # included: it may run where the jaxpr does not name it, review 92)

@@ -13,13 +13,21 @@ from __future__ import annotations
 import sys
 import threading
 from importlib.machinery import ModuleSpec
-from types import BuiltinFunctionType, ModuleType
+from types import (
+    BuiltinFunctionType,
+    ClassMethodDescriptorType,
+    GetSetDescriptorType,
+    MemberDescriptorType,
+    MethodDescriptorType,
+    ModuleType,
+    WrapperDescriptorType,
+)
 from types import FunctionType as _FUNCTION
 from typing import Any
 
 from pcache._dictwatch import Watch
 from pcache._introspect import cdict, flags, is_a, items
-from pcache._memos import memo
+from pcache._memos import collector_paused, memo
 from pcache._usercode import is_library_module, module_dict
 
 _HOLDERS: dict = memo("persist.library_holders", {})  # index, modules indexed
@@ -101,7 +109,7 @@ def _index() -> dict:
     ready = _HOLDERS.get("ready")  # (a watch published with the index it vouches for)
     if ready is not None and ready[0].still((sys.modules,)):
         return ready[1]
-    with _LOCK:
+    with _LOCK, collector_paused():  # (~70k holders: `_memos.collector_paused`)
         index = _HOLDERS.setdefault("index", {})
         done = _HOLDERS.setdefault("done", {})
         watch = Watch()
@@ -139,7 +147,7 @@ def _index_module(index: dict, name: str, d: dict | None, classes: dict) -> None
             attrs = classes.get(id(x))
             if attrs is None:  # (not its methods, bookkeeping; `classes` holds x)
                 attrs = [(a, id(y)) for a, y in cdict(x).copy().items()
-                         if type(a) is str and type(y) is not _FUNCTION and not a.startswith("__")]  # fmt: skip
+                         if type(a) is str and id(type(y)) not in _UNHELD and not a.startswith("__")]  # fmt: skip
                 classes[id(x)] = (x, attrs)
             else:
                 attrs = attrs[1]
@@ -151,6 +159,19 @@ def _index_module(index: dict, name: str, d: dict | None, classes: dict) -> None
 #: one by a scan): `library_held` answers no for them, and the keys name them by
 #: what they are (a function by its code, a module by its name)
 _UNINDEXED = frozenset({_FUNCTION, ModuleType})
+#: Class attributes not indexed: functions, and the descriptors a class statement
+#: makes (properties, static and class methods, slots, a C type's methods: two
+#: thirds of all class attributes): a value a program holds is never one (the
+#: persisted key refuses one it meets, `persist-identity`; a C method is named by
+#: its class and name)
+_UNHELD = frozenset(
+    map(
+        id,
+        (_FUNCTION, property, staticmethod, classmethod, MemberDescriptorType,
+         GetSetDescriptorType, MethodDescriptorType, WrapperDescriptorType,
+         ClassMethodDescriptorType),
+    )
+)  # fmt: skip
 #: Types whose instances are no class and whose own class any key names by its
 #: name (``library_holders(t, of_type=True)`` is asked of classes no name resolves):
 #: most module attributes, indexed by identity only (a third of the index's cost)

@@ -320,16 +320,13 @@ def _codec_registries() -> tuple:
         return None
 
     codecs.register(probe)
-    try:
-        lists = [r for r in gc.get_referrers(probe) if type(r) is list and probe in r]
+    codecs.register_error(_PROBE_NAME, _probe_handler)
+    try:  # (one scan of every object the collector tracks, for both)
+        found = gc.get_referrers(probe, _probe_handler)
+        lists = [r for r in found if type(r) is list and any(x is probe for x in r)]
+        dicts = [r for r in found if type(r) is dict and r.get(_PROBE_NAME) is _probe_handler]
     finally:
         codecs.unregister(probe)
-    codecs.register_error(_PROBE_NAME, _probe_handler)
-    dicts = [
-        r
-        for r in gc.get_referrers(_probe_handler)
-        if type(r) is dict and r.get(_PROBE_NAME) is _probe_handler
-    ]
     got = _CODECS["registries"] = (
         lists[0] if len(lists) == 1 else None,
         dicts[0] if len(dicts) == 1 else None,

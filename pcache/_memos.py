@@ -10,10 +10,31 @@ already run, the originals of the functions pcache wraps) are not registered.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import weakref
 from collections.abc import Callable
 from typing import Any
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Python's cyclic collector paused (if it runs) while pcache builds a memo or
+    walks: what it makes is freed by its counts when done, or kept, and collections
+    meanwhile would traverse the growing structure again and again (a young one
+    every 700 objects) and promote the temporaries toward the full collections
+    that cost 30-60 ms in a process with JAX loaded. Nothing made inside makes a
+    cycle that must be collected before it ends."""
+    was_on = gc.isenabled()
+    if was_on:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
 
 _CLEARS: list[tuple[str, Callable[[], Any], bool]] = []  # (name, clear, only with JAX's)
 _AFTER_FORK: list[Callable[[], Any]] = []

@@ -23,10 +23,8 @@ if the stored jaxpr differs.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
-import gc
 import json
 import operator
 import sys
@@ -45,6 +43,7 @@ from pcache import (
 )
 from pcache._errors import CheckError
 from pcache._holders import library_holders
+from pcache._memos import collector_paused
 from pcache._usercode import NoReuse
 
 TRACE_FORMAT = 4  # (2: library rules digested; 3: interned strings, shared objects; 4: key tables)
@@ -109,25 +108,9 @@ def lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh, frame: Any = None) 
     (`traces.dispatching`)."""
     if not _compat.trace_state_clean() or frame is None:
         return Looked(None, None)  # (inside another trace: not a candidate)
+    # (the key's tuples and the parsed entry are garbage when it ends: `collector_paused`)
     with collector_paused():
         return _lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh, frame)
-
-
-@contextlib.contextmanager
-def collector_paused():
-    """Python's cyclic collector paused (if it runs) for the duration: the key's
-    tuples and an entry's parsed JSON are garbage when the lookup ends, freed by
-    their counts, and a collection meanwhile would promote them to the generations
-    whose growth starts a full collection (50 ms in a process with JAX loaded, at
-    whatever call comes next); nothing here makes a cycle."""
-    was_on = gc.isenabled()
-    if was_on:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
 
 
 def _lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh, frame: Any) -> Looked:

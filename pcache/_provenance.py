@@ -31,7 +31,7 @@ import types
 from typing import Any
 
 from pcache._introspect import cdict, is_a, items, names
-from pcache._memos import memo
+from pcache._memos import collector_paused, memo
 
 _CODE = types.CodeType
 _CLASSES = "classes"  # (an index's entry: the qualified names of its class statements)
@@ -179,7 +179,8 @@ def _compiled(file: str, frozen: str | None = None) -> dict:
     if got is None:
         if len(_COMPILED) > 4096:
             _COMPILED.clear()
-        got = _COMPILED[file] = _index(_frozen(frozen) if frozen else _load(file))
+        with collector_paused():  # (a file's code objects: `_memos.collector_paused`)
+            got = _COMPILED[file] = _index(_frozen(frozen) if frozen else _load(file))
     return got
 
 
