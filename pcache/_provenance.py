@@ -194,20 +194,43 @@ def _frozen(name: str) -> _CODE | None:
 
 def _load(file: str) -> _CODE | None:
     """The module code of ``file`` as the import system would load it: its
-    bytecode cache when there is one, else its source compiled."""
+    bytecode cache when there is one that the source's size and modification time
+    (or hash) say is current, else its source compiled."""
+    try:
+        with open(file, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
     try:
         with open(importlib.util.cache_from_source(file), "rb") as fh:
-            code = marshal.loads(memoryview(fh.read())[16:])  # (after the header)
-        if type(code) is _CODE:
-            return code
+            cached = fh.read()
+        if _current(cached, file, data):
+            code = marshal.loads(memoryview(cached)[16:])  # (after the header)
+            if type(code) is _CODE:
+                return code
     except (OSError, ValueError, EOFError, TypeError, NotImplementedError):
         pass
     try:
-        with open(file, "rb") as fh:
-            src = importlib.util.decode_source(fh.read())
+        src = importlib.util.decode_source(data)
         return compile(src, file, "exec", dont_inherit=True, optimize=sys.flags.optimize)
-    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+    except (SyntaxError, ValueError, UnicodeDecodeError):
         return None
+
+
+def _current(cached: bytes, file: str, source: bytes) -> bool:
+    """Whether bytecode cache ``cached`` is of this interpreter and of ``source`` as
+    the import system checks it (PEP 552: its source's modification time and size,
+    or its hash): a stale one is what the program does not run."""
+    if len(cached) < 16 or cached[:4] != importlib.util.MAGIC_NUMBER:
+        return False
+    flags = int.from_bytes(cached[4:8], "little")
+    if flags & 1:  # (hash-based)
+        return cached[8:16] == importlib.util.source_hash(source)
+    st = os.stat(file)
+    return (
+        int.from_bytes(cached[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+        and int.from_bytes(cached[12:16], "little") == st.st_size & 0xFFFFFFFF
+    )
 
 
 def _index(top: _CODE | None) -> dict:

@@ -36,6 +36,7 @@ def ensure_env() -> None:
     stamp = VENV / ".pcache-installed"
     want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if PY.exists() and stamp.exists() and stamp.read_text() == want:
+        _compile_own()
         return
     if not PY.exists():
         print(f"+ python3 -m venv {VENV}", flush=True)
@@ -43,6 +44,16 @@ def ensure_env() -> None:
     run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
     run(PY, "-m", "pip", "install", "--quiet", "-e", ".[test,bench]")
     stamp.write_text(want)
+    _compile_own()
+
+
+def _compile_own() -> None:
+    """pcache's own bytecode caches, as a wheel install has them (an editable one under
+    ``PYTHONDONTWRITEBYTECODE`` has none: every process would compile the sources it
+    imports, and pcache's provenance check reads a file's compiled form); only the
+    files changed since are compiled again."""
+    subprocess.run([str(PY), "-m", "compileall", "-q", "pcache", "store"], cwd=ROOT,
+                   check=True, stdout=subprocess.DEVNULL)  # fmt: skip
 
 
 def ensure_redis() -> None:

@@ -927,3 +927,30 @@ def test_the_library_float_scan_runs_no_program_code(monkeypatch):
     assert _walk_kinds.is_library_float(mod.HALF) is False  # (not a library's module)
     assert calls == []
     assert _walk_kinds.is_library_float(np.inf) is True
+
+
+def test_a_library_files_compiled_form_is_its_current_bytecode_or_its_source(tmp_path):
+    """The provenance check compares code with a library file's compiled form as the
+    import system would load it: its bytecode cache only while the source's size and
+    modification time (or its hash: PEP 552) say the cache is current, else the
+    source compiled (a stale cache is not what the program runs)."""
+    import py_compile
+    from pathlib import Path
+
+    from pcache import _provenance
+
+    def returned(code):
+        (f,) = [c for c in code.co_consts if getattr(c, "co_name", None) == "f"]
+        return [k for k in f.co_consts if type(k) is int]
+
+    src = tmp_path / "mod.py"
+    for mode in (py_compile.PycInvalidationMode.TIMESTAMP,
+                 py_compile.PycInvalidationMode.CHECKED_HASH):  # fmt: skip
+        src.write_text("def f():\n    return 1\n")
+        cached = py_compile.compile(str(src), doraise=True, invalidation_mode=mode)
+        assert returned(_provenance._load(str(src))) == [1]
+        Path(cached).write_bytes(Path(cached).read_bytes()[:16] + b"\xff")  # (unreadable)
+        assert returned(_provenance._load(str(src))) == [1]  # (compiled from the source)
+        py_compile.compile(str(src), doraise=True, invalidation_mode=mode)
+        src.write_text("def f():\n    return 22222\n")  # (edited after the cache was written)
+        assert returned(_provenance._load(str(src))) == [22222]
