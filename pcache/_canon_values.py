@@ -528,15 +528,16 @@ def _scan_jax_primitives() -> None:
     as attributes (modules imported since the last scan only; a primitive keeps
     the path it was first indexed under)."""
     with _JAX_PRIMS_LOCK:
-        new = sorted(
-            (n, m)
-            for n, m in items(sys.modules)
-            if m is not None
-            and n not in _JAX_PRIMS_SEEN
-            and is_jax_module(n)
-            # (one still running its body, on another thread: scanned when done)
-            and not getattr(getattr(m, "__spec__", None), "_initializing", False)
-        )
+        count = len(sys.modules)  # (before the listing: one loaded meanwhile is new next time)
+        new, pending = [], False
+        for n, m in items(sys.modules):
+            if m is None or n in _JAX_PRIMS_SEEN or not is_jax_module(n):
+                continue
+            if getattr(getattr(m, "__spec__", None), "_initializing", False):
+                pending = True  # (still running its body, on another thread: next time)
+                continue
+            new.append((n, m))
+        new.sort(key=lambda nm: nm[0])
         found: dict[int, tuple[Any, str]] = {}
         for n, m in new:
             _JAX_PRIMS_SEEN.add(n)
@@ -551,6 +552,10 @@ def _scan_jax_primitives() -> None:
                     if got is None or path < got[1]:
                         found[id(v)] = (v, path)  # kept alive: ids never reused
         _JAX_PRIMS.update(found)
+        # (what the next call compares the count with: set after the table, under the
+        # lock, to the count the listing started from; review 137: another thread's
+        # import during a scan, counted as scanned, left its primitives unnamed)
+        _JAX_PRIMS_SCANNED[0] = -1 if pending else count
 
 
 def jax_primitive_name(p: Any) -> str | None:
@@ -566,7 +571,6 @@ def jax_primitive_name(p: Any) -> str | None:
             # user's, by name, type and the lowered module: misses, never hits)
             return None
         _scan_jax_primitives()
-        _JAX_PRIMS_SCANNED[0] = n
         got = _JAX_PRIMS.get(id(p))
         if got is None or got[0] is not p:
             return None
@@ -581,7 +585,6 @@ def jax_primitives_by_name() -> dict[str, Any]:
     table a stored jaxpr's primitives are resolved against: nothing is imported)."""
     if _JAX_PRIMS_SCANNED[0] != len(sys.modules):
         _scan_jax_primitives()
-        _JAX_PRIMS_SCANNED[0] = len(sys.modules)
     return {path: p for p, path in list(_JAX_PRIMS.values())}
 
 

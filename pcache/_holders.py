@@ -159,17 +159,17 @@ def _index_module(index: dict, name: str, d: dict | None, classes: dict) -> None
 #: one by a scan): `library_held` answers no for them, and the keys name them by
 #: what they are (a function by its code, a module by its name)
 _UNINDEXED = frozenset({_FUNCTION, ModuleType})
-#: Class attributes not indexed: functions, and the descriptors a class statement
-#: makes (properties, static and class methods, slots, a C type's methods: two
-#: thirds of all class attributes): a value a program holds is never one (the
-#: persisted key refuses one it meets, `persist-identity`; a C method is named by
-#: its class and name)
+#: Class attributes not indexed: functions, and the descriptors a C type or a
+#: class's slots make (a third of all class attributes), which the walks key by
+#: their class and name or refuse. Properties and static and class methods stay:
+#: the walk keys a program's by content, and two of a library's over one getter
+#: (numpy's ``MaskedArray.data`` and ``._data``) are told apart only by their
+#: identity here (review 137).
 _UNHELD = frozenset(
     map(
         id,
-        (_FUNCTION, property, staticmethod, classmethod, MemberDescriptorType,
-         GetSetDescriptorType, MethodDescriptorType, WrapperDescriptorType,
-         ClassMethodDescriptorType),
+        (_FUNCTION, MemberDescriptorType, GetSetDescriptorType, MethodDescriptorType,
+         WrapperDescriptorType, ClassMethodDescriptorType),
     )
 )  # fmt: skip
 #: Types whose instances are no class and whose own class any key names by its

@@ -360,3 +360,19 @@ def test_a_damaged_entry_decodes_or_is_undecodable_never_another_error(data):
         C.decode(bad, jax_primitives_by_name())
     except C.Undecodable:
         pass
+
+
+def test_a_jax_module_loading_meanwhile_is_scanned_when_done(monkeypatch):
+    """The table a stored jaxpr's primitives are read against counts a scan as done
+    only for what it listed: a JAX module still running its body (another thread's
+    import) is looked at again on the next call (review 137: counted as scanned, its
+    primitives were never named, and every entry binding one was refused)."""
+    import types
+
+    late = types.ModuleType("jax._src.pcache_test_late")
+    late.__spec__ = types.SimpleNamespace(_initializing=True)
+    late.late_p = jax.extend.core.Primitive("pcache_test_late")
+    monkeypatch.setitem(sys.modules, late.__name__, late)
+    assert "jax._src.pcache_test_late:late_p" not in jax_primitives_by_name()
+    late.__spec__._initializing = False
+    assert jax_primitives_by_name()["jax._src.pcache_test_late:late_p"] is late.late_p
