@@ -26,7 +26,7 @@ from types import FunctionType as _FUNCTION
 from typing import Any
 
 from pcache._dictwatch import Watch
-from pcache._introspect import cdict, flags, is_a, items
+from pcache._introspect import cdict, flags, is_a, items, names
 from pcache._memos import collector_paused, memo
 from pcache._usercode import is_library_module, module_dict
 
@@ -70,9 +70,7 @@ def library_holders(v: Any, of_type: bool = False) -> list:
                  for h in _holding(name, module_dict(m), v)]  # fmt: skip
     else:
         found = _index().get(("type", id(v)) if of_type else id(v), ())
-    return [
-        (h[0], h[1] if len(h) == 2 else f"{h[1]}.{h[2]}") for h in found if _holds(h, v, of_type)
-    ]
+    return [(h[0], ".".join(h[1:])) for h in found if _holds(h, v, of_type)]
 
 
 def _holding(name: str, d: dict | None, v: Any) -> list:
@@ -92,8 +90,8 @@ def _holds(h: tuple, v: Any, of_type: bool = False) -> bool:
     ``v`` (an instance of ``v``: ``of_type``)."""
     d = module_dict(sys.modules.get(h[0]))
     x = d.get(h[1], _HOLDERS) if d is not None else _HOLDERS
-    if len(h) == 3:
-        x = cdict(x).get(h[2], _HOLDERS) if is_a(x, type) else _HOLDERS
+    for part in h[2:]:  # (a class's attribute; a nested class's: review 138)
+        x = cdict(x).get(part, _HOLDERS) if is_a(x, type) else _HOLDERS
     return (type(x) if of_type else x) is v
 
 
@@ -144,15 +142,38 @@ def _index_module(index: dict, name: str, d: dict | None, classes: dict) -> None
             continue  # (a builtin value: no class attributes)
         add(("type", id(tx)), []).append((name, k))
         if flags(tx) & _TYPE_SUBCLASS:  # (a class: the interpreter's own flag)
-            attrs = classes.get(id(x))
-            if attrs is None:  # (not its methods, bookkeeping; `classes` holds x)
-                attrs = [(a, id(y)) for a, y in cdict(x).copy().items()
-                         if type(a) is str and id(type(y)) not in _UNHELD and not a.startswith("__")]  # fmt: skip
-                classes[id(x)] = (x, attrs)
-            else:
-                attrs = attrs[1]
-            for a, i in attrs:
-                add(i, []).append((name, k, a))
+            _index_class(add, (name, k), x, classes, 0)
+
+
+def _index_class(add: Any, path: tuple, cls: type, classes: dict, depth: int) -> None:
+    """The attributes of library class ``cls``, held at ``path`` ((module, class) or
+    deeper), and of the classes nested in it (``Outer.In``, whose qualified name says
+    so: review 138). Not its methods, nor bookkeeping under dunder names, but a
+    property or static or class method under one (``__p__``): two of a library's
+    over one getter differ by identity only (review 137). Each class read once a
+    pass (`classes` holds it)."""
+    got = classes.get(id(cls))
+    if got is None:
+        qual, attrs, nested = names(cls)[1], [], []
+        for a, y in cdict(cls).copy().items():
+            ty = type(y)
+            if type(a) is not str or id(ty) in _UNHELD:
+                continue
+            if a.startswith("__") and id(ty) not in _DESCRIPTORS:
+                continue
+            attrs.append((a, id(y)))
+            if (
+                depth < 3
+                and flags(ty) & _TYPE_SUBCLASS
+                and type(qual) is str
+                and names(y)[1] == f"{qual}.{a}"
+            ):
+                nested.append((a, y))
+        got = classes[id(cls)] = (cls, attrs, nested)
+    for a, i in got[1]:
+        add(i, []).append((*path, a))
+    for a, y in got[2]:
+        _index_class(add, (*path, a), y, classes, depth + 1)
 
 
 #: Module and class attributes not indexed (most of them; `library_holders` looks for
@@ -165,6 +186,7 @@ _UNINDEXED = frozenset({_FUNCTION, ModuleType})
 #: the walk keys a program's by content, and two of a library's over one getter
 #: (numpy's ``MaskedArray.data`` and ``._data``) are told apart only by their
 #: identity here (review 137).
+_DESCRIPTORS = frozenset(map(id, (property, staticmethod, classmethod)))
 _UNHELD = frozenset(
     map(
         id,

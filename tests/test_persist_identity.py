@@ -358,3 +358,61 @@ def test_identity_across_processes_is_what_stock_jax_makes(site, tmp_path):
         "absent": 1,
         "unstored:pure_callback.callback:cell-shared-object": 1,
     }, b["stats"]
+
+
+PROPLIB = """
+def _get(self):
+    return 1
+
+
+class A:
+    held = property(_get)
+    __p__ = property(_get)  # (a dunder name: review 138)
+
+    class In:  # (a nested class: review 138)
+        q = property(_get)
+        s = staticmethod(len)
+
+
+class B:
+    held = property(_get)
+    __p__ = property(_get)
+
+    class In:
+        q = property(_get)
+        s = staticmethod(len)
+"""
+
+
+@pytest.fixture
+def proplib(tmp_path, monkeypatch):
+    site = libsite.install(tmp_path / "lib" / "site-packages", "proplib", PROPLIB)
+    yield from libsite.imported(site, "proplib", monkeypatch)
+
+
+def test_a_library_class_s_descriptors_are_keyed_by_identity(proplib):
+    """Two of a library's properties over one getter differ only by identity (review
+    137: numpy's ``MaskedArray.data`` and ``._data``): each is keyed as the object a
+    library class holds, under a dunder name and in a nested class too (review 138),
+    in process and across processes (named by its class path); a program's own
+    property is keyed by content."""
+    from pcache._holders import library_holders
+    from pcache._persist_key import ContentWalker
+    from pcache._walk import Walker
+
+    def pair(*path):
+        a, b = proplib.A, proplib.B
+        for part in path[:-1]:
+            a, b = vars(a)[part], vars(b)[part]
+        return vars(a)[path[-1]], vars(b)[path[-1]]
+
+    for path in (("held",), ("__p__",), ("In", "q"), ("In", "s")):
+        a, b = pair(*path)
+        assert library_holders(a) == [("proplib", ".".join(("A", *path)))]
+        for walker in (Walker, ContentWalker):
+            assert walker().value(a) != walker().value(b), path
+
+    def mine(self):
+        return 2
+
+    assert Walker().value(property(mine)) == Walker().value(property(mine))
