@@ -118,3 +118,27 @@ def test_clear_caches_and_clear_memory_empty_every_registered_memo(tmp_path) -> 
             assert want in names
     finally:
         pcache.disable()
+
+
+def test_the_collector_paused_is_put_back_as_it_was():
+    """pcache pauses Python's cyclic collector while it builds memos or looks up a
+    persisted trace (`_memos.collector_paused`): it runs again afterwards, also when
+    the work raised, and a program that turned it off finds it off."""
+    import gc
+
+    import pytest
+
+    from pcache._memos import collector_paused
+
+    assert gc.isenabled()
+    with pytest.raises(ZeroDivisionError), collector_paused():
+        assert not gc.isenabled()
+        1 / 0  # noqa: B018
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
