@@ -26,7 +26,7 @@ from types import FunctionType as _FUNCTION
 from typing import Any
 
 from pcache._dictwatch import Watch
-from pcache._introspect import cdict, flags, is_a, items, names
+from pcache._introspect import cdict, flags, is_a, items
 from pcache._memos import collector_paused, memo
 from pcache._usercode import is_library_module, module_dict
 
@@ -147,33 +147,39 @@ def _index_module(index: dict, name: str, d: dict | None, classes: dict) -> None
 
 def _index_class(add: Any, path: tuple, cls: type, classes: dict, depth: int) -> None:
     """The attributes of library class ``cls``, held at ``path`` ((module, class) or
-    deeper), and of the classes nested in it (``Outer.In``, whose qualified name says
-    so: review 138). Not its methods, nor bookkeeping under dunder names, but a
-    property or static or class method under one (``__p__``): two of a library's
-    over one getter differ by identity only (review 137). Each class read once a
-    pass (`classes` holds it)."""
+    deeper), and of every class it holds as an attribute (a nested class, an alias:
+    reviews 138, 139), each followed once a pass, by identity. Not its methods, nor
+    the bookkeeping a class statement writes under dunder names (a name, a doc, a
+    hash of None), but anything else under one (a property over one getter as another,
+    a ``partial``, an instance: told apart by identity only, reviews 137-139). Each
+    class's attributes are read once a pass (`classes` holds it)."""
     got = classes.get(id(cls))
     if got is None:
-        qual, attrs, nested = names(cls)[1], [], []
+        attrs, nested = [], []
         for a, y in cdict(cls).copy().items():
             ty = type(y)
             if type(a) is not str or id(ty) in _UNHELD:
                 continue
-            if a.startswith("__") and id(ty) not in _DESCRIPTORS:
+            if a.startswith("__") and id(ty) in _BOOKKEEPING:
                 continue
             attrs.append((a, id(y)))
-            if (
-                depth < 3
-                and flags(ty) & _TYPE_SUBCLASS
-                and type(qual) is str
-                and names(y)[1] == f"{qual}.{a}"
-            ):
+            if flags(ty) & _TYPE_SUBCLASS:
                 nested.append((a, y))
-        got = classes[id(cls)] = (cls, attrs, nested)
+        got = classes[id(cls)] = [cls, attrs, nested, False]
     for a, i in got[1]:
         add(i, []).append((*path, a))
+    if got[3] or depth >= _MAX_NESTING:
+        return
+    got[3] = True  # (its classes followed from the first path that reached it)
     for a, y in got[2]:
         _index_class(add, (*path, a), y, classes, depth + 1)
+
+
+_MAX_NESTING = 16  # (classes holding classes: a bound on the index's recursion)
+#: What a class statement keeps under dunder names that no program compares by
+#: identity: its name, qualified name, module and doc (strings), ``__hash__ = None``,
+#: slot counts
+_BOOKKEEPING = frozenset(map(id, (str, type(None), bool, int)))
 
 
 #: Module and class attributes not indexed (most of them; `library_holders` looks for
@@ -186,7 +192,6 @@ _UNINDEXED = frozenset({_FUNCTION, ModuleType})
 #: the walk keys a program's by content, and two of a library's over one getter
 #: (numpy's ``MaskedArray.data`` and ``._data``) are told apart only by their
 #: identity here (review 137).
-_DESCRIPTORS = frozenset(map(id, (property, staticmethod, classmethod)))
 _UNHELD = frozenset(
     map(
         id,

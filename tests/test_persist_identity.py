@@ -381,6 +381,45 @@ class B:
     class In:
         q = property(_get)
         s = staticmethod(len)
+
+
+import dataclasses
+import functools
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Tag:
+    name: str
+
+
+def _deep(n):
+    class K:  # (a class holding classes: nested deeper than any fixed bound)
+        p = property(_get)
+        __part__ = functools.partial(_get, None)  # (a dunder name, anything)
+        __tag__ = Tag("t")
+        __pair__ = (functools.partial(_get, None),)
+
+    if n:
+        K.Deeper = _deep(n - 1)
+    return K
+
+
+def _hidden(name):
+    class H:
+        p = property(_get)
+
+    H.__qualname__ = name
+    return H
+
+
+class C:
+    Tree = _deep(5)
+    Alias = _hidden("elsewhere")  # (its qualified name is not its path)
+
+
+class D:
+    Tree = _deep(5)
+    Alias = _hidden("elsewhere")
 """
 
 
@@ -394,8 +433,9 @@ def test_a_library_class_s_descriptors_are_keyed_by_identity(proplib):
     """Two of a library's properties over one getter differ only by identity (review
     137: numpy's ``MaskedArray.data`` and ``._data``): each is keyed as the object a
     library class holds, under a dunder name and in a nested class too (review 138),
-    in process and across processes (named by its class path); a program's own
-    property is keyed by content."""
+    at any depth, in an alias, and any object under a dunder name (review 139), in
+    process and across processes (named by its class path); a program's own property
+    is keyed by content."""
     from pcache._holders import library_holders
     from pcache._persist_key import ContentWalker
     from pcache._walk import Walker
@@ -409,6 +449,18 @@ def test_a_library_class_s_descriptors_are_keyed_by_identity(proplib):
     for path in (("held",), ("__p__",), ("In", "q"), ("In", "s")):
         a, b = pair(*path)
         assert library_holders(a) == [("proplib", ".".join(("A", *path)))]
+        for walker in (Walker, ContentWalker):
+            assert walker().value(a) != walker().value(b), path
+    # (review 139: any class a library class holds, followed by identity: deeper than a
+    # fixed bound, an alias; anything under a dunder name but a class's bookkeeping)
+    deep = ("Tree", *("Deeper",) * 5)
+    for path in [(*deep, "p"), (*deep, "__part__"), (*deep, "__tag__"), (*deep, "__pair__"),
+                 ("Alias", "p")]:  # fmt: skip
+        a, b = proplib.C, proplib.D
+        for part in path[:-1]:
+            a, b = vars(a)[part], vars(b)[part]
+        a, b = vars(a)[path[-1]], vars(b)[path[-1]]
+        assert library_holders(a) == [("proplib", ".".join(("C", *path)))], path
         for walker in (Walker, ContentWalker):
             assert walker().value(a) != walker().value(b), path
 
