@@ -149,10 +149,10 @@ def _index_class(add: Any, path: tuple, cls: type, classes: dict, depth: int) ->
     """The attributes of library class ``cls``, held at ``path`` ((module, class) or
     deeper), and of every class it holds as an attribute (a nested class, an alias:
     reviews 138, 139), each followed once a pass, by identity. Not its methods, nor
-    the bookkeeping a class statement writes under dunder names (a name, a doc, a
-    hash of None), but anything else under one (a property over one getter as another,
-    a ``partial``, an instance: told apart by identity only, reviews 137-139). Each
-    class's attributes are read once a pass (`classes` holds it)."""
+    the bookkeeping the class statement writes (its name, doc, module), but anything
+    else under a dunder name (a property over one getter as another, a ``partial``, an
+    instance, a string compared by ``is``: told apart by identity only, reviews
+    137-140). Each class's attributes are read once a pass (`classes` holds it)."""
     got = classes.get(id(cls))
     if got is None:
         attrs, nested = [], []
@@ -160,7 +160,7 @@ def _index_class(add: Any, path: tuple, cls: type, classes: dict, depth: int) ->
             ty = type(y)
             if type(a) is not str or id(ty) in _UNHELD:
                 continue
-            if a.startswith("__") and id(ty) in _BOOKKEEPING:
+            if a in _BOOKKEEPING:
                 continue
             attrs.append((a, id(y)))
             if flags(ty) & _TYPE_SUBCLASS:
@@ -175,11 +175,16 @@ def _index_class(add: Any, path: tuple, cls: type, classes: dict, depth: int) ->
         _index_class(add, (*path, a), y, classes, depth + 1)
 
 
-_MAX_NESTING = 16  # (classes holding classes: a bound on the index's recursion)
-#: What a class statement keeps under dunder names that no program compares by
-#: identity: its name, qualified name, module and doc (strings), ``__hash__ = None``,
-#: slot counts
-_BOOKKEEPING = frozenset(map(id, (str, type(None), bool, int)))
+_MAX_NESTING = 64  # (classes holding classes: a bound on the index's recursion)
+#: What the interpreter and the class statement write into every class, which no
+#: program compares by identity (review 140: a library's own ``__mode__ = "fast"``
+#: is indexed, as any other name)
+_BOOKKEEPING = frozenset({
+    "__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__slots__",
+    "__annotations__", "__orig_bases__", "__parameters__", "__match_args__",
+    "__firstlineno__", "__static_attributes__", "__abstractmethods__", "_abc_impl",
+    "__hash__", "__dataclass_fields__", "__dataclass_params__",
+})  # fmt: skip
 
 
 #: Module and class attributes not indexed (most of them; `library_holders` looks for

@@ -413,13 +413,15 @@ def _hidden(name):
 
 
 class C:
-    Tree = _deep(5)
+    Tree = _deep(20)
     Alias = _hidden("elsewhere")  # (its qualified name is not its path)
+    __mode__ = "".join(["fast", " mode"])  # (a string a library compares by ``is``: review 140)
 
 
 class D:
-    Tree = _deep(5)
+    Tree = _deep(20)
     Alias = _hidden("elsewhere")
+    __mode__ = "".join(["fast", " mode"])
 """
 
 
@@ -453,9 +455,9 @@ def test_a_library_class_s_descriptors_are_keyed_by_identity(proplib):
             assert walker().value(a) != walker().value(b), path
     # (review 139: any class a library class holds, followed by identity: deeper than a
     # fixed bound, an alias; anything under a dunder name but a class's bookkeeping)
-    deep = ("Tree", *("Deeper",) * 5)
+    deep = ("Tree", *("Deeper",) * 20)
     for path in [(*deep, "p"), (*deep, "__part__"), (*deep, "__tag__"), (*deep, "__pair__"),
-                 ("Alias", "p")]:  # fmt: skip
+                 ("Alias", "p"), ("__mode__",)]:  # fmt: skip
         a, b = proplib.C, proplib.D
         for part in path[:-1]:
             a, b = vars(a)[part], vars(b)[part]
