@@ -37,11 +37,14 @@ _LOCK = threading.RLock()
 def library_held(v: Any, t: type, index: dict | None = None) -> bool:
     """Whether ``v`` is the very object a library holds, as a module attribute or a
     class attribute of a class a library module holds (``FAST = "fast mode!"``,
-    ``Mode.FAST``): library code may compare a value with it by identity (reviews 76,
-    79; an item of a library's container, ``MODES["fast"]``, is not seen). Not those
-    whose identity the value decides (CPython's cached small ints, empty and
-    one-character strings), nor functions, classes and modules (keyed by identity).
-    ``index``: `holders_index` as read at the start of a walk that runs no user code."""
+    ``Mode.FAST``), at any depth, or its metaclass's: library code may compare a
+    value with it by identity (reviews 76, 79, 137-140; an item of a library's
+    container, ``MODES["fast"]``, is not seen). A class attribute counts while the
+    class holds it, whatever became of the paths that reached the class (review 140:
+    its first path rebound). Not those whose identity the value decides (CPython's
+    cached small ints, empty and one-character strings), nor functions, classes and
+    modules (keyed by identity). ``index``: `holders_index` as read at the start of a
+    walk that runs no user code."""
     holders = (_index() if index is None else index).get(id(v))
     if holders is None:  # (most values: one lookup)
         return False
@@ -58,40 +61,64 @@ def library_held(v: Any, t: type, index: dict | None = None) -> bool:
 
 def module_held(v: Any) -> bool:
     """Whether a loaded library module holds ``v`` itself as a module attribute."""
-    return any(len(h) == 2 and _holds(h, v) for h in _index().get(id(v), ()))
+    return any(type(h[0]) is str and _holds(h, v) for h in _index().get(id(v), ()))
 
 
 def library_holders(v: Any, of_type: bool = False) -> list:
-    """Every (module, attribute or ``Class.attribute``) of a loaded library module
-    holding ``v`` (``of_type``: an instance of class ``v``, as a module attribute),
-    each read back."""
+    """Every (module, attribute or ``Class.attribute``, any depth) under which a
+    loaded library module holds ``v`` now (``of_type``: an instance of class ``v``, as
+    a module attribute), each read back; none for what only a metaclass or a class
+    no module still reaches holds (the persisted key refuses those)."""
     if not of_type and type(v) in _UNINDEXED:  # (not in the index: looked for here)
-        found = [h for name, m in items(sys.modules) if is_library_module(m)
-                 for h in _holding(name, module_dict(m), v)]  # fmt: skip
-    else:
-        found = _index().get(("type", id(v)) if of_type else id(v), ())
-    return [(h[0], ".".join(h[1:])) for h in found if _holds(h, v, of_type)]
+        return [h for name, m in items(sys.modules) if is_library_module(m)
+                for h in _holding(name, module_dict(m), v)]  # fmt: skip
+    index = _index()
+    if of_type:
+        return [h for h in index.get(("type", id(v)), ()) if _holds(h, v, of_type)]
+    try:
+        return _paths(index, v, frozenset())
+    except RecursionError:  # (classes nested past the interpreter's stack: unnamed)
+        return []
+
+
+def _paths(index: dict, v: Any, seen: frozenset) -> list:
+    """(module, dotted path) of each live path from a library module to ``v``."""
+    out = []
+    for h in index.get(id(v), ()):
+        if not _holds(h, v):
+            continue
+        owner, name = h
+        if type(owner) is str:
+            out.append(h)
+        elif name is not _META and id(owner) not in seen:
+            out += [(m, f"{q}.{name}") for m, q in _paths(index, owner, seen | {id(owner)})]
+    return out
 
 
 def _holding(name: str, d: dict | None, v: Any) -> list:
-    """(name, attribute) and (name, class, attribute) of namespace ``d`` holding ``v``."""
+    """(name, attribute) and (name, class.attribute) of namespace ``d`` holding ``v``."""
     out = []
     for k, x in items(d or {}):
         if type(k) is str:
             if x is v:
                 out.append((name, k))
             elif flags(type(x)) & _TYPE_SUBCLASS:
-                out += [(name, k, a) for a, y in items(cdict(x)) if y is v and type(a) is str]
+                out += [(name, f"{k}.{a}") for a, y in items(cdict(x))
+                        if y is v and type(a) is str]  # fmt: skip
     return out
 
 
 def _holds(h: tuple, v: Any, of_type: bool = False) -> bool:
-    """Whether (module, attribute) or (module, class, attribute) ``h`` still holds
-    ``v`` (an instance of ``v``: ``of_type``)."""
-    d = module_dict(sys.modules.get(h[0]))
-    x = d.get(h[1], _HOLDERS) if d is not None else _HOLDERS
-    for part in h[2:]:  # (a class's attribute; a nested class's: review 138)
-        x = cdict(x).get(part, _HOLDERS) if is_a(x, type) else _HOLDERS
+    """Whether holder ``h`` still holds ``v`` (an instance of ``v``: ``of_type``): a
+    (module, attribute), a (class, attribute), or (class, `_META`): its metaclass."""
+    owner, name = h
+    if type(owner) is str:
+        d = module_dict(sys.modules.get(owner))
+        x = d.get(name, _HOLDERS) if d is not None else _HOLDERS
+    elif name is _META:
+        x = type(owner)
+    else:
+        x = cdict(owner).get(name, _HOLDERS)
     return (type(x) if of_type else x) is v
 
 
@@ -110,10 +137,10 @@ def _index() -> dict:
     with _LOCK, collector_paused():  # (~70k holders: `_memos.collector_paused`)
         index = _HOLDERS.setdefault("index", {})
         done = _HOLDERS.setdefault("done", {})
+        classes = _HOLDERS.setdefault("classes", {})  # id -> class: each read once
         watch = Watch()
         watch.start((sys.modules,))
         complete = True
-        classes: dict = {}  # (this pass: a class many modules hold is read once)
         for name, m in items(sys.modules):
             if done.get(name) is m:
                 continue
@@ -142,40 +169,39 @@ def _index_module(index: dict, name: str, d: dict | None, classes: dict) -> None
             continue  # (a builtin value: no class attributes)
         add(("type", id(tx)), []).append((name, k))
         if flags(tx) & _TYPE_SUBCLASS:  # (a class: the interpreter's own flag)
-            _index_class(add, (name, k), x, classes, 0)
+            _index_classes(add, x, classes)
 
 
-def _index_class(add: Any, path: tuple, cls: type, classes: dict, depth: int) -> None:
-    """The attributes of library class ``cls``, held at ``path`` ((module, class) or
-    deeper), and of every class it holds as an attribute (a nested class, an alias:
-    reviews 138, 139), each followed once a pass, by identity. Not its methods, nor
-    the bookkeeping the class statement writes (its name, doc, module), but anything
-    else under a dunder name (a property over one getter as another, a ``partial``, an
+def _index_classes(add: Any, cls: type, classes: dict) -> None:
+    """The attributes of library class ``cls`` and of every class it holds (a nested
+    class, an alias: reviews 138, 139) or is an instance of (its metaclass: review
+    140), at any depth, each class read once (``classes`` keeps it: an id stays its
+    own), every attribute held as (class, name): by the class itself, whatever later
+    becomes of the path that reached it (review 140). Not its methods, nor the
+    bookkeeping the class statement writes (its name, doc, module), but anything else
+    under a dunder name too (a property over one getter as another, a ``partial``, an
     instance, a string compared by ``is``: told apart by identity only, reviews
-    137-140). Each class's attributes are read once a pass (`classes` holds it)."""
-    got = classes.get(id(cls))
-    if got is None:
-        attrs, nested = [], []
-        for a, y in cdict(cls).copy().items():
+    137-140)."""
+    todo = [cls]
+    while todo:
+        c = todo.pop()
+        if id(c) in classes:
+            continue
+        classes[id(c)] = c
+        for a, y in cdict(c).copy().items():
             ty = type(y)
-            if type(a) is not str or id(ty) in _UNHELD:
+            if type(a) is not str or id(ty) in _UNHELD or a in _BOOKKEEPING:
                 continue
-            if a in _BOOKKEEPING:
-                continue
-            attrs.append((a, id(y)))
+            add(id(y), []).append((c, a))
             if flags(ty) & _TYPE_SUBCLASS:
-                nested.append((a, y))
-        got = classes[id(cls)] = [cls, attrs, nested, False]
-    for a, i in got[1]:
-        add(i, []).append((*path, a))
-    if got[3] or depth >= _MAX_NESTING:
-        return
-    got[3] = True  # (its classes followed from the first path that reached it)
-    for a, y in got[2]:
-        _index_class(add, (*path, a), y, classes, depth + 1)
+                todo.append(y)
+        meta = type(c)
+        if meta is not type:
+            add(id(meta), []).append((c, _META))
+            todo.append(meta)
 
 
-_MAX_NESTING = 64  # (classes holding classes: a bound on the index's recursion)
+_META: Any = object()  # (a holder's name for ``type(class)``: no attribute's name)
 #: What the interpreter and the class statement write into every class, which no
 #: program compares by identity (review 140: a library's own ``__mode__ = "fast"``
 #: is indexed, as any other name)

@@ -22,6 +22,7 @@ import pytest
 from pcache import _out_tree, _snapshots
 from pcache._compat import jaxpr_codec
 from pcache._compat.jaxpr_arrays import Stale
+from pcache._usercode import NoReuse
 from tests import libsite
 from tests.test_trace_persist import ROOT, phases
 from tests.test_trace_persist import pytestmark as _persist_mark
@@ -412,14 +413,27 @@ def _hidden(name):
     return H
 
 
+def _metaclassed(name):
+    class Meta(type):
+        p = functools.partial(_get, None)  # (what ``M.p`` reads: review 140)
+
+    return Meta(name, (), {})
+
+
+M = _metaclassed("M")
+N = _metaclassed("N")
+E = E2 = _hidden("e")  # (two paths to one class; the test rebinds the first: review 140)
+F = F2 = _hidden("f")
+
+
 class C:
-    Tree = _deep(20)
+    Tree = _deep(100)
     Alias = _hidden("elsewhere")  # (its qualified name is not its path)
     __mode__ = "".join(["fast", " mode"])  # (a string a library compares by ``is``: review 140)
 
 
 class D:
-    Tree = _deep(20)
+    Tree = _deep(100)
     Alias = _hidden("elsewhere")
     __mode__ = "".join(["fast", " mode"])
 """
@@ -431,7 +445,7 @@ def proplib(tmp_path, monkeypatch):
     yield from libsite.imported(site, "proplib", monkeypatch)
 
 
-def test_a_library_class_s_descriptors_are_keyed_by_identity(proplib):
+def test_a_library_class_s_descriptors_are_keyed_by_identity(proplib, monkeypatch):
     """Two of a library's properties over one getter differ only by identity (review
     137: numpy's ``MaskedArray.data`` and ``._data``): each is keyed as the object a
     library class holds, under a dunder name and in a nested class too (review 138),
@@ -455,7 +469,7 @@ def test_a_library_class_s_descriptors_are_keyed_by_identity(proplib):
             assert walker().value(a) != walker().value(b), path
     # (review 139: any class a library class holds, followed by identity: deeper than a
     # fixed bound, an alias; anything under a dunder name but a class's bookkeeping)
-    deep = ("Tree", *("Deeper",) * 20)
+    deep = ("Tree", *("Deeper",) * 100)
     for path in [(*deep, "p"), (*deep, "__part__"), (*deep, "__tag__"), (*deep, "__pair__"),
                  ("Alias", "p"), ("__mode__",)]:  # fmt: skip
         a, b = proplib.C, proplib.D
@@ -465,6 +479,21 @@ def test_a_library_class_s_descriptors_are_keyed_by_identity(proplib):
         assert library_holders(a) == [("proplib", ".".join(("C", *path)))], path
         for walker in (Walker, ContentWalker):
             assert walker().value(a) != walker().value(b), path
+
+    # (review 140: a class whose first path is rebound, a metaclass's attribute: by
+    # identity in process; across processes named by a path that still reaches it,
+    # or refused)
+    monkeypatch.setattr(proplib, "E", None)
+    monkeypatch.setattr(proplib, "F", None)
+    a, b = vars(proplib.E2)["p"], vars(proplib.F2)["p"]
+    assert library_holders(a) == [("proplib", "E2.p")]
+    for walker in (Walker, ContentWalker):
+        assert walker().value(a) != walker().value(b)
+    a, b = vars(type(proplib.M))["p"], vars(type(proplib.N))["p"]
+    assert Walker().value(a) != Walker().value(b)
+    assert library_holders(a) == []
+    with pytest.raises(NoReuse, match="persist-identity"):
+        ContentWalker().value(a)
 
     def mine(self):
         return 2
