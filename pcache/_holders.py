@@ -168,14 +168,15 @@ def _index_module(index: dict, name: str, d: dict | None, classes: dict) -> None
         if id(tx) in _NAMED_TYPES:
             continue  # (a builtin value: no class attributes)
         add(("type", id(tx)), []).append((name, k))
-        if flags(tx) & _TYPE_SUBCLASS:  # (a class: the interpreter's own flag)
-            _index_classes(add, x, classes)
+        # (a class, the interpreter's own flag; an instance's class: one a library
+        # function made is reached by ``type(OBJ)`` only: review 141)
+        _index_classes(add, x if flags(tx) & _TYPE_SUBCLASS else tx, classes)
 
 
 def _index_classes(add: Any, cls: type, classes: dict) -> None:
     """The attributes of library class ``cls`` and of every class it holds (a nested
-    class, an alias: reviews 138, 139) or is an instance of (its metaclass: review
-    140), at any depth, each class read once (``classes`` keeps it: an id stays its
+    class, an alias: reviews 138, 139), is an instance of (its metaclass: review 140)
+    or holds an instance of (review 141), at any depth, each class read once (``classes`` keeps it: an id stays its
     own), every attribute held as (class, name): by the class itself, whatever later
     becomes of the path that reached it (review 140). Not its methods, nor the
     bookkeeping the class statement writes (its name, doc, module), but anything else
@@ -195,6 +196,8 @@ def _index_classes(add: Any, cls: type, classes: dict) -> None:
             add(id(y), []).append((c, a))
             if flags(ty) & _TYPE_SUBCLASS:
                 todo.append(y)
+            elif id(ty) not in classes and id(ty) not in _NAMED_TYPES:
+                todo.append(ty)  # (an instance's class: review 141)
         meta = type(c)
         if meta is not type:
             add(id(meta), []).append((c, _META))

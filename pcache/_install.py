@@ -95,6 +95,8 @@ def install(rt) -> None:
                 _snapshots.start()  # (library names: what each import bound)
                 from pcache import _lib_callbacks  # noqa: F401
                 from pcache._compat import jaxpr_codec  # noqa: F401
+            else:
+                _snapshots.stop()
         else:
             logger.warning(
                 "pcache: JAX %s is outside the versions whose jit seam pcache knows "
@@ -111,6 +113,7 @@ def uninstall() -> None:
     with _INSTALL_LOCK:
         _state.rt = None
         _trace.clear()
+        _snapshots.stop()  # (imports as without pcache)
         # The wrappers stay in place and pass straight through with no runtime:
         # executables already handed to JAX's own caches keep working.
 

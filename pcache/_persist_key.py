@@ -124,6 +124,12 @@ class ContentWalker(Walker):
     def code(self, code: types.CodeType) -> Any:
         return code_digest(code)
 
+    def library_code(self, code: types.CodeType) -> Any:
+        # (and where in its file: the distribution's version pins the file, and two
+        # of its functions of equal code, ``FA = lambda: 1; FB = lambda: 1``, differ
+        # to its ``is`` by their definition: review 141)
+        return (code_digest(code), code.co_firstlineno, code.co_linetable)
+
     def namespace(self, g: dict) -> Any:
         return namespace_name(g)
 
@@ -218,12 +224,13 @@ def named(v: Any) -> tuple:
     if t is np.ufunc and getattr(np, v.__name__, None) is v:
         return ("ufunc", v.__name__)
     if t is float or is_a(v, np.generic):
-        lib = _library_name(v) if t is float and is_library_float(v) else None
+        # (a library's own: ``np.True_``, ``math.inf``, by the name it holds it under)
+        lib = _library_name(v) if t is not float or is_library_float(v) else None
         if lib:
             return ("lib", *lib, _provider(lib[0]))
         # a NaN of the program's own: whether it is the very NaN another object holds
         # (a code constant: ``G in (n,)``) has no name across processes (review 41)
-        raise NoReuse("persist-nan-identity")
+        raise NoReuse("persist-nan-identity" if t is float else f"persist-identity:{qualname(t)}")
     # (a bare ``object()`` sentinel plays its role by the name a module holds it under)
     lib = _library_name(v, any_module=t is object)
     if lib is not None:

@@ -187,6 +187,15 @@ def start() -> None:
         sys.meta_path.insert(0, FINDER)
 
 
+def stop() -> None:
+    """Take the finder out of ``sys.meta_path`` (pcache switched off, or on without
+    persisted traces): imports run as without pcache. The snapshots stay; a module
+    imported meanwhile is copied at the next `start`, as one loaded before the first."""
+    with _START:
+        if any(f is FINDER for f in sys.meta_path):
+            sys.meta_path[:] = [f for f in sys.meta_path if f is not FINDER]
+
+
 def unchanged(module: str, attr: str) -> bool:
     """Whether ``module`` holds under ``attr`` (its first part: ``Class.x`` is a class
     attribute, not looked at) the very object it held when its import finished."""
@@ -207,4 +216,4 @@ def started() -> bool:
     return any(f is FINDER for f in sys.meta_path)
 
 
-__all__ = ["FINDER", "Finder", "start", "started", "unchanged"]
+__all__ = ["FINDER", "Finder", "start", "started", "stop", "unchanged"]

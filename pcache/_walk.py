@@ -244,6 +244,11 @@ class Walker:
         self.pins.append(code)
         return id(code)
 
+    def library_code(self, code: types.CodeType) -> Any:
+        """An installed library's code object: where it is defined tells two of a
+        library's functions apart (by identity here)."""
+        return self.code(code)
+
     def namespace(self, g: dict) -> Any:
         """A function's globals or builtins dict (held by the key's pins)."""
         self.pins.append(g)
@@ -585,7 +590,7 @@ class Walker:
         d = f.__dict__
         node = (
             "F",
-            self.code(code),
+            self.library_code(code) if lib else self.code(code),
             self.namespace(g),
             f.__name__,
             f.__qualname__,

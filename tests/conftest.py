@@ -27,6 +27,13 @@ from pcache import _snapshots  # noqa: E402
 _snapshots.start()
 
 
+@pytest.fixture(autouse=True)
+def _snapshots_started():
+    """Started again before each test (``disable()`` or enabling without persisted
+    traces takes the finder out)."""
+    _snapshots.start()
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     from redis_helpers import RedisServer

@@ -422,6 +422,22 @@ def _metaclassed(name):
 
 M = _metaclassed("M")
 N = _metaclassed("N")
+def _made():
+    class K:  # (a class a library function made, reached by ``type(OBJ)``: review 141)
+        p = property(_get)
+
+    return K
+
+
+OBJ, OBJ2 = _made()(), _made()()
+
+
+class G:
+    inst, inst2 = _made()(), _made()()
+
+
+FA = lambda: 1  # noqa: E731 (two functions of equal code: review 141)
+FB = lambda: 1  # noqa: E731
 E = E2 = _hidden("e")  # (two paths to one class; the test rebinds the first: review 140)
 F = F2 = _hidden("f")
 
@@ -499,3 +515,73 @@ def test_a_library_class_s_descriptors_are_keyed_by_identity(proplib, monkeypatc
         return 2
 
     assert Walker().value(property(mine)) == Walker().value(property(mine))
+
+
+def test_what_a_library_instance_s_class_holds_and_its_functions_are_told_apart(proplib):
+    """What the class of an instance a library holds holds (a class a library
+    function made, reached by ``type(OBJ)`` only) is keyed by identity in process and
+    refused across processes (no module path names it); two of a library's functions
+    of equal code differ across processes by where they are defined (review 141)."""
+    from pcache._holders import library_holders
+    from pcache._persist_key import ContentWalker
+    from pcache._walk import Walker
+
+    for one, other in ((proplib.OBJ, proplib.OBJ2), (proplib.G.inst, proplib.G.inst2)):
+        a, b = vars(type(one))["p"], vars(type(other))["p"]
+        assert Walker().value(a) != Walker().value(b)
+        assert library_holders(a) == []
+        with pytest.raises(NoReuse, match="persist-identity"):
+            ContentWalker().value(a)
+    for walker in (Walker, ContentWalker):
+        assert walker().value(proplib.FA) != walker().value(proplib.FB)
+
+
+def test_numpy_s_own_scalars_are_named_by_numpy():
+    """``np.True_`` is the object numpy holds (a program's ``flag is np.True_``): named
+    by numpy's name for it across processes, not refused as a NaN's identity would be
+    (review 136); a program's own NaN scalar is refused."""
+    import numpy as np
+
+    from pcache._persist_key import ContentWalker
+
+    assert ContentWalker().value(np.True_)[-1][:3] == ("lib", "numpy", "True_")
+    assert ContentWalker().value(np.bool_(0))[-1][:3] == ("lib", "numpy", "False_")
+    assert ContentWalker().value(np.float32(1.5)) == ContentWalker().value(np.float32(1.5))
+
+
+FINDER_STEPS = """
+import sys, tempfile
+import pcache
+from pcache import _snapshots
+
+def on():
+    return sum(f is _snapshots.FINDER for f in sys.meta_path)
+
+d = tempfile.mkdtemp()
+got = [on()]
+pcache.enable(d, trace_persist=True)
+got.append(on())
+import colorsys  # (imported with the finder: copied when its body returns)
+got.append(_snapshots.unchanged("colorsys", "rgb_to_hsv"))
+pcache.disable()
+got.append(on())
+import fractions  # (imported without it)
+got.append(_snapshots.unchanged("fractions", "Fraction"))
+pcache.enable(d)
+got.append(on())
+pcache.enable(d, trace_persist=True)
+got += [on(), _snapshots.unchanged("fractions", "Fraction")]
+print(got)
+"""
+
+
+def test_the_finder_is_in_sys_meta_path_only_while_traces_persist(tmp_path):
+    """``disable()`` (or enabling without persisted traces) takes the import finder
+    out: imports run as without pcache; enabling again copies what was imported
+    meanwhile."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", FINDER_STEPS], capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         check=True)  # fmt: skip
+    assert out.stdout.strip().splitlines()[-1] == "[0, 1, True, 0, False, 0, 1, True]"
