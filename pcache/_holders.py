@@ -26,7 +26,7 @@ from types import FunctionType as _FUNCTION
 from typing import Any
 
 from pcache._dictwatch import Watch
-from pcache._introspect import cdict, flags, is_a, items
+from pcache._introspect import Override, cdict, dict_reader, flags, inst_dict, is_a, items
 from pcache._memos import collector_paused, memo
 from pcache._usercode import is_library_module, module_dict
 
@@ -54,8 +54,8 @@ def library_held(v: Any, t: type, index: dict | None = None) -> bool:
     elif t in (str, bytes, tuple) and (not v or (len(v) == 1 and t is not tuple and
                                               (t is bytes or ord(v) < 256))):  # fmt: skip
         return False  # (CPython's cached empty and Latin-1 one-character ones)
-    elif v is None or t is bool or t is _FUNCTION or t is ModuleType or is_a(v, type):
-        return False
+    elif v is None or t is bool or t is ModuleType or is_a(v, type):
+        return False  # (a function: held under a name not its own, `_index_module`)
     return any(_holds(h, v) for h in holders)
 
 
@@ -82,16 +82,22 @@ def library_holders(v: Any, of_type: bool = False) -> list:
 
 
 def _paths(index: dict, v: Any, seen: frozenset) -> list:
-    """(module, dotted path) of each live path from a library module to ``v``."""
+    """(module, dotted path) of each live path from a library module to ``v``; a
+    class no such path reaches by an instance a module holds, ``OBJ.<type>`` (a
+    class a library function made: lineax's tokens, `TYPE_PART`)."""
     out = []
     for h in index.get(id(v), ()):
         if not _holds(h, v):
             continue
-        owner, name = h
+        owner, name = h[0], h[1]
         if type(owner) is str:
             out.append(h)
         elif name is not _META and id(owner) not in seen:
+            name = ".".join(h[1:])  # (a static method's function: ``S.pa.<func>``)
             out += [(m, f"{q}.{name}") for m, q in _paths(index, owner, seen | {id(owner)})]
+    if not out and is_a(v, type):
+        out = [(m, f"{a}.{TYPE_PART}") for m, a in index.get(("type", id(v)), ())
+               if _holds((m, a), v, of_type=True)]  # fmt: skip
     return out
 
 
@@ -110,16 +116,31 @@ def _holding(name: str, d: dict | None, v: Any) -> list:
 
 def _holds(h: tuple, v: Any, of_type: bool = False) -> bool:
     """Whether holder ``h`` still holds ``v`` (an instance of ``v``: ``of_type``): a
-    (module, attribute), a (class, attribute), or (class, `_META`): its metaclass."""
-    owner, name = h
+    (module, attribute), a (class, attribute), (class, attribute, `FUNC_PART`): what a
+    static method there wraps, an (instance, attribute), or (class, `_META`): its
+    metaclass."""
+    owner, name = h[0], h[1]
     if type(owner) is str:
         d = module_dict(sys.modules.get(owner))
         x = d.get(name, _HOLDERS) if d is not None else _HOLDERS
     elif name is _META:
         x = type(owner)
-    else:
+    elif is_a(owner, type):
         x = cdict(owner).get(name, _HOLDERS)
+        if len(h) == 3:
+            x = unwrapped(x)
+    else:  # (an instance's attribute)
+        try:
+            x = (inst_dict(owner) or {}).get(name, _HOLDERS)
+        except Override:
+            x = _HOLDERS
     return (type(x) if of_type else x) is v
+
+
+def unwrapped(x: Any) -> Any:
+    """What a static or class method ``x`` wraps (`FUNC_PART`); a marker for
+    anything else."""
+    return x.__func__ if type(x) is staticmethod or type(x) is classmethod else _HOLDERS
 
 
 def holders_index() -> dict:
@@ -163,6 +184,8 @@ def _index_module(index: dict, name: str, d: dict | None, classes: dict) -> None
             continue
         tx = type(x)
         if tx in _UNINDEXED:
+            if tx is _FUNCTION and x.__name__ != k:  # (``FA = lambda: 1``: review 142)
+                add(id(x), []).append((name, k))
             continue  # (functions and modules: keyed by what they are, never asked here)
         add(id(x), []).append((name, k))
         if id(tx) in _NAMED_TYPES:
@@ -170,19 +193,43 @@ def _index_module(index: dict, name: str, d: dict | None, classes: dict) -> None
         add(("type", id(tx)), []).append((name, k))
         # (a class, the interpreter's own flag; an instance's class: one a library
         # function made is reached by ``type(OBJ)`` only: review 141)
-        _index_classes(add, x if flags(tx) & _TYPE_SUBCLASS else tx, classes)
+        if flags(tx) & _TYPE_SUBCLASS:
+            _index_classes(add, x, classes)
+        else:
+            _index_instance(add, x, classes)
+            _index_classes(add, tx, classes)
+
+
+def _index_instance(add: Any, x: Any, classes: dict) -> None:
+    """The objects instance ``x`` a library holds holds as attributes, held as
+    (instance, name) (an enum member's value, a descriptor's field: review 142); not
+    builtin values (numbers, strings, containers: keyed by value, and as a module's
+    or class's when one holds them)."""
+    tx = type(x)
+    reader = classes.get(("dict", id(tx)), _HOLDERS)  # (one reader a type: `dict_reader`)
+    if reader is _HOLDERS:
+        reader = classes[("dict", id(tx))] = dict_reader(tx)
+    if reader is None or reader is Override:
+        return
+    d = reader.__get__(x, tx)
+    if type(d) is not dict:
+        return
+    for a, y in d.copy().items():
+        if type(a) is str and id(type(y)) not in _NAMED_TYPES:
+            add(id(y), []).append((x, a))
 
 
 def _index_classes(add: Any, cls: type, classes: dict) -> None:
     """The attributes of library class ``cls`` and of every class it holds (a nested
     class, an alias: reviews 138, 139), is an instance of (its metaclass: review 140)
-    or holds an instance of (review 141), at any depth, each class read once (``classes`` keeps it: an id stays its
-    own), every attribute held as (class, name): by the class itself, whatever later
-    becomes of the path that reached it (review 140). Not its methods, nor the
+    or holds an instance of (review 141), at any depth, each class read once
+    (``classes`` keeps it: an id stays its own), every attribute held as (class,
+    name): by the class itself, whatever later becomes of the path that reached it
+    (review 140). Not its methods (a function under its own name), nor the
     bookkeeping the class statement writes (its name, doc, module), but anything else
     under a dunder name too (a property over one getter as another, a ``partial``, an
     instance, a string compared by ``is``: told apart by identity only, reviews
-    137-140)."""
+    137-140), and what a static or class method wraps (review 142)."""
     todo = [cls]
     while todo:
         c = todo.pop()
@@ -191,9 +238,19 @@ def _index_classes(add: Any, cls: type, classes: dict) -> None:
         classes[id(c)] = c
         for a, y in cdict(c).copy().items():
             ty = type(y)
-            if type(a) is not str or id(ty) in _UNHELD or a in _BOOKKEEPING:
+            if type(a) is not str or a in _BOOKKEEPING:
+                continue
+            if id(ty) in _UNHELD:
+                if ty is _FUNCTION and y.__name__ != a:  # (``fa = _make()``: review 142)
+                    add(id(y), []).append((c, a))
                 continue
             add(id(y), []).append((c, a))
+            if ty is staticmethod or ty is classmethod:  # (what ``S.pa`` gives: review 142)
+                f = y.__func__
+                if type(f) is not _FUNCTION or f.__name__ != a:
+                    add(id(f), []).append((c, a, FUNC_PART))
+            elif id(ty) not in _NAMED_TYPES and not flags(ty) & _TYPE_SUBCLASS:
+                _index_instance(add, y, classes)
             if flags(ty) & _TYPE_SUBCLASS:
                 todo.append(y)
             elif id(ty) not in classes and id(ty) not in _NAMED_TYPES:
@@ -204,6 +261,11 @@ def _index_classes(add: Any, cls: type, classes: dict) -> None:
             todo.append(meta)
 
 
+#: A path's part naming the class of what the path before it reaches (no name a
+#: class statement or module binds holds ``<``)
+TYPE_PART = "<type>"
+#: A path's part naming the function a static or class method wraps
+FUNC_PART = "<func>"
 _META: Any = object()  # (a holder's name for ``type(class)``: no attribute's name)
 #: What the interpreter and the class statement write into every class, which no
 #: program compares by identity (review 140: a library's own ``__mode__ = "fast"``
@@ -246,4 +308,11 @@ _NAMED_TYPES = frozenset(
 )  # fmt: skip
 
 
-__all__ = ["holders_index", "library_held", "library_holders", "module_held"]
+__all__ = [
+    "FUNC_PART",
+    "TYPE_PART",
+    "holders_index",
+    "library_held",
+    "library_holders",
+    "module_held",
+]

@@ -100,6 +100,19 @@ def is_a(v: Any, classes: type | tuple[type, ...]) -> bool:
     return subclass(type(v), classes)
 
 
+def dict_reader(t: type) -> Any:
+    """What `inst_dict` reads an instance of ``t``'s dict through (a descriptor), or
+    None (none), or `Override`: for many instances of one type."""
+    for k in mro(t):
+        d = cdict(k).get("__dict__", _MISSING)
+        if d is _MISSING:
+            continue
+        if type(d) in _DICT_DESCRIPTORS and d.__objclass__ is k:
+            return d
+        return Override
+    return None
+
+
 def inst_dict(v: Any) -> dict[str, Any] | None:
     """``v``'s own attribute dict, read through the descriptor that holds it (None
     when its type gives it none); `Override` when a class of its type defines

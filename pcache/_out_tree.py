@@ -341,9 +341,11 @@ def held_name(v: Any, t: type) -> list | None:
     None if no library holds it; ValueError if its module's code may rebind one of
     those names while running (the library's code may reach the object another way
     while the name holds a new one: reviews 123, 124)."""
-    held = sorted(set(library_holders(v))) if library_held(v, t) else []
-    if not held:
+    if not library_held(v, t):
         return None
+    held = sorted(set(library_holders(v)))
+    if not held:  # (held where no module's path reaches it now: review 140)
+        raise ValueError(f"out-tree:aux-unnamed:{t.__name__}")
     if any(_rebound(*h) or not unchanged(*h) for h in held):
         raise ValueError(f"out-tree:aux-rebound:{t.__name__}")
     # (a string, number or tuple with its value too, compared when read back: the

@@ -49,8 +49,8 @@ import numpy as np
 
 from pcache import _canon, _compat, _guards, _hoststate, _memos, _persist_env, _usercode
 from pcache._errors import Uncacheable
-from pcache._holders import library_holders
-from pcache._introspect import cdict, is_a, items, names
+from pcache._holders import FUNC_PART, TYPE_PART, library_holders
+from pcache._introspect import Override, cdict, inst_dict, is_a, items, names
 from pcache._persist_abcs import abc_registrations, library_rules
 from pcache._persist_env import attributed
 from pcache._persist_pack import packed as _packed
@@ -163,7 +163,23 @@ def _resolve(module: str, qual: str) -> Any:
     them (no ``getattr``: nothing runs), or None."""
     v: Any = sys.modules.get(module)
     for part in qual.split("."):
-        d = module_dict(v) if is_a(v, types.ModuleType) else (cdict(v) if is_a(v, type) else None)
+        if part == TYPE_PART and v is not None:  # (the class of an instance: `_holders`)
+            v = type(v)
+            continue
+        if part == FUNC_PART:  # (what a static or class method wraps)
+            if type(v) is not staticmethod and type(v) is not classmethod:
+                return None
+            v = v.__func__
+            continue
+        if is_a(v, types.ModuleType):
+            d = module_dict(v)
+        elif is_a(v, type):
+            d = cdict(v)
+        else:  # (an instance a library holds: its own attribute, `_holders`)
+            try:
+                d = inst_dict(v) if v is not None else None
+            except Override:
+                return None
         if d is None or part not in d:
             return None
         v = d[part]

@@ -436,6 +436,38 @@ class G:
     inst, inst2 = _made()(), _made()()
 
 
+class S:  # (what a static method wraps: review 142)
+    pa = staticmethod(functools.partial(_get, None))
+    pb = staticmethod(functools.partial(_get, None))
+
+
+def _made_function():
+    def f():
+        return 1
+
+    return f
+
+
+FF, FG = _made_function(), _made_function()  # (one definition, two functions: review 142)
+
+
+import enum
+
+
+class En(enum.Enum):  # (what an instance a library class holds holds: review 142)
+    A = enum.member(functools.partial(_get, None))
+    B = enum.member(functools.partial(_get, None))
+
+
+class Field:
+    def __init__(self):
+        self.t = functools.partial(_get, None)
+
+
+class Fields:
+    a, b = Field(), Field()
+
+
 FA = lambda: 1  # noqa: E731 (two functions of equal code: review 141)
 FB = lambda: 1  # noqa: E731
 E = E2 = _hidden("e")  # (two paths to one class; the test rebinds the first: review 140)
@@ -506,10 +538,9 @@ def test_a_library_class_s_descriptors_are_keyed_by_identity(proplib, monkeypatc
     for walker in (Walker, ContentWalker):
         assert walker().value(a) != walker().value(b)
     a, b = vars(type(proplib.M))["p"], vars(type(proplib.N))["p"]
-    assert Walker().value(a) != Walker().value(b)
-    assert library_holders(a) == []
-    with pytest.raises(NoReuse, match="persist-identity"):
-        ContentWalker().value(a)
+    assert library_holders(a) == [("proplib", "M.<type>.p")]  # (by the class it makes)
+    for walker in (Walker, ContentWalker):
+        assert walker().value(a) != walker().value(b)
 
     def mine(self):
         return 2
@@ -520,20 +551,44 @@ def test_a_library_class_s_descriptors_are_keyed_by_identity(proplib, monkeypatc
 def test_what_a_library_instance_s_class_holds_and_its_functions_are_told_apart(proplib):
     """What the class of an instance a library holds holds (a class a library
     function made, reached by ``type(OBJ)`` only) is keyed by identity in process and
-    refused across processes (no module path names it); two of a library's functions
+    across processes named through a module's instance of it, or refused; two of a library's functions
     of equal code differ across processes by where they are defined (review 141)."""
     from pcache._holders import library_holders
     from pcache._persist_key import ContentWalker
     from pcache._walk import Walker
 
-    for one, other in ((proplib.OBJ, proplib.OBJ2), (proplib.G.inst, proplib.G.inst2)):
-        a, b = vars(type(one))["p"], vars(type(other))["p"]
-        assert Walker().value(a) != Walker().value(b)
-        assert library_holders(a) == []
-        with pytest.raises(NoReuse, match="persist-identity"):
-            ContentWalker().value(a)
+    a, b = vars(type(proplib.OBJ))["p"], vars(type(proplib.OBJ2))["p"]
+    assert library_holders(a) == [("proplib", "OBJ.<type>.p")]  # (by its module's instance)
+    for walker in (Walker, ContentWalker):
+        assert walker().value(a) != walker().value(b)
+    a, b = vars(type(proplib.G.inst))["p"], vars(type(proplib.G.inst2))["p"]
+    assert Walker().value(a) != Walker().value(b)
+    assert library_holders(a) == []  # (no module holds an instance of it: unnamed)
+    with pytest.raises(NoReuse, match="persist-identity"):
+        ContentWalker().value(a)
     for walker in (Walker, ContentWalker):
         assert walker().value(proplib.FA) != walker().value(proplib.FB)
+
+
+def test_what_a_static_method_wraps_and_library_instances_hold_are_told_apart(proplib):
+    """A static method's ``partial``, two functions one library definition made, an
+    enum member's value and a descriptor's field, each the object a library holds:
+    keyed by identity in process and named by their paths across processes (review
+    142)."""
+    from pcache._holders import library_holders
+    from pcache._persist_key import ContentWalker
+    from pcache._walk import Walker
+
+    S, En, Fields = proplib.S, proplib.En, proplib.Fields
+    for a, b, path in [
+        (S.pa, S.pb, "S.pa.<func>"),
+        (proplib.FF, proplib.FG, "FF"),
+        (En.A.value, En.B.value, "En.A._value_"),
+        (Fields.a.t, Fields.b.t, "Fields.a.t"),
+    ]:
+        assert library_holders(a) == [("proplib", path)]
+        for walker in (Walker, ContentWalker):
+            assert walker().value(a) != walker().value(b), path
 
 
 def test_numpy_s_own_scalars_are_named_by_numpy():
