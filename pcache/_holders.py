@@ -70,15 +70,25 @@ def library_holders(v: Any, of_type: bool = False) -> list:
     a module attribute), each read back; none for what only a metaclass or a class
     no module still reaches holds (the persisted key refuses those)."""
     if not of_type and type(v) in _UNINDEXED:  # (not in the index: looked for here)
-        return [h for name, m in items(sys.modules) if is_library_module(m)
-                for h in _holding(name, module_dict(m), v)]  # fmt: skip
+        found = [h for name, m in items(sys.modules) if is_library_module(m)
+                 for h in _holding(name, module_dict(m), v)]  # fmt: skip
+        return [h for h in found if resolve(*h) is v]
     index = _index()
     if of_type:
-        return [h for h in index.get(("type", id(v)), ()) if _holds(h, v, of_type)]
+        found = [h for h in index.get(("type", id(v)), ()) if _holds(h, v, of_type)]
+        return [h for h in found if _plain(h[1]) and type(resolve(*h)) is v]
     try:
-        return _paths(index, v, frozenset())
+        found = _paths(index, v, frozenset())
     except RecursionError:  # (classes nested past the interpreter's stack: unnamed)
         return []
+    return [h for h in found if resolve(*h) is v]  # (each name reads back to ``v``)
+
+
+def _plain(name: Any) -> bool:
+    """Whether ``name`` can be a part of a dotted name read back by `resolve`
+    without meaning another path (no dot; not `TYPE_PART` or `FUNC_PART`: review
+    143, ``setattr(C, "a.b", x)`` beside ``C.a.b``)."""
+    return type(name) is str and "." not in name and name != TYPE_PART and name != FUNC_PART
 
 
 def _paths(index: dict, v: Any, seen: frozenset) -> list:
@@ -90,6 +100,8 @@ def _paths(index: dict, v: Any, seen: frozenset) -> list:
         if not _holds(h, v):
             continue
         owner, name = h[0], h[1]
+        if not (name is _META or _plain(name)):
+            continue  # (a name no dotted path tells apart: review 143)
         if type(owner) is str:
             out.append(h)
         elif name is not _META and id(owner) not in seen:
@@ -97,8 +109,37 @@ def _paths(index: dict, v: Any, seen: frozenset) -> list:
             out += [(m, f"{q}.{name}") for m, q in _paths(index, owner, seen | {id(owner)})]
     if not out and is_a(v, type):
         out = [(m, f"{a}.{TYPE_PART}") for m, a in index.get(("type", id(v)), ())
-               if _holds((m, a), v, of_type=True)]  # fmt: skip
+               if _plain(a) and _holds((m, a), v, of_type=True)]  # fmt: skip
     return out
+
+
+def resolve(module: str, qual: str) -> Any:
+    """The object at ``module:qual`` (a name `library_holders` gives), read from
+    namespaces as the interpreter holds them (no ``getattr``: nothing runs), or
+    None."""
+    v: Any = sys.modules.get(module)
+    for part in qual.split("."):
+        if part == TYPE_PART and v is not None:  # (the class of an instance: `_holders`)
+            v = type(v)
+            continue
+        if part == FUNC_PART:  # (what a static or class method wraps)
+            if type(v) is not staticmethod and type(v) is not classmethod:
+                return None
+            v = v.__func__
+            continue
+        if is_a(v, ModuleType):
+            d = module_dict(v)
+        elif is_a(v, type):
+            d = cdict(v)
+        else:  # (an instance a library holds: its own attribute, `_holders`)
+            try:
+                d = inst_dict(v) if v is not None else None
+            except Override:
+                return None
+        if d is None or part not in d:
+            return None
+        v = d[part]
+    return v
 
 
 def _holding(name: str, d: dict | None, v: Any) -> list:

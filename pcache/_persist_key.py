@@ -49,8 +49,9 @@ import numpy as np
 
 from pcache import _canon, _compat, _guards, _hoststate, _memos, _persist_env, _usercode
 from pcache._errors import Uncacheable
-from pcache._holders import FUNC_PART, TYPE_PART, library_holders
-from pcache._introspect import Override, cdict, inst_dict, is_a, items, names
+from pcache._holders import library_holders
+from pcache._holders import resolve as _resolve
+from pcache._introspect import cdict, is_a, items, names
 from pcache._persist_abcs import abc_registrations, library_rules
 from pcache._persist_env import attributed
 from pcache._persist_pack import packed as _packed
@@ -158,34 +159,6 @@ class ContentWalker(Walker):
 # ------------------------------------------------------------ names
 
 
-def _resolve(module: str, qual: str) -> Any:
-    """The object at ``module:qual``, read from namespaces as the interpreter holds
-    them (no ``getattr``: nothing runs), or None."""
-    v: Any = sys.modules.get(module)
-    for part in qual.split("."):
-        if part == TYPE_PART and v is not None:  # (the class of an instance: `_holders`)
-            v = type(v)
-            continue
-        if part == FUNC_PART:  # (what a static or class method wraps)
-            if type(v) is not staticmethod and type(v) is not classmethod:
-                return None
-            v = v.__func__
-            continue
-        if is_a(v, types.ModuleType):
-            d = module_dict(v)
-        elif is_a(v, type):
-            d = cdict(v)
-        else:  # (an instance a library holds: its own attribute, `_holders`)
-            try:
-                d = inst_dict(v) if v is not None else None
-            except Override:
-                return None
-        if d is None or part not in d:
-            return None
-        v = d[part]
-    return v
-
-
 def _module_name(m: types.ModuleType) -> tuple[str, str]:
     """(the name of module ``m``, what provides it: `attributed`; "" for user code)."""
     name = (module_dict(m) or {}).get("__name__")
@@ -279,6 +252,7 @@ def _library_name(v: Any, any_module: bool = False) -> tuple | None:
             if d is None:
                 continue
             found += [(name, k) for k, x in items(d) if x is v]
+        found = [h for h in found if _resolve(*h) is v]  # (``globals()["a.b"]``: review 143)
     if not found:
         if not any_module:  # (library namespaces are taken as fixed; a program's are not)
             _LIB_NAMES[(id(v), any_module)] = (v, None, len(sys.modules))

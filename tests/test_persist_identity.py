@@ -468,6 +468,16 @@ class Fields:
     a, b = Field(), Field()
 
 
+class _Inner:
+    b = functools.partial(_get, None)
+
+
+class NS:  # (a name with a dot beside the path it spells: review 143)
+    a = _Inner
+
+
+setattr(NS, "a.b", functools.partial(_get, None))
+setattr(S, "pa.<func>", functools.partial(_get, None))
 FA = lambda: 1  # noqa: E731 (two functions of equal code: review 141)
 FB = lambda: 1  # noqa: E731
 E = E2 = _hidden("e")  # (two paths to one class; the test rebinds the first: review 140)
@@ -589,6 +599,14 @@ def test_what_a_static_method_wraps_and_library_instances_hold_are_told_apart(pr
         assert library_holders(a) == [("proplib", path)]
         for walker in (Walker, ContentWalker):
             assert walker().value(a) != walker().value(b), path
+    # (review 143: a name is given only where it reads back to the very object; an
+    # attribute whose name spells another path is held, by identity, but unnamed)
+    for odd, spelled in ((vars(proplib.NS)["a.b"], proplib._Inner.b),
+                         (vars(S)["pa.<func>"], S.pa)):  # fmt: skip
+        assert library_holders(odd) == []
+        assert Walker().value(odd) != Walker().value(spelled)
+        with pytest.raises(NoReuse, match="persist-identity"):
+            ContentWalker().value(odd)
 
 
 def test_numpy_s_own_scalars_are_named_by_numpy():
