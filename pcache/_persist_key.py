@@ -181,14 +181,14 @@ def named(v: Any) -> tuple:
             if not got[2] and not _FLAGS(v) & _HEAPTYPE:
                 raise NoReuse("persist-user-extension")  # (review 54)
             return got
-        lib = _library_name(v)  # (a class whose names say otherwise: ``jax.Array``)
-        if lib is not None:
-            return ("lib", *lib, _provider(lib[0]))
+        lib = _library_names(v)  # (a class whose names say otherwise: ``jax.Array``)
+        if lib:
+            return _lib_node(lib)
         # a class a library function made, whose instance a library module holds
-        # (lineax's tokens: ``_qr_token = eqxi.str2jax("qr_token")``), by that name
-        held = library_holders(v, of_type=True)
+        # (lineax's tokens: ``_qr_token = eqxi.str2jax("qr_token")``), by those names
+        held = tuple(sorted(set(library_holders(v, of_type=True))))
         if held:
-            return ("libtype", *min(held), _provider(min(held)[0]))
+            return ("libtype", *_lib_node(held)[1:])
         raise NoReuse(f"persist-local-class:{qual}")
     prim = _canon.jax_primitive_name(v) if is_a(v, _compat.Primitive) else None
     if prim is not None:
@@ -214,16 +214,16 @@ def named(v: Any) -> tuple:
         return ("ufunc", v.__name__)
     if t is float or is_a(v, np.generic):
         # (a library's own: ``np.True_``, ``math.inf``, by the name it holds it under)
-        lib = _library_name(v) if t is not float or is_library_float(v) else None
+        lib = _library_names(v) if t is not float or is_library_float(v) else None
         if lib:
-            return ("lib", *lib, _provider(lib[0]))
+            return _lib_node(lib)
         # a NaN of the program's own: whether it is the very NaN another object holds
         # (a code constant: ``G in (n,)``) has no name across processes (review 41)
         raise NoReuse("persist-nan-identity" if t is float else f"persist-identity:{qualname(t)}")
     # (a bare ``object()`` sentinel plays its role by the name a module holds it under)
-    lib = _library_name(v, any_module=t is object)
-    if lib is not None:
-        return ("lib", *lib, _provider(lib[0]))
+    lib = _library_names(v, any_module=t is object)
+    if lib:
+        return _lib_node(lib)
     raise NoReuse(f"persist-identity:{qualname(t)}")
 
 
@@ -235,12 +235,19 @@ def _provider(module: str) -> str:
 def _library_name(v: Any, any_module: bool = False) -> tuple | None:
     """The least (module, attribute) under which a loaded library module (or any
     module) holds ``v``."""
+    got = _library_names(v, any_module)
+    return got[0] if got else None
+
+
+def _library_names(v: Any, any_module: bool = False) -> tuple:
+    """Every (module, attribute) under which a loaded library module (or any module)
+    holds ``v`` now, each read back to ``v``, sorted. A key names the object by them
+    all: one name alone may be an alias the library, or another of its modules
+    imported in one process only, points elsewhere (``CURRENT = MODE_A``, later
+    ``MODE_B``: review 144), where the object's other names tell the two apart."""
     e = _LIB_NAMES.get((id(v), any_module))
-    if e is not None and e[0] is v:
-        if e[1] is None:  # none found while no module was loaded since
-            if e[2] == len(sys.modules):
-                return None
-        elif _resolve(*e[1]) is v:
+    if e is not None and e[0] is v and e[2] == len(sys.modules):  # (a module's holders)
+        if all(_resolve(*h) is v for h in e[1]):
             return e[1]
     found = library_holders(v)
     if any_module and not found:
@@ -253,13 +260,15 @@ def _library_name(v: Any, any_module: bool = False) -> tuple | None:
                 continue
             found += [(name, k) for k, x in items(d) if x is v]
         found = [h for h in found if _resolve(*h) is v]  # (``globals()["a.b"]``: review 143)
-    if not found:
-        if not any_module:  # (library namespaces are taken as fixed; a program's are not)
-            _LIB_NAMES[(id(v), any_module)] = (v, None, len(sys.modules))
-        return None
-    best = min(found)
-    _LIB_NAMES[(id(v), any_module)] = (v, best, 0)
-    return best
+    got = tuple(sorted(set(found)))
+    if got or not any_module:  # (library namespaces are taken as fixed; a program's are not)
+        _LIB_NAMES[(id(v), any_module)] = (v, got, len(sys.modules))
+    return got
+
+
+def _lib_node(names: tuple) -> tuple:
+    """A library object by all its names, each with what provides its module."""
+    return ("lib", *[(m, a, _provider(m)) for m, a in names])
 
 
 def namespace_name(g: dict) -> tuple:

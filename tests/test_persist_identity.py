@@ -480,6 +480,32 @@ setattr(NS, "a.b", functools.partial(_get, None))
 setattr(S, "pa.<func>", functools.partial(_get, None))
 FA = lambda: 1  # noqa: E731 (two functions of equal code: review 141)
 FB = lambda: 1  # noqa: E731
+
+MODE_A = functools.partial(_get, None)
+MODE_B = functools.partial(_get, None)
+CURRENT = MODE_A  # (an alias, the least of MODE_A's names: review 144)
+
+
+def use(mode):
+    global CURRENT
+    CURRENT = mode
+
+
+# (pairs of objects equal by content that library code tells apart by ``is``)
+PAIRS = {
+    "alias": (MODE_A, MODE_B),
+    "static": (S.pa, S.pb),
+    "factory": (FF, FG),
+    "enum-value": (En.A.value, En.B.value),
+    "field": (Fields.a.t, Fields.b.t),
+    "instance-class": (vars(type(OBJ))["p"], vars(type(OBJ2))["p"]),
+    "metaclass": (vars(type(M))["p"], vars(type(N))["p"]),
+    "lambda": (FA, FB),
+}
+
+
+def pick(v, d, name):
+    return v * (2.0 if d is PAIRS[name][0] else 3.0)
 E = E2 = _hidden("e")  # (two paths to one class; the test rebinds the first: review 140)
 F = F2 = _hidden("f")
 
@@ -607,6 +633,37 @@ def test_what_a_static_method_wraps_and_library_instances_hold_are_told_apart(pr
         assert Walker().value(odd) != Walker().value(spelled)
         with pytest.raises(NoReuse, match="persist-identity"):
             ContentWalker().value(odd)
+
+
+PAIRS_PROG = """
+import os
+
+import proplib
+
+A = os.environ["PHASE"] == "A"
+if not A:
+    proplib.use(proplib.MODE_B)  # (B's alias names the other object)
+for name, (one, other) in proplib.PAIRS.items():
+    d = one if A else other
+    show(name, lambda d=d, name=name: jax.jit(lambda v: proplib.pick(v, d, name))(x))
+one = proplib.PAIRS["static"][0]
+show("control", lambda: jax.jit(lambda v: proplib.pick(v, one, "static"))(x))
+"""
+
+
+def test_library_objects_told_apart_by_identity_across_processes(tmp_path):
+    """Phase A passes one object of each pair, B the other (equal content, another
+    identity, which library code tests by ``is``): B computes what stock JAX does
+    (reviews 140-142), also where the least name of A's object names B's in B (an
+    alias the library rebinds: review 144); the same object in both (the control)
+    is served."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "proplib", PROPLIB)
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(PAIRS_PROG))
+    a, stock, b = phases(prog, site, tmp_path / "c")
+    assert b["digests"]["shown"] == stock["digests"]["shown"]
+    assert a["digests"]["shown"] != stock["digests"]["shown"]  # (the pairs differ)
+    assert b["digests"]["served"]["prog.py"] >= 1, b["stats"]
 
 
 def test_numpy_s_own_scalars_are_named_by_numpy():
