@@ -53,6 +53,7 @@ from pcache._holders import library_holders
 from pcache._holders import resolve as _resolve
 from pcache._introspect import cdict, is_a, items, names
 from pcache._persist_abcs import abc_registrations, library_rules
+from pcache._persist_code import HASH_SEED, code_digest
 from pcache._persist_env import attributed
 from pcache._persist_pack import packed as _packed
 from pcache._snapshots import unchanged
@@ -65,7 +66,6 @@ MAX_JAX_ARRAY_BYTES = 256 * 1024
 #: The key's own domain: never an executable key.
 DOMAIN = b"pcache-trace-1\n"
 _BUILTINS = vars(builtins)
-_CODE: dict = _memos.memo("persist.code", {})  # id(code) -> (code, its digest)
 _LIB_NAMES: dict = _memos.memo("persist.library_names", {})  # (id, any) -> (obj, name, n)
 _NODES: dict = _memos.memo("persist.pytree_nodes", {})  # "nodes" -> (registry, digest)
 _SETTINGS: dict = _memos.memo("persist.settings", {})  # typed settings -> digests
@@ -170,6 +170,8 @@ def _module_name(m: types.ModuleType) -> tuple[str, str]:
 def named(v: Any) -> tuple:
     """A name for ``v`` that resolves back to ``v`` in this process."""
     t = type(v)
+    if v is None or t is bool or v is ... or v is NotImplemented:
+        return ("const", repr(v))  # (one object each: no name tells them apart)
     if is_a(v, types.ModuleType):
         return ("mod", *_module_name(v))
     if t is _compat.ArrayImpl:
@@ -241,10 +243,7 @@ def _library_name(v: Any, any_module: bool = False) -> tuple | None:
 
 def _library_names(v: Any, any_module: bool = False) -> tuple:
     """Every (module, attribute) under which a loaded library module (or any module)
-    holds ``v`` now, each read back to ``v``, sorted. A key names the object by them
-    all: one name alone may be an alias the library, or another of its modules
-    imported in one process only, points elsewhere (``CURRENT = MODE_A``, later
-    ``MODE_B``: review 144), where the object's other names tell the two apart."""
+    holds ``v`` now, each read back to ``v``, sorted (`_lib_node` picks one)."""
     e = _LIB_NAMES.get((id(v), any_module))
     if e is not None and e[0] is v and e[2] == len(sys.modules):  # (a module's holders)
         if all(_resolve(*h) is v for h in e[1]):
@@ -267,8 +266,18 @@ def _library_names(v: Any, any_module: bool = False) -> tuple:
 
 
 def _lib_node(names: tuple) -> tuple:
-    """A library object by all its names, each with what provides its module."""
-    return ("lib", *[(m, a, _provider(m)) for m, a in names])
+    """A library object by one of its names: the least of those its module's import
+    bound to it (`_snapshots.unchanged`: an alias the library, or a module imported
+    in one process only, points elsewhere later, ``CURRENT = MODE_A`` then
+    ``MODE_B``, names another object: review 144), a module attribute before a
+    class's or an instance's (whose rebinding the snapshot does not see). Not all
+    its names: which modules are loaded when a call is keyed differs between a
+    process that traced before it and one that was served."""
+    kept = [h for h in names if unchanged(*h)]
+    if not kept:
+        raise NoReuse("persist-identity:rebound")
+    m, a = min([h for h in kept if "." not in h[1]] or kept)
+    return ("lib", m, a, _provider(m))
 
 
 def namespace_name(g: dict) -> tuple:
@@ -368,103 +377,6 @@ def _own_source() -> str:
                 with open(os.path.join(d, f), "rb") as fh:
                     out.append((os.path.relpath(os.path.join(d, f), root), fh.read()))
     return _packed(b"pcache-source\n", tuple(out))
-
-
-# ------------------------------------------------------------ code
-
-
-def code_digest(code: types.CodeType) -> str:
-    """A code object by content (not its file or lines), memoized per object."""
-    e = _CODE.get(id(code))
-    if e is not None and e[0] is code:
-        return e[1]
-    d = _packed(b"pcache-code\n", _code_parts(code))
-    if len(_CODE) > 65536:
-        _CODE.clear()
-    _CODE[id(code)] = (code, d)
-    return d
-
-
-def _code_parts(c: types.CodeType) -> tuple:
-    return (
-        "code",
-        c.co_code,
-        tuple(_const(x) for x in c.co_consts),
-        c.co_names,
-        c.co_varnames,
-        c.co_freevars,
-        c.co_cellvars,
-        c.co_argcount,
-        c.co_posonlyargcount,
-        c.co_kwonlyargcount,
-        c.co_flags,
-        c.co_stacksize,
-        getattr(c, "co_exceptiontable", b""),
-        c.co_name,
-        getattr(c, "co_qualname", c.co_name),
-    )
-
-
-def _hash_seed() -> str:
-    """The hash seed this interpreter runs with: ``PYTHONHASHSEED`` as the process
-    started (a program may set the variable later, for its children), "random"
-    where unset, ``random`` or ignored (``-E``)."""
-    if sys.flags.ignore_environment:
-        return "random"
-    seed = os.environ.get("PYTHONHASHSEED", "random")
-    try:
-        with open("/proc/self/environ", "rb") as fh:
-            for kv in fh.read().split(b"\0"):  # (the first, as ``getenv`` takes it)
-                if kv.startswith(b"PYTHONHASHSEED="):
-                    seed = kv.partition(b"=")[2].decode("ascii", "replace")
-                    break
-            else:
-                seed = "random"
-    except OSError:
-        pass
-    try:  # as the interpreter parses it (``strtoul``: "+1", " 1"; review 64)
-        return str(int(seed, 10)) if seed.strip() != "random" else "random"
-    except ValueError:
-        return "random"
-
-
-HASH_SEED = _hash_seed()
-
-
-def _seeded(x: Any) -> bool:
-    """Whether ``x``'s hash depends on the process's hash seed."""
-    t = type(x)
-    # (``None`` hashes by its address in 3.11: review 64)
-    return (
-        t is str
-        or t is bytes
-        or x is None
-        or ((t is tuple or t is frozenset) and any(map(_seeded, x)))
-    )
-
-
-def _const(x: Any) -> Any:
-    t = type(x)
-    if t is types.CodeType:
-        return ("c", code_digest(x))
-    if t is tuple:
-        return ("t", *map(_const, x))
-    if t is frozenset:
-        if HASH_SEED != "random" or not any(map(_seeded, x)):
-            # in iteration order (``for i in {0, 8, 16}``: review 38; strings too under a
-            # pinned seed, where the order the literal lists them in decides: review 62)
-            return ("fs", *map(_const, x))
-        # sorted: strings iterate in an order each process's hash seed draws (a
-        # program whose trace depends on it must pin ``PYTHONHASHSEED``: README;
-        # review 60: else any ``m in {"train", "eval"}`` made every process miss)
-        return ("fss", *sorted(map(_const, x), key=repr))
-    if t is float:
-        return ("f", float.hex(x) if x == x else np.float64(x).tobytes())
-    if t is complex:
-        return ("z", _const(x.real), _const(x.imag))
-    if t in (str, bytes, int, bool) or x is None or x is ...:
-        return (t.__name__, x if x is not ... else "...")
-    raise NoReuse(f"persist-code-constant:{t.__name__}")
 
 
 # ------------------------------------------------------------ the key
