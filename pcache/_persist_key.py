@@ -56,6 +56,7 @@ from pcache._persist_abcs import abc_registrations, library_rules
 from pcache._persist_code import HASH_SEED, code_digest
 from pcache._persist_env import attributed
 from pcache._persist_pack import packed as _packed
+from pcache._provenance import rebinds_global
 from pcache._snapshots import unchanged
 from pcache._usercode import NoReuse, is_library_module, module_dict, qualname
 from pcache._walk import Walker, plain_array
@@ -273,11 +274,22 @@ def _lib_node(names: tuple) -> tuple:
     class's or an instance's (whose rebinding the snapshot does not see). Not all
     its names: which modules are loaded when a call is keyed differs between a
     process that traced before it and one that was served."""
-    kept = [h for h in names if unchanged(*h)]
+    kept = [h for h in names if unchanged(*h) and not _rebinds(*h)]
     if not kept:
         raise NoReuse("persist-identity:rebound")
     m, a = min([h for h in kept if "." not in h[1]] or kept)
     return ("lib", m, a, _provider(m))
+
+
+def _rebinds(module: str, path: str) -> bool:
+    """Whether library module ``module``'s own code may rebind a part of ``path``
+    (``global X; X = ...``, ``H.x = ...``, ``setattr`` by name: `rebinds_global`):
+    a rebinding made before pcache was enabled, when the snapshot was taken, and an
+    attribute's, which the snapshot does not hold (review 145)."""
+    file = (module_dict(sys.modules.get(module)) or {}).get("__file__")
+    if type(file) is not str:  # (a builtin module has no code to rebind it: ``math``)
+        return module not in sys.builtin_module_names
+    return any(rebinds_global(file, part) for part in path.split(".") if part[:1] != "<")
 
 
 def namespace_name(g: dict) -> tuple:

@@ -491,9 +491,20 @@ def use(mode):
     CURRENT = mode
 
 
+class Hc:
+    MA = functools.partial(_get, None)
+    MB = functools.partial(_get, None)
+    CUR = MA  # (a class attribute alias, no module-level name: review 145)
+
+
+def use_h(mode):
+    Hc.CUR = mode
+
+
 # (pairs of objects equal by content that library code tells apart by ``is``)
 PAIRS = {
     "alias": (MODE_A, MODE_B),
+    "class-alias": (Hc.MA, Hc.MB),
     "static": (S.pa, S.pb),
     "factory": (FF, FG),
     "enum-value": (En.A.value, En.B.value),
@@ -549,8 +560,8 @@ def test_a_library_class_s_descriptors_are_keyed_by_identity(proplib, monkeypatc
     for path in (("held",), ("__p__",), ("In", "q"), ("In", "s")):
         a, b = pair(*path)
         assert library_holders(a) == [("proplib", ".".join(("A", *path)))]
-        for walker in (Walker, ContentWalker):
-            assert walker().value(a) != walker().value(b), path
+        assert Walker().value(a) != Walker().value(b), path
+        assert _told_apart(a, b), path
     # (review 139: any class a library class holds, followed by identity: deeper than a
     # fixed bound, an alias; anything under a dunder name but a class's bookkeeping)
     deep = ("Tree", *("Deeper",) * 100)
@@ -561,8 +572,8 @@ def test_a_library_class_s_descriptors_are_keyed_by_identity(proplib, monkeypatc
             a, b = vars(a)[part], vars(b)[part]
         a, b = vars(a)[path[-1]], vars(b)[path[-1]]
         assert library_holders(a) == [("proplib", ".".join(("C", *path)))], path
-        for walker in (Walker, ContentWalker):
-            assert walker().value(a) != walker().value(b), path
+        assert Walker().value(a) != Walker().value(b), path
+        assert _told_apart(a, b), path
 
     # (review 140: a class whose first path is rebound, a metaclass's attribute: by
     # identity in process; across processes named by a path that still reaches it,
@@ -623,8 +634,8 @@ def test_what_a_static_method_wraps_and_library_instances_hold_are_told_apart(pr
         (Fields.a.t, Fields.b.t, "Fields.a.t"),
     ]:
         assert library_holders(a) == [("proplib", path)]
-        for walker in (Walker, ContentWalker):
-            assert walker().value(a) != walker().value(b), path
+        assert Walker().value(a) != Walker().value(b), path
+        assert _told_apart(a, b), path
     # (review 143: a name is given only where it reads back to the very object; an
     # attribute whose name spells another path is held, by identity, but unnamed)
     for odd, spelled in ((vars(proplib.NS)["a.b"], proplib._Inner.b),
@@ -635,6 +646,18 @@ def test_what_a_static_method_wraps_and_library_instances_hold_are_told_apart(pr
             ContentWalker().value(odd)
 
 
+def _told_apart(a, b) -> bool:
+    """Whether the persisted key tells ``a`` and ``b`` apart, or refuses them (a
+    name the library's code may rebind, ``K.Deeper = ...``, ``self.t = ...``, names
+    nothing: review 145)."""
+    from pcache._persist_key import ContentWalker
+
+    try:
+        return ContentWalker().value(a) != ContentWalker().value(b)
+    except NoReuse as e:
+        return "persist-identity" in str(e)
+
+
 PAIRS_PROG = """
 import os
 
@@ -643,6 +666,7 @@ import proplib
 A = os.environ["PHASE"] == "A"
 if not A:
     proplib.use(proplib.MODE_B)  # (B's alias names the other object)
+    proplib.use_h(proplib.Hc.MB)
 for name, (one, other) in proplib.PAIRS.items():
     d = one if A else other
     show(name, lambda d=d, name=name: jax.jit(lambda v: proplib.pick(v, d, name))(x))
@@ -664,6 +688,16 @@ def test_library_objects_told_apart_by_identity_across_processes(tmp_path):
     assert b["digests"]["shown"] == stock["digests"]["shown"]
     assert a["digests"]["shown"] != stock["digests"]["shown"]  # (the pairs differ)
     assert b["digests"]["served"]["prog.py"] >= 1, b["stats"]
+
+
+def test_a_name_the_library_s_code_rebinds_names_nothing(proplib):
+    """An alias the library's own code rebinds (``global CURRENT``, ``Hc.CUR = m``)
+    is no object's name across processes, even where it holds what the import bound
+    (a rebinding before pcache was enabled reads as unchanged: review 145)."""
+    from pcache._persist_key import ContentWalker
+
+    assert ContentWalker().value(proplib.MODE_A)[-1][:3] == ("lib", "proplib", "MODE_A")
+    assert ContentWalker().value(proplib.Hc.MA)[-1][:3] == ("lib", "proplib", "Hc.MA")
 
 
 def test_numpy_s_own_scalars_are_named_by_numpy():
