@@ -289,7 +289,19 @@ def _rebinds(module: str, path: str) -> bool:
     file = (module_dict(sys.modules.get(module)) or {}).get("__file__")
     if type(file) is not str:  # (a builtin module has no code to rebind it: ``math``)
         return module not in sys.builtin_module_names
-    return any(rebinds_global(file, part) for part in path.split(".") if part[:1] != "<")
+    first, *rest = path.split(".")
+    if first not in _IMPORT_NAMES and rebinds_global(file, first):
+        return True
+    return any(rebinds_global(file, part) for part in rest if part[:1] != "<")
+
+
+#: What the import system binds in a module, which a library's ``f.__name__ = ...``
+#: (a function's, a class's) does not rebind: ``rebinds_global`` reads every
+#: attribute store of the name as one
+_IMPORT_NAMES = frozenset({
+    "__name__", "__file__", "__package__", "__spec__", "__loader__", "__path__",
+    "__doc__", "__cached__", "__builtins__",
+})  # fmt: skip
 
 
 def namespace_name(g: dict) -> tuple:

@@ -501,6 +501,13 @@ def use_h(mode):
     Hc.CUR = mode
 
 
+def _renamed():
+    pass
+
+
+_renamed.__name__ = "renamed"  # (a function's name: not the module's ``__name__``)
+
+
 # (pairs of objects equal by content that library code tells apart by ``is``)
 PAIRS = {
     "alias": (MODE_A, MODE_B),
@@ -698,6 +705,9 @@ def test_a_name_the_library_s_code_rebinds_names_nothing(proplib):
 
     assert ContentWalker().value(proplib.MODE_A)[-1][:3] == ("lib", "proplib", "MODE_A")
     assert ContentWalker().value(proplib.Hc.MA)[-1][:3] == ("lib", "proplib", "Hc.MA")
+    # (the module's own name, which the import system binds, is still a name)
+    name = vars(proplib)["__name__"]
+    assert ContentWalker().value(name)[-1][:3] == ("lib", "proplib", "__name__")
 
 
 def test_numpy_s_own_scalars_are_named_by_numpy():
