@@ -274,25 +274,46 @@ def _lib_node(names: tuple) -> tuple:
     class's or an instance's (whose rebinding the snapshot does not see). Not all
     its names: which modules are loaded when a call is keyed differs between a
     process that traced before it and one that was served."""
-    kept = [h for h in names if unchanged(*h) and not _rebinds(*h)]
+    files = {_file(m) for m, _ in names}  # (re-exported: ``pkg.H.CUR``, review 146)
+    kept = [h for h in names if unchanged(*h) and not _rebinds(*h, files)]
     if not kept:
         raise NoReuse("persist-identity:rebound")
     m, a = min([h for h in kept if "." not in h[1]] or kept)
     return ("lib", m, a, _provider(m))
 
 
-def _rebinds(module: str, path: str) -> bool:
-    """Whether library module ``module``'s own code may rebind a part of ``path``
-    (``global X; X = ...``, ``H.x = ...``, ``setattr`` by name: `rebinds_global`):
-    a rebinding made before pcache was enabled, when the snapshot was taken, and an
-    attribute's, which the snapshot does not hold (review 145)."""
-    file = (module_dict(sys.modules.get(module)) or {}).get("__file__")
-    if type(file) is not str:  # (a builtin module has no code to rebind it: ``math``)
-        return module not in sys.builtin_module_names
+def _rebinds(module: str, path: str, files: set) -> bool:
+    """Whether library code may rebind a part of ``path`` (``global X; X = ...``,
+    ``H.x = ...``, ``setattr`` by name: `rebinds_global`): a rebinding made before
+    pcache was enabled, when the snapshot was taken, and an attribute's, which the
+    snapshot does not hold (review 145). The module's global by its own file; an
+    attribute by those of every module holding the object (``files``) and of the
+    modules defining each class on the path (``pkg.H.CUR``, whose ``H.use`` is in
+    ``pkg._core``: review 146)."""
+    file = _file(module)
+    if file == "":  # (a builtin module has no code to rebind it: ``math``)
+        return False
     first, *rest = path.split(".")
-    if first not in _IMPORT_NAMES and rebinds_global(file, first):
+    if file is None or first not in _IMPORT_NAMES and rebinds_global(file, first):
         return True
-    return any(rebinds_global(file, part) for part in rest if part[:1] != "<")
+    if not rest:
+        return False
+    owners = {file, *files}
+    for i in range(1, len(rest) + 1):  # (each class on the path, an instance's class)
+        o = _resolve(module, ".".join([first, *rest[: i - 1]]))
+        t = o if is_a(o, type) else type(o)
+        owners.add(_file(names(t)[2]) if type(names(t)[2]) is str else None)
+    if None in owners:
+        return True
+    return any(rebinds_global(f, part) for f in owners if f for part in rest if part[:1] != "<")
+
+
+def _file(module: str) -> str | None:
+    """Module ``module``'s source file; "" for a builtin module; None if it has none."""
+    file = (module_dict(sys.modules.get(module)) or {}).get("__file__")
+    if type(file) is str:
+        return file
+    return "" if module in sys.builtin_module_names else None
 
 
 #: What the import system binds in a module, which a library's ``f.__name__ = ...``

@@ -759,3 +759,43 @@ def test_the_finder_is_in_sys_meta_path_only_while_traces_persist(tmp_path):
                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
                          check=True)  # fmt: skip
     assert out.stdout.strip().splitlines()[-1] == "[0, 1, True, 0, False, 0, 1, True]"
+
+
+REEXPORTED_CORE = """
+import functools
+
+
+def _get(self):
+    return 1
+
+
+class H:
+    MA = functools.partial(_get, None)
+    MB = functools.partial(_get, None)
+    CUR = MA  # (an alias its own method rebinds)
+
+    @classmethod
+    def use(cls, mode):
+        cls.CUR = mode
+"""
+
+
+def test_an_alias_rebound_where_its_class_is_defined_names_nothing_re_exported(
+    tmp_path, monkeypatch
+):
+    """A class a package's ``__init__`` re-exports from the submodule that defines it
+    (and rebinds its alias, ``cls.CUR = m``): the alias names nothing under either
+    module (review 146: the package's own file assigns nothing)."""
+    from pcache._persist_key import ContentWalker
+
+    site = libsite.install(
+        tmp_path / "lib" / "site-packages", "reexp", "from reexp._core import H\n"
+    )
+    (site / "reexp" / "_core.py").write_text(REEXPORTED_CORE)
+    with open(site / "reexp-1.0.dist-info" / "RECORD", "a") as f:
+        f.write("reexp/_core.py,,\n")
+    mod = next(libsite.imported(site, "reexp", monkeypatch))
+    try:
+        assert ContentWalker().value(mod.H.MA)[-1][:3] == ("lib", "reexp", "H.MA")
+    finally:
+        sys.modules.pop("reexp._core", None)
