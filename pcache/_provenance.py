@@ -122,8 +122,12 @@ def _rebinds_in(c: _CODE, name: str, word: Any, dynamic: frozenset) -> bool:
     for ins in dis.get_instructions(c):
         if ins.opname in _STORES and ins.argval == name:
             return True
-    if c.co_name == "<module>" or not (dynamic.intersection(c.co_names) or c.co_name in dynamic):
-        return False  # (its body runs once, at import: `__all__`; or no namespace by name)
+    if c.co_name == "<module>":  # (its body runs once, at import: ``__all__``)
+        # but a callable it makes may write by name later: ``use = partial(setattr,
+        # H, "CUR")`` (review 147)
+        return bool(_DYNAMIC.intersection(c.co_names)) and name in _strings(c.co_consts)
+    if not (dynamic.intersection(c.co_names) or c.co_name in dynamic):
+        return False  # (no namespace by name)
     return any(word.search(s) for s in _strings(c.co_consts))
 
 

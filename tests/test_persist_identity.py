@@ -799,3 +799,17 @@ def test_an_alias_rebound_where_its_class_is_defined_names_nothing_re_exported(
         assert ContentWalker().value(mod.H.MA)[-1][:3] == ("lib", "reexp", "H.MA")
     finally:
         sys.modules.pop("reexp._core", None)
+
+
+def test_a_module_level_setattr_partial_rebinds_its_name(tmp_path):
+    """``use = partial(setattr, H, "CUR")`` at module level writes ``CUR`` when the
+    program calls it (review 147); a module body's ``__all__`` alone rebinds nothing."""
+    from pcache._provenance import rebinds_global
+
+    dyn, plain = tmp_path / "dyn_mod.py", tmp_path / "plain_mod.py"
+    dyn.write_text(
+        'import functools\n\n\nclass H:\n    CUR = 1\n\n\nuse = functools.partial(setattr, H, "CUR")\n'
+    )
+    plain.write_text('class H:\n    CUR = 1\n\n\n__all__ = ["H", "CUR"]\n')
+    assert rebinds_global(str(dyn), "CUR")
+    assert not rebinds_global(str(plain), "CUR") and not rebinds_global(str(plain), "H")
