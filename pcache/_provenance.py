@@ -123,12 +123,29 @@ def _rebinds_in(c: _CODE, name: str, word: Any, dynamic: frozenset) -> bool:
         if ins.opname in _STORES and ins.argval == name:
             return True
     if c.co_name == "<module>":  # (its body runs once, at import: ``__all__``)
-        # but a callable it makes may write by name later: ``use = partial(setattr,
-        # H, "CUR")`` (review 147)
-        return bool(_DYNAMIC.intersection(c.co_names)) and name in _strings(c.co_consts)
+        return _escaping_writer(c, name)
     if not (dynamic.intersection(c.co_names) or c.co_name in dynamic):
         return False  # (no namespace by name)
     return any(word.search(s) for s in _strings(c.co_consts))
+
+
+def _escaping_writer(c: _CODE, name: str) -> bool:
+    """Whether body ``c`` passes a namespace writer on (not calls it: that runs at
+    import) in a statement that also loads ``name`` as a string: a callable it makes
+    may write that name later, ``use = partial(setattr, H, "CUR")`` (review 147)."""
+    escaped, prev = False, None
+    for ins in dis.get_instructions(c):
+        if ins.opname in ("STORE_NAME", "STORE_GLOBAL", "POP_TOP", "RETURN_VALUE"):
+            escaped = False  # (a statement's end)
+        elif ins.opname in ("LOAD_NAME", "LOAD_GLOBAL") and ins.argval in _WRITERS:
+            escaped = escaped or prev != "PUSH_NULL"
+        elif escaped and ins.opname == "LOAD_CONST" and ins.argval == name:
+            return True
+        prev = ins.opname
+    return False
+
+
+_WRITERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__"})
 
 
 def _aliases(codes: list) -> frozenset:
