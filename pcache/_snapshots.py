@@ -17,7 +17,9 @@ loader they return: the module's body runs under the interpreter's own loader
 (``__loader__`` and ``__spec__.loader`` are the real one again before it runs) and
 its namespace is copied (shallowly) when the body returns. Modules already loaded
 at `start` are copied then (a name rebound before `start` is seen only by
-`pcache._provenance.rebinds_global`). A module without a snapshot, or a name it did
+`pcache._provenance.rebinds_global`). With a library module's namespace go the dicts
+of the classes and instances it holds (`_deep`), so that a name's every part is
+checked, not only its first. A module without a snapshot, or a name it did
 not hold then, is not named: nothing is persisted by it.
 
 Only with persisted traces on (`start` from `pcache._install`). JAX-free.
@@ -31,10 +33,15 @@ import types
 from importlib.machinery import ModuleSpec
 from typing import Any
 
-from pcache._introspect import Override, inst_dict, is_a
+from pcache._holders import _BOOKKEEPING, FUNC_PART, TYPE_PART
+from pcache._introspect import Override, cdict, dict_reader, flags, inst_dict, is_a
 from pcache._memos import after_fork
+from pcache._usercode import is_library_module
 
 _SNAPSHOTS: dict[str, tuple] = {}  # module name -> (the module, its namespace copied)
+#: id -> (a class or instance a library module held when its import finished, its
+#: own dict copied then or None, its class then, whether provisional): `_deep`
+_DEEP: dict[int, tuple] = {}
 _LOCAL = threading.local()  # .busy: this thread is asking the other finders
 
 
@@ -48,7 +55,72 @@ def _copy(name: Any, m: Any) -> None:
     except Override:
         return
     if type(d) is dict and sys.modules.get(name) is m:
-        _SNAPSHOTS[name] = (m, d.copy())
+        d = _SNAPSHOTS[name] = (m, d.copy())
+        if is_library_module(m):
+            _deep(name, d[1])
+
+
+def _deep(module: str, d: dict) -> None:
+    """Copy the dict of every class library module namespace ``d`` holds, at any
+    depth (a nested class, a class attribute's class, a metaclass, an instance's
+    class), and of every instance it or those classes hold (one level: what
+    `pcache._holders` indexes), each once (but a class a circular import reached
+    while its own module's body ran, again when that body returns): a name's deeper
+    parts (``H.CUR``, ``OBJ.mode``, ``OBJ.<type>.x``) are checked against what import
+    bound as its first is (`unchanged`), however the program or the library rebinds
+    them later (``setattr`` through a ``partial``, a base class's ``cls.CUR = ...``, a
+    computed name: review 148)."""
+    plain = _PLAIN
+    todo = [
+        x
+        for k, x in d.items()
+        if id(type(x)) not in plain and (type(k) is not str or k not in _IMPORT_STATE)
+    ]
+    readers: dict = {}
+    seen: set = set()  # (ids copied by this call: its objects stay alive meanwhile)
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        tx = type(x)
+        cls = flags(tx) & _TYPE_SUBCLASS
+        got = _DEEP.get(id(x))
+        mine = cdict(x).get("__module__") if cls else None
+        mine = mine if type(mine) is str else None
+        if got is not None and got[0] is x and not (got[3] and mine == module):
+            continue
+        if cls:
+            own: Any = cdict(x).copy()
+            todo += [
+                y
+                for a, y in own.items()
+                if id(type(y)) not in plain and (type(a) is not str or a not in _BOOKKEEPING)
+            ]
+        else:
+            reader = readers.get(id(tx), _DEEP)  # (ids: a metaclass's hash is its code)
+            if reader is _DEEP:
+                reader = readers[id(tx)] = dict_reader(tx)
+            own = None
+            if reader is not None and reader is not Override:
+                own = reader.__get__(x, tx)
+                own = own.copy() if type(own) is dict else None
+        # (provisional: its own module's body is still running, a circular import
+        # reached it: copied again when that body returns; never a class whose
+        # module is imported later, after the program ran)
+        _DEEP[id(x)] = (x, own, tx, mine is not None and mine != module and _running(mine))
+        todo.append(tx)
+
+
+def _running(name: str) -> bool:
+    """Whether module ``name``'s body is running (a circular import's)."""
+    m = sys.modules.get(name)
+    try:
+        d = inst_dict(m) if m is not None else None
+    except Override:
+        return False
+    spec = d.get("__spec__") if type(d) is dict else None
+    return type(spec) is ModuleSpec and vars(spec).get("_initializing") is True
 
 
 def _restore(loader: Any, module: Any) -> Any:
@@ -197,19 +269,58 @@ def stop() -> None:
 
 
 def unchanged(module: str, attr: str) -> bool:
-    """Whether ``module`` holds under ``attr`` (its first part: ``Class.x`` is a class
-    attribute, not looked at) the very object it held when its import finished."""
+    """Whether each part of ``module``'s path ``attr`` (``H.CUR``, ``OBJ.<type>.x``:
+    `pcache._holders`) holds the very object it held when the import of a library
+    module holding it finished (`_deep`), the first as ``module``'s did."""
     got = _SNAPSHOTS.get(module)
     m = sys.modules.get(module)
     if got is None or got[0] is not m:
         return False  # (none, or another module of that name: imported again since)
-    snap = got[1]
-    top = attr.partition(".")[0]
-    try:
-        d = inst_dict(m)
-    except Override:
-        return False
-    return type(d) is dict and top in snap and top in d and d[top] is snap[top]
+    v: Any = m
+    own = got[1]
+    for part in attr.split("."):
+        if part == FUNC_PART:  # (what a static method wraps: fixed with it)
+            if type(v) is not staticmethod and type(v) is not classmethod:
+                return False
+            v = v.__func__
+            continue
+        e = _DEEP.get(id(v)) if v is not m else (m, own, type(m))
+        if e is None or e[0] is not v:
+            return False  # (not held by a library module when its import finished)
+        if part == TYPE_PART:
+            if type(v) is not e[2]:
+                return False
+            v = e[2]
+            continue
+        try:
+            now = cdict(v) if flags(type(v)) & _TYPE_SUBCLASS else inst_dict(v)
+        except Override:
+            return False
+        then = e[1]
+        if type(then) is not dict or part not in then or now is None or part not in now:
+            return False
+        if now[part] is not then[part]:
+            return False
+        v = then[part]
+    return True
+
+
+_TYPE_SUBCLASS = 1 << 31  # (Py_TPFLAGS_TYPE_SUBCLASS)
+#: Objects with no namespace a name's part reads (a function, a module: named by
+#: what they are; builtin values; what a static method wraps is fixed with it)
+_PLAIN = frozenset(
+    map(id, (
+        types.FunctionType, types.ModuleType, types.BuiltinFunctionType, int, float,
+         complex, str, bytes, bool, type(None), tuple, list, dict, set, frozenset,
+         staticmethod, classmethod, property, types.MemberDescriptorType,
+         types.GetSetDescriptorType, types.MethodDescriptorType,
+         types.WrapperDescriptorType, types.ClassMethodDescriptorType,
+    ))
+)  # fmt: skip
+
+
+#: A module's import state and a class's bookkeeping: no name's part (`pcache._holders`)
+_IMPORT_STATE = frozenset({"__spec__", "__loader__", "__builtins__"})
 
 
 def started() -> bool:

@@ -813,3 +813,125 @@ def test_a_module_level_setattr_partial_rebinds_its_name(tmp_path):
     plain.write_text('class H:\n    CUR = 1\n\n\n__all__ = ["H", "CUR"]\n')
     assert rebinds_global(str(dyn), "CUR")
     assert not rebinds_global(str(plain), "CUR") and not rebinds_global(str(plain), "H")
+
+
+HIDDEN = """
+import builtins
+import types
+from functools import partial
+
+from hidden._mix import Mix
+
+
+def _g(k, v):
+    return v * k
+
+
+def _pair():
+    return partial(_g, 1), partial(_g, 1)
+
+
+class H1(Mix):  # (rebound by a base class's method in another file)
+    MA, MB = _pair()
+    CUR = MA
+
+
+class H2:
+    MA, MB = _pair()
+    CUR = MA
+
+
+class H3:
+    MA, MB = _pair()
+    CUR = MA
+
+
+class H4:
+    MA, MB = _pair()
+    CUR = MA
+
+
+class H5:
+    MA, MB = _pair()
+    CUR = MA
+
+
+_ma, _mb = _pair()
+CFG = types.SimpleNamespace(ma=_ma, mb=_mb, cur=_ma)
+_set = setattr
+use2 = partial(builtins.setattr, H2, "CUR")
+use3 = partial(_set, H3, "CUR")
+use4 = partial(type.__setattr__, H4, "CUR")
+use_cfg = partial(CFG.__dict__.__setitem__, "cur")
+
+
+def use5(m):
+    setattr(H5, "".join(["C", "U", "R"]), m)
+
+
+HOLDERS = {"H1": H1, "H2": H2, "H3": H3, "H4": H4, "H5": H5}
+
+
+def pick(v, d, name):
+    first = CFG.ma if name == "CFG" else HOLDERS[name].MA
+    return v * (2.0 if d is first else 3.0)
+"""
+
+HIDDEN_PROG = """
+import os
+
+import hidden
+
+if os.environ["PHASE"] == "B":  # (each alias now holds the other object)
+    hidden.H1.use(hidden.H1.MB)
+    hidden.use2(hidden.H2.MB)
+    hidden.use3(hidden.H3.MB)
+    hidden.use4(hidden.H4.MB)
+    hidden.use5(hidden.H5.MB)
+    hidden.use_cfg(hidden.CFG.mb)
+for name, h in list(hidden.HOLDERS.items()) + [("CFG", None)]:
+    d = hidden.CFG.cur if h is None else h.CUR
+    show(name, lambda d=d, name=name: jax.jit(lambda v: hidden.pick(v, d, name))(x))
+show("control", lambda: jax.jit(lambda v: hidden.pick(v, hidden.H2.MA, "H2"))(x))
+"""
+
+
+def test_a_name_rebound_after_pcache_started_names_nothing_however_rebound(tmp_path):
+    """An alias rebound after pcache started, in ways no reading of the library's code
+    finds (a base class's method in another file; ``setattr`` read from ``builtins``,
+    through the module's alias, as ``type.__setattr__``, by a computed name; an
+    instance's ``__dict__.__setitem__``: review 148), no longer holds what its class's
+    or instance's dict held when the import finished (`_snapshots._deep`): it names
+    nothing, B computes what stock JAX does; the unchanged control is served."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "hidden", HIDDEN)
+    (site / "hidden" / "_mix.py").write_text(
+        "class Mix:\n    @classmethod\n    def use(cls, m):\n        cls.CUR = m\n"
+    )
+    with open(site / "hidden-1.0.dist-info" / "RECORD", "a") as f:
+        f.write("hidden/_mix.py,,\n")
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(HIDDEN_PROG))
+    a, stock, b = phases(prog, site, tmp_path / "c")
+    assert b["digests"]["shown"] == stock["digests"]["shown"]
+    assert a["digests"]["shown"] != stock["digests"]["shown"]  # (the aliases differ)
+    assert b["digests"]["served"]["prog.py"] >= 1, b["stats"]
+
+
+def test_every_part_of_a_name_is_checked_against_the_import_s(tmp_path, monkeypatch):
+    """`_snapshots.unchanged` reads each part of a path against the dicts copied when
+    the import finished: a class attribute, an instance's, a nested class's, an
+    instance's class; one bound later, or rebound, is changed."""
+    site = libsite.install(
+        tmp_path / "lib" / "site-packages", "deep",
+        "import types\n\n\nclass A:\n    class B:\n        X = 1.5\n    Y = 2.5\n\n\n"
+        "OBJ = types.SimpleNamespace(z=3.5)\n",
+    )  # fmt: skip
+    mod = next(libsite.imported(site, "deep", monkeypatch))  # (the finder: conftest)
+    for path in ("A", "A.B.X", "A.Y", "OBJ.z", "OBJ.<type>"):
+        assert _snapshots.unchanged("deep", path), path
+    mod.A.B.X = 9.5
+    mod.OBJ.z = 4.5
+    mod.A.W = 1.0  # (bound after the import: no name)
+    for path in ("A.B.X", "OBJ.z", "A.W", "A.B.Q"):
+        assert not _snapshots.unchanged("deep", path), path
+    assert _snapshots.unchanged("deep", "A.Y")
