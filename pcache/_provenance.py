@@ -41,6 +41,7 @@ _COMPILED: dict[str, dict] = memo("provenance.compiled", {})
 _GENERATED: dict[int, tuple] = memo("provenance.generated", {})
 _REAL_DIRS: dict[str, str] = memo("provenance.real_dirs", {})  # directory -> its realpath
 _REBINDS: dict[tuple, bool] = memo("provenance.rebinds", {})  # (file, global) -> rebound
+_FACTS: dict[str, tuple] = memo("provenance.facts", {})  # file -> `_facts`
 
 
 def real_path(path: str) -> str:
@@ -104,45 +105,60 @@ def rebinds_global(file: str, name: str) -> bool:
     key = (file, name)
     got = _REBINDS.get(key)
     if got is None:
-        n = re.escape(name)  # (as a string, or assigned in source text for ``exec``)
-        word = re.compile(
-            rf"^{n}$|(?<![A-Za-z0-9_.]){n}\s*(?:,[^=\n]*)?(?:=(?!=)|:=)|\bdel\s+{n}\b"
-            rf"|\bglobal\b[^\n]*\b{n}\b"
-        )
-        codes = [c for k, cs in _compiled(file).items() if k != _CLASSES for c in cs]
-        dynamic = _DYNAMIC | _aliases(codes)
-        got = any(_rebinds_in(c, name, word, dynamic) for c in codes)
+        stored, escaped, strings = _facts(file)
+        got = name in stored or name in escaped
+        if not got and strings:
+            n = re.escape(name)  # (as a string, or assigned in source text for ``exec``)
+            word = re.compile(
+                rf"^{n}$|(?<![A-Za-z0-9_.]){n}\s*(?:,[^=\n]*)?(?:=(?!=)|:=)|\bdel\s+{n}\b"
+                rf"|\bglobal\b[^\n]*\b{n}\b"
+            )
+            got = any(word.search(s) for s in strings)
         if len(_REBINDS) > 4096:
             _REBINDS.clear()
         _REBINDS[key] = got
     return got
 
 
-def _rebinds_in(c: _CODE, name: str, word: Any, dynamic: frozenset) -> bool:
-    for ins in dis.get_instructions(c):
-        if ins.opname in _STORES and ins.argval == name:
-            return True
-    if c.co_name == "<module>":  # (its body runs once, at import: ``__all__``)
-        return _escaping_writer(c, name)
-    if not (dynamic.intersection(c.co_names) or c.co_name in dynamic):
-        return False  # (no namespace by name)
-    return any(word.search(s) for s in _strings(c.co_consts))
+def _facts(file: str) -> tuple:
+    """What `rebinds_global` asks of ``file``, read once for all its names: the names
+    its code stores or deletes as a global or an attribute; the strings its module
+    body loads in a statement passing a namespace writer on (`_escaping_writer`); the
+    string constants of its functions that write a namespace by name."""
+    got = _FACTS.get(file)
+    if got is None:
+        codes = [c for k, cs in _compiled(file).items() if k != _CLASSES for c in cs]
+        dynamic = _DYNAMIC | _aliases(codes)
+        stored: set = set()
+        escaped: set = set()
+        strings: list = []
+        for c in codes:
+            stored.update(i.argval for i in dis.get_instructions(c) if i.opname in _STORES)
+            if c.co_name == "<module>":  # (its body runs once, at import: ``__all__``)
+                escaped |= _escaping_writer(c)
+            elif dynamic.intersection(c.co_names) or c.co_name in dynamic:
+                strings += _strings(c.co_consts)
+        if len(_FACTS) > 1024:
+            _FACTS.clear()
+        got = _FACTS[file] = (frozenset(stored), frozenset(escaped), tuple(strings))
+    return got
 
 
-def _escaping_writer(c: _CODE, name: str) -> bool:
-    """Whether body ``c`` passes a namespace writer on (not calls it: that runs at
-    import) in a statement that also loads ``name`` as a string: a callable it makes
-    may write that name later, ``use = partial(setattr, H, "CUR")`` (review 147)."""
+def _escaping_writer(c: _CODE) -> set:
+    """The strings body ``c`` loads in a statement that passes a namespace writer on
+    (not calls it: that runs at import): a callable it makes may write that name
+    later, ``use = partial(setattr, H, "CUR")`` (review 147)."""
+    out: set = set()
     escaped, prev = False, None
     for ins in dis.get_instructions(c):
         if ins.opname in ("STORE_NAME", "STORE_GLOBAL", "POP_TOP", "RETURN_VALUE"):
             escaped = False  # (a statement's end)
         elif ins.opname in ("LOAD_NAME", "LOAD_GLOBAL") and ins.argval in _WRITERS:
             escaped = escaped or prev != "PUSH_NULL"
-        elif escaped and ins.opname == "LOAD_CONST" and ins.argval == name:
-            return True
+        elif escaped and ins.opname == "LOAD_CONST" and type(ins.argval) is str:
+            out.add(ins.argval)
         prev = ins.opname
-    return False
+    return out
 
 
 _WRITERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__"})

@@ -25,7 +25,7 @@ import numpy as np
 
 from pcache import _compat, _memos
 from pcache._dictwatch import version
-from pcache._holders import library_holders, module_held
+from pcache._holders import library_held, module_held
 from pcache._introspect import Override, cdict, inst_dict, is_a, items, mro, names, type_ids
 from pcache._reflection import (
     _MUTATORS,
@@ -564,7 +564,11 @@ def _library_instance(w: Walker, v: Any, t: type) -> tuple | None:
         return None
     if any(type(n) is not str for n in d):
         return None
-    held = library_holders(v)
+    # (held by a library now, by any holder: not every name read back, whose cost
+    # grows with the classes holding one object, numpyro's ``constraints.real`` as
+    # hundreds of distributions' ``support``; across processes `ContentWalker.ident`
+    # names it or refuses)
+    held = library_held(v, t)
     if not d and held:
         return ("sentinel", w.ident(t), w.ident(v))
     back = w._enter(v)
