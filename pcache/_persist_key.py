@@ -51,7 +51,7 @@ from pcache import _canon, _compat, _guards, _hoststate, _memos, _persist_env, _
 from pcache._errors import Uncacheable
 from pcache._holders import library_holders
 from pcache._holders import resolve as _resolve
-from pcache._introspect import cdict, is_a, items, names
+from pcache._introspect import cdict, is_a, items, mro, names
 from pcache._persist_abcs import abc_registrations, library_rules
 from pcache._persist_code import HASH_SEED, code_digest
 from pcache._persist_env import attributed
@@ -288,8 +288,9 @@ def _rebinds(module: str, path: str, files: set) -> bool:
     pcache was enabled, when the snapshot was taken, and an attribute's, which the
     snapshot does not hold (review 145). The module's global by its own file; an
     attribute by those of every module holding the object (``files``) and of the
-    modules defining each class on the path (``pkg.H.CUR``, whose ``H.use`` is in
-    ``pkg._core``: review 146)."""
+    modules defining each class on the path, its bases and metaclass (``pkg.H.CUR``,
+    whose ``H.use`` is in ``pkg._core``: review 146; a mixin's ``cls.CUR = m``:
+    review 148)."""
     file = _file(module)
     if file == "":  # (a builtin module has no code to rebind it: ``math``)
         return False
@@ -298,14 +299,24 @@ def _rebinds(module: str, path: str, files: set) -> bool:
         return True
     if not rest:
         return False
-    owners = {file, *files}
+    owners, bases = {file, *files}, set()
     for i in range(1, len(rest) + 1):  # (each class on the path, an instance's class)
         o = _resolve(module, ".".join([first, *rest[: i - 1]]))
         t = o if is_a(o, type) else type(o)
         owners.add(_file(names(t)[2]) if type(names(t)[2]) is str else None)
+        for k in (*mro(t)[1:], *mro(type(t))):  # (its bases' and metaclass's: review 148)
+            mod = names(k)[2]
+            f = _file(mod) if type(mod) is str else None
+            bases.add(f if f and f.endswith((".py", ".pyc")) else "")  # (C: no code read)
     if None in owners:
         return True
-    return any(rebinds_global(f, part) for f in owners if f for part in rest if part[:1] != "<")
+    rest = [part for part in rest if part[:1] != "<"]
+    if any(rebinds_global(f, part) for f in owners if f for part in rest):
+        return True
+    # (a dunder name a base class or metaclass sets is its class machinery's, set
+    # when each class is made: equinox's ``cls.__abstractvars__``, not a mode)
+    plain = [part for part in rest if not (part[:2] == "__" == part[-2:])]
+    return any(rebinds_global(f, part) for f in bases - owners if f for part in plain)
 
 
 def _file(module: str) -> str | None:

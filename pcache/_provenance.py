@@ -135,7 +135,7 @@ def _facts(file: str) -> tuple:
         for c in codes:
             stored.update(i.argval for i in dis.get_instructions(c) if i.opname in _STORES)
             if c.co_name == "<module>":  # (its body runs once, at import: ``__all__``)
-                escaped |= _escaping_writer(c)
+                escaped |= _escaping_writer(c, _WRITERS | dynamic)
             elif dynamic.intersection(c.co_names) or c.co_name in dynamic:
                 strings += _strings(c.co_consts)
         if len(_FACTS) > 1024:
@@ -144,24 +144,30 @@ def _facts(file: str) -> tuple:
     return got
 
 
-def _escaping_writer(c: _CODE) -> set:
+def _escaping_writer(c: _CODE, writers: frozenset) -> set:
     """The strings body ``c`` loads in a statement that passes a namespace writer on
     (not calls it: that runs at import): a callable it makes may write that name
-    later, ``use = partial(setattr, H, "CUR")`` (review 147)."""
+    later, ``use = partial(setattr, H, "CUR")`` (review 147); a writer as the module's
+    alias of one (``_set = setattr``) or read as an attribute (``builtins.setattr``,
+    ``type.__setattr__``, ``OBJ.__dict__.__setitem__``: review 148, where a call at
+    import is not told apart: counted too)."""
     out: set = set()
     escaped, prev = False, None
     for ins in dis.get_instructions(c):
-        if ins.opname in ("STORE_NAME", "STORE_GLOBAL", "POP_TOP", "RETURN_VALUE"):
+        op = ins.opname
+        if op in ("STORE_NAME", "STORE_GLOBAL", "POP_TOP", "RETURN_VALUE"):
             escaped = False  # (a statement's end)
-        elif ins.opname in ("LOAD_NAME", "LOAD_GLOBAL") and ins.argval in _WRITERS:
+        elif op in ("LOAD_NAME", "LOAD_GLOBAL") and ins.argval in writers:
             escaped = escaped or prev != "PUSH_NULL"
-        elif escaped and ins.opname == "LOAD_CONST" and type(ins.argval) is str:
+        elif op == "LOAD_ATTR" and ins.argval in writers:
+            escaped = True
+        elif escaped and op == "LOAD_CONST" and type(ins.argval) is str:
             out.add(ins.argval)
-        prev = ins.opname
+        prev = op
     return out
 
 
-_WRITERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__"})
+_WRITERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__", "__setitem__"})
 
 
 def _aliases(codes: list) -> frozenset:

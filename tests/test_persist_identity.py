@@ -813,6 +813,12 @@ def test_a_module_level_setattr_partial_rebinds_its_name(tmp_path):
     plain.write_text('class H:\n    CUR = 1\n\n\n__all__ = ["H", "CUR"]\n')
     assert rebinds_global(str(dyn), "CUR")
     assert not rebinds_global(str(plain), "CUR") and not rebinds_global(str(plain), "H")
+    # (review 148: the writer as an attribute, or as the module's alias of one)
+    shapes = tmp_path / "shapes_mod.py"
+    shapes.write_text(HIDDEN)
+    for name in ("CUR", "cur"):
+        assert rebinds_global(str(shapes), name), name
+    assert not rebinds_global(str(shapes), "MA")
 
 
 HIDDEN = """
@@ -896,6 +902,30 @@ show("control", lambda: jax.jit(lambda v: hidden.pick(v, hidden.H2.MA, "H2"))(x)
 """
 
 
+def test_an_alias_a_base_class_s_method_rebinds_names_nothing(tmp_path, monkeypatch):
+    """A class whose alias its base class's method, in another file, rebinds (``cls.CUR
+    = m`` in a mixin: review 148): the alias is not the object's name, rebound or not
+    (a rebinding made before pcache was enabled reads as unchanged)."""
+    from pcache._persist_key import ContentWalker
+
+    site = _hidden(tmp_path)
+    mod = next(libsite.imported(site, "hidden", monkeypatch))
+    try:
+        assert ContentWalker().value(mod.H1.MA)[-1][:3] == ("lib", "hidden", "H1.MA")
+    finally:
+        sys.modules.pop("hidden._mix", None)
+
+
+def _hidden(tmp_path):
+    site = libsite.install(tmp_path / "lib" / "site-packages", "hidden", HIDDEN)
+    (site / "hidden" / "_mix.py").write_text(
+        "class Mix:\n    @classmethod\n    def use(cls, m):\n        cls.CUR = m\n"
+    )
+    with open(site / "hidden-1.0.dist-info" / "RECORD", "a") as f:
+        f.write("hidden/_mix.py,,\n")
+    return site
+
+
 def test_a_name_rebound_after_pcache_started_names_nothing_however_rebound(tmp_path):
     """An alias rebound after pcache started, in ways no reading of the library's code
     finds (a base class's method in another file; ``setattr`` read from ``builtins``,
@@ -903,12 +933,7 @@ def test_a_name_rebound_after_pcache_started_names_nothing_however_rebound(tmp_p
     instance's ``__dict__.__setitem__``: review 148), no longer holds what its class's
     or instance's dict held when the import finished (`_snapshots._deep`): it names
     nothing, B computes what stock JAX does; the unchanged control is served."""
-    site = libsite.install(tmp_path / "lib" / "site-packages", "hidden", HIDDEN)
-    (site / "hidden" / "_mix.py").write_text(
-        "class Mix:\n    @classmethod\n    def use(cls, m):\n        cls.CUR = m\n"
-    )
-    with open(site / "hidden-1.0.dist-info" / "RECORD", "a") as f:
-        f.write("hidden/_mix.py,,\n")
+    site = _hidden(tmp_path)
     prog = tmp_path / "prog.py"
     prog.write_text(textwrap.dedent(HIDDEN_PROG))
     a, stock, b = phases(prog, site, tmp_path / "c")
