@@ -40,12 +40,13 @@ from pcache._usercode import is_library_module
 
 _SNAPSHOTS: dict[str, tuple] = {}  # module name -> (the module, its namespace copied)
 #: id -> (a class or instance a library module held when its import finished, its
-#: own dict copied then or None, its class then, whether provisional): `_deep`
+#: own dict copied then or None, its class then, whether provisional, whether
+#: trusted): `_deep`
 _DEEP: dict[int, tuple] = {}
 _LOCAL = threading.local()  # .busy: this thread is asking the other finders
 
 
-def _copy(name: Any, m: Any) -> None:
+def _copy(name: Any, m: Any, late: bool = False) -> None:
     if type(name) is not str or not is_a(m, types.ModuleType):
         return
     if name in _SNAPSHOTS and _SNAPSHOTS[name][0] is m:
@@ -57,10 +58,10 @@ def _copy(name: Any, m: Any) -> None:
     if type(d) is dict and sys.modules.get(name) is m:
         d = _SNAPSHOTS[name] = (m, d.copy())
         if is_library_module(m):
-            _deep(name, d[1])
+            _deep(name, d[1], late)
 
 
-def _deep(module: str, d: dict) -> None:
+def _deep(module: str, d: dict, late: bool = False) -> None:
     """Copy the dict of every class library module namespace ``d`` holds, at any
     depth (a nested class, a class attribute's class, a metaclass, an instance's
     class), and of every instance it or those classes hold (one level: what
@@ -69,7 +70,11 @@ def _deep(module: str, d: dict) -> None:
     parts (``H.CUR``, ``OBJ.mode``, ``OBJ.<type>.x``) are checked against what import
     bound as its first is (`unchanged`), however the program or the library rebinds
     them later (``setattr`` through a ``partial``, a base class's ``cls.CUR = ...``, a
-    computed name: review 148)."""
+    computed name: review 148). ``late``: an import after `start`, which may reach
+    an object made before it, that the program changed meanwhile (review 149: an
+    instance a library kept in a list, re-exported by a module imported later): what it
+    reaches first is trusted only where its class is this import's own (defined by
+    ``module`` or a module whose body is running)."""
     plain = _PLAIN
     todo = [
         x
@@ -108,8 +113,16 @@ def _deep(module: str, d: dict) -> None:
         # (provisional: its own module's body is still running, a circular import
         # reached it: copied again when that body returns; never a class whose
         # module is imported later, after the program ran)
-        _DEEP[id(x)] = (x, own, tx, mine is not None and mine != module and _running(mine))
+        owner = mine if cls else _module_of(tx)
+        trusted = not late or owner == module or (owner is not None and _running(owner))
+        _DEEP[id(x)] = (x, own, tx, mine is not None and mine != module and _running(mine),
+                        trusted)  # fmt: skip
         todo.append(tx)
+
+
+def _module_of(t: type) -> str | None:
+    mine = cdict(t).get("__module__")
+    return mine if type(mine) is str else None
 
 
 def _running(name: str) -> bool:
@@ -136,7 +149,7 @@ def _restore(loader: Any, module: Any) -> Any:
 
 def _copied(spec: Any, module: Any) -> None:
     try:
-        _copy(getattr(spec, "name", None), module)
+        _copy(getattr(spec, "name", None), module, late=True)
     except Exception:  # (never fail an import: the module just has no snapshot)
         pass
 
@@ -284,8 +297,8 @@ def unchanged(module: str, attr: str) -> bool:
                 return False
             v = v.__func__
             continue
-        e = _DEEP.get(id(v)) if v is not m else (m, own, type(m))
-        if e is None or e[0] is not v:
+        e = _DEEP.get(id(v)) if v is not m else (m, own, type(m), False, True)
+        if e is None or e[0] is not v or not e[4]:
             return False  # (not held by a library module when its import finished)
         if part == TYPE_PART:
             if type(v) is not e[2]:

@@ -960,3 +960,64 @@ def test_every_part_of_a_name_is_checked_against_the_import_s(tmp_path, monkeypa
     for path in ("A.B.X", "OBJ.z", "A.W", "A.B.Q"):
         assert not _snapshots.unchanged("deep", path), path
     assert _snapshots.unchanged("deep", "A.Y")
+
+
+LATE = """
+from functools import partial
+
+
+def _g(a, v):
+    return v * a
+
+
+class Slot:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _make():
+    a = partial(_g, 1)
+    return Slot(ma=a, mb=partial(_g, 1), cur=a)
+
+
+_REG = [_make()]  # (an item: no module path reaches it)
+
+
+def set_attr(name, m):
+    setattr(_REG[0], name, m)
+
+
+def pick(v, d):
+    return v * (2.0 if d is _REG[0].ma else 3.0)
+"""
+
+LATE_PROG = """
+import os
+from functools import partial
+
+import late
+
+if os.environ["PHASE"] == "B":  # (after pcache started: before ``late.extra`` is imported)
+    late.set_attr("cur", late._REG[0].mb)
+import late.extra
+
+show("late", lambda: jax.jit(partial(late.pick, d=late.extra.INNER.cur))(x))
+show("control", lambda: jax.jit(partial(late.pick, d=late._REG[0].ma))(x))
+"""
+
+
+def test_an_object_a_later_import_reaches_first_is_no_import_state(tmp_path):
+    """An instance a library keeps in a list, changed by the program after pcache
+    started, then re-exported by a module imported later (review 149): that import
+    copies its dict as it is now, not as the import that made it left it, so a name
+    through it names nothing (only what an import reaches first of its own classes
+    counts): B computes what stock JAX does."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "late", LATE)
+    (site / "late" / "extra.py").write_text("from late import _REG\n\nINNER = _REG[0]\n")
+    with open(site / "late-1.0.dist-info" / "RECORD", "a") as f:
+        f.write("late/extra.py,,\n")
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(LATE_PROG))
+    a, stock, b = phases(prog, site, tmp_path / "c")
+    assert b["digests"]["shown"] == stock["digests"]["shown"]
+    assert a["digests"]["shown"] != stock["digests"]["shown"]
