@@ -791,9 +791,7 @@ def test_an_alias_rebound_where_its_class_is_defined_names_nothing_re_exported(
     site = libsite.install(
         tmp_path / "lib" / "site-packages", "reexp", "from reexp._core import H\n"
     )
-    (site / "reexp" / "_core.py").write_text(REEXPORTED_CORE)
-    with open(site / "reexp-1.0.dist-info" / "RECORD", "a") as f:
-        f.write("reexp/_core.py,,\n")
+    _submodule(site, "reexp/_core.py", REEXPORTED_CORE)
     mod = next(libsite.imported(site, "reexp", monkeypatch))
     try:
         assert ContentWalker().value(mod.H.MA)[-1][:3] == ("lib", "reexp", "H.MA")
@@ -821,7 +819,8 @@ def test_a_module_level_setattr_partial_rebinds_its_name(tmp_path):
     assert not rebinds_global(str(shapes), "MA")
 
 
-HIDDEN = """
+HIDDEN = (
+    """
 import builtins
 import types
 from functools import partial
@@ -841,26 +840,16 @@ class H1(Mix):  # (rebound by a base class's method in another file)
     MA, MB = _pair()
     CUR = MA
 
-
-class H2:
+"""
+    + "".join(
+        f"""
+class H{i}:
     MA, MB = _pair()
     CUR = MA
-
-
-class H3:
-    MA, MB = _pair()
-    CUR = MA
-
-
-class H4:
-    MA, MB = _pair()
-    CUR = MA
-
-
-class H5:
-    MA, MB = _pair()
-    CUR = MA
-
+"""
+        for i in range(2, 6)
+    )
+    + """
 
 _ma, _mb = _pair()
 CFG = types.SimpleNamespace(ma=_ma, mb=_mb, cur=_ma)
@@ -882,6 +871,7 @@ def pick(v, d, name):
     first = CFG.ma if name == "CFG" else HOLDERS[name].MA
     return v * (2.0 if d is first else 3.0)
 """
+)
 
 HIDDEN_PROG = """
 import os
@@ -918,12 +908,20 @@ def test_an_alias_a_base_class_s_method_rebinds_names_nothing(tmp_path, monkeypa
 
 def _hidden(tmp_path):
     site = libsite.install(tmp_path / "lib" / "site-packages", "hidden", HIDDEN)
-    (site / "hidden" / "_mix.py").write_text(
-        "class Mix:\n    @classmethod\n    def use(cls, m):\n        cls.CUR = m\n"
+    _submodule(
+        site,
+        "hidden/_mix.py",
+        "class Mix:\n    @classmethod\n    def use(cls, m):\n        cls.CUR = m\n",
     )
-    with open(site / "hidden-1.0.dist-info" / "RECORD", "a") as f:
-        f.write("hidden/_mix.py,,\n")
     return site
+
+
+def _submodule(site, path: str, text: str) -> None:
+    """Another file of the distribution `libsite.install` made (listed in its RECORD)."""
+    (site / path).write_text(text)
+    pkg = path.partition("/")[0]
+    with open(site / f"{pkg}-1.0.dist-info" / "RECORD", "a") as f:
+        f.write(f"{path},,\n")
 
 
 def test_a_name_rebound_after_pcache_started_names_nothing_however_rebound(tmp_path):
@@ -945,15 +943,19 @@ def test_a_name_rebound_after_pcache_started_names_nothing_however_rebound(tmp_p
 def test_every_part_of_a_name_is_checked_against_the_import_s(tmp_path, monkeypatch):
     """`_snapshots.unchanged` reads each part of a path against the dicts copied when
     the import finished: a class attribute, an instance's, a nested class's, an
-    instance's class; one bound later, or rebound, is changed."""
+    instance's class; one bound later, or rebound, is changed. An instance of another
+    module's class that an import after pcache started reaches is not import state
+    (it may have been made, and changed, before: review 149)."""
     site = libsite.install(
         tmp_path / "lib" / "site-packages", "deep",
         "import types\n\n\nclass A:\n    class B:\n        X = 1.5\n    Y = 2.5\n\n\n"
-        "OBJ = types.SimpleNamespace(z=3.5)\n",
+        "class Box:\n    pass\n\n\nOBJ = Box()\nOBJ.z = 3.5\n"
+        "NS = types.SimpleNamespace(z=3.5)\n",
     )  # fmt: skip
     mod = next(libsite.imported(site, "deep", monkeypatch))  # (the finder: conftest)
-    for path in ("A", "A.B.X", "A.Y", "OBJ.z", "OBJ.<type>"):
+    for path in ("A", "A.B.X", "A.Y", "OBJ.z", "OBJ.<type>", "NS"):
         assert _snapshots.unchanged("deep", path), path
+    assert not _snapshots.unchanged("deep", "NS.z")
     mod.A.B.X = 9.5
     mod.OBJ.z = 4.5
     mod.A.W = 1.0  # (bound after the import: no name)
@@ -1013,9 +1015,7 @@ def test_an_object_a_later_import_reaches_first_is_no_import_state(tmp_path):
     through it names nothing (only what an import reaches first of its own classes
     counts): B computes what stock JAX does."""
     site = libsite.install(tmp_path / "lib" / "site-packages", "late", LATE)
-    (site / "late" / "extra.py").write_text("from late import _REG\n\nINNER = _REG[0]\n")
-    with open(site / "late-1.0.dist-info" / "RECORD", "a") as f:
-        f.write("late/extra.py,,\n")
+    _submodule(site, "late/extra.py", "from late import _REG\n\nINNER = _REG[0]\n")
     prog = tmp_path / "prog.py"
     prog.write_text(textwrap.dedent(LATE_PROG))
     a, stock, b = phases(prog, site, tmp_path / "c")
