@@ -133,7 +133,7 @@ def _facts(file: str) -> tuple:
         escaped: set = set()
         strings: list = []
         for c in codes:
-            stored.update(i.argval for i in dis.get_instructions(c) if i.opname in _STORES)
+            stored.update(_stored_names(c))
             if c.co_name == "<module>":  # (its body runs once, at import: ``__all__``)
                 escaped |= _escaping_writer(c, _WRITERS | dynamic)
             elif dynamic.intersection(c.co_names) or c.co_name in dynamic:
@@ -142,6 +142,25 @@ def _facts(file: str) -> tuple:
             _FACTS.clear()
         got = _FACTS[file] = (frozenset(stored), frozenset(escaped), tuple(strings))
     return got
+
+
+def _stored_names(c: _CODE) -> set:
+    """The names ``c``'s own bytecode stores or deletes as a global or an attribute
+    (``_STORES``), read from the raw code (``dis.get_instructions`` builds an object
+    per instruction: most of a warm process's first keys, over jax's files)."""
+    code, names, out, ext = c.co_code, c.co_names, set(), 0
+    for i in range(0, len(code), 2):
+        op, arg = code[i], code[i + 1] | ext
+        if op == _EXTENDED_ARG:
+            ext = arg << 8
+            continue
+        ext = 0
+        if op in _STORE_OPS:
+            out.add(names[arg])
+    return out
+
+
+_EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
 
 
 def _escaping_writer(c: _CODE, writers: frozenset) -> set:
@@ -207,6 +226,7 @@ def _strings(consts: tuple) -> list:
 
 
 _STORES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL", "STORE_ATTR", "DELETE_ATTR"})
+_STORE_OPS = frozenset(dis.opmap[n] for n in _STORES)
 #: Names a function that writes a namespace by a string loads.
 _DYNAMIC = frozenset({"globals", "vars", "setattr", "delattr", "exec", "eval", "__dict__",
                       "__setattr__", "__delattr__", "f_globals", "__globals__"})  # fmt: skip
