@@ -27,6 +27,7 @@ Only with persisted traces on (`start` from `pcache._install`). JAX-free.
 
 from __future__ import annotations
 
+import builtins
 import sys
 import threading
 import types
@@ -46,7 +47,7 @@ _DEEP: dict[int, tuple] = {}
 _LOCAL = threading.local()  # .busy: this thread is asking the other finders
 
 
-def _copy(name: Any, m: Any, late: bool = False) -> None:
+def _copy(name: Any, m: Any, built: list | None = None) -> None:
     if type(name) is not str or not is_a(m, types.ModuleType):
         return
     if name in _SNAPSHOTS and _SNAPSHOTS[name][0] is m:
@@ -58,10 +59,10 @@ def _copy(name: Any, m: Any, late: bool = False) -> None:
     if type(d) is dict and sys.modules.get(name) is m:
         d = _SNAPSHOTS[name] = (m, d.copy())
         if is_library_module(m):
-            _deep(name, d[1], late)
+            _deep(name, d[1], built)
 
 
-def _deep(module: str, d: dict, late: bool = False) -> None:
+def _deep(module: str, d: dict, built: list | None = None) -> None:
     """Copy the dict of every class library module namespace ``d`` holds, at any
     depth (a nested class, a class attribute's class, a metaclass, an instance's
     class), and of every instance it or those classes hold (one level: what
@@ -70,11 +71,13 @@ def _deep(module: str, d: dict, late: bool = False) -> None:
     parts (``H.CUR``, ``OBJ.mode``, ``OBJ.<type>.x``) are checked against what import
     bound as its first is (`unchanged`), however the program or the library rebinds
     them later (``setattr`` through a ``partial``, a base class's ``cls.CUR = ...``, a
-    computed name: review 148). ``late``: an import after `start`, which may reach
-    an object made before it, that the program changed meanwhile (review 149: an
-    instance a library kept in a list, re-exported by a module imported later): what it
-    reaches first is trusted only where its class is this import's own (defined by
-    ``module`` or a module whose body is running)."""
+    computed name: review 148). ``built``: the classes built while an import after
+    `start` ran (`_recording`), which may reach first an object made before it that the
+    program changed meanwhile (review 149: an instance a library kept in a list,
+    re-exported by a module imported later; review 150: its class claiming the later
+    module's name): what it reaches first is import state only where it is such a class
+    or an instance of one (a name through anything else names nothing)."""
+    made = None if built is None else set(map(id, built))
     plain = _PLAIN
     todo = [
         x
@@ -113,16 +116,16 @@ def _deep(module: str, d: dict, late: bool = False) -> None:
         # (provisional: its own module's body is still running, a circular import
         # reached it: copied again when that body returns; never a class whose
         # module is imported later, after the program ran)
-        owner = mine if cls else _module_of(tx)
-        trusted = not late or owner == module or (owner is not None and _running(owner))
+        # (an import after `start`: what it reaches first may be older than it, and a
+        # class's ``__module__`` is only what it claims: review 150)
+        trusted = (
+            made is None
+            or id(x if cls else tx) in made
+            or (got is not None and got[0] is x and got[4])
+        )
         _DEEP[id(x)] = (x, own, tx, mine is not None and mine != module and _running(mine),
                         trusted)  # fmt: skip
         todo.append(tx)
-
-
-def _module_of(t: type) -> str | None:
-    mine = cdict(t).get("__module__")
-    return mine if type(mine) is str else None
 
 
 def _running(name: str) -> bool:
@@ -136,6 +139,25 @@ def _running(name: str) -> bool:
     return type(spec) is ModuleSpec and vars(spec).get("_initializing") is True
 
 
+#: One list per import running under the finder: the classes built meanwhile (any
+#: class statement's, by ``builtins.__build_class__``: `_build_class`)
+_BUILDING: list = []
+_BUILD_CLASS = builtins.__build_class__
+
+
+def _recording() -> list:
+    built: list = []
+    _BUILDING.append(built)
+    return built
+
+
+def _done(built: list) -> None:
+    for i, b in enumerate(_BUILDING):  # (by identity: ``list.remove`` compares items)
+        if b is built:
+            del _BUILDING[i]
+            return
+
+
 def _restore(loader: Any, module: Any) -> Any:
     """Put the real loader back on ``module`` before its body runs; its spec."""
     inner = loader._inner
@@ -147,9 +169,9 @@ def _restore(loader: Any, module: Any) -> Any:
     return spec
 
 
-def _copied(spec: Any, module: Any) -> None:
+def _copied(spec: Any, module: Any, built: list) -> None:
     try:
-        _copy(getattr(spec, "name", None), module, late=True)
+        _copy(getattr(spec, "name", None), module, built)
     except Exception:  # (never fail an import: the module just has no snapshot)
         pass
 
@@ -163,8 +185,19 @@ def _copied(spec: Any, module: Any) -> None:
 _EXEC = """
 def exec_module(self, module):
     spec = _restore(self, module)
-    self._inner.exec_module(module)
-    _copied(spec, module)
+    built = _recording()
+    try:
+        self._inner.exec_module(module)
+    finally:
+        _done(built)
+    _copied(spec, module, built)
+
+
+def _build_class(*args, **kwargs):
+    cls = _BUILD_CLASS(*args, **kwargs)
+    for built in tuple(_BUILDING):  # (each import running: a nested one's are its too)
+        built.append(cls)
+    return cls
 
 
 def find_spec(self, name, path=None, target=None):
@@ -199,8 +232,13 @@ def find_spec(self, name, path=None, target=None):
             pass
     return spec
 """
-_space: dict = {"sys": sys, "_LOCAL": _LOCAL, "_restore": _restore, "_copied": _copied}
+_space: dict = {
+    "sys": sys, "_LOCAL": _LOCAL, "_restore": _restore, "_copied": _copied,
+    "_recording": _recording, "_BUILDING": _BUILDING, "_done": _done,
+    "_BUILD_CLASS": _BUILD_CLASS,
+}  # fmt: skip
 exec(compile(_EXEC, "<frozen importlib._bootstrap_external>", "exec"), _space)
+_build_class = _space["_build_class"]  # (a class body's warning names its caller's line)
 for _name, _owner in (("exec_module", "_Loader"), ("find_spec", "Finder")):
     _f = _space[_name]
     _f.__code__ = _f.__code__.replace(co_qualname=f"pcache._snapshots.{_owner}.{_name}")
@@ -270,6 +308,8 @@ def start() -> None:
                 continue  # (its body is still running: copied by nobody, never named)
             _copy(name, m)
         sys.meta_path.insert(0, FINDER)
+        if builtins.__build_class__ is _BUILD_CLASS:
+            builtins.__build_class__ = _build_class
 
 
 def stop() -> None:
@@ -279,6 +319,8 @@ def stop() -> None:
     with _START:
         if any(f is FINDER for f in sys.meta_path):
             sys.meta_path[:] = [f for f in sys.meta_path if f is not FINDER]
+        if builtins.__build_class__ is _build_class:
+            builtins.__build_class__ = _BUILD_CLASS
 
 
 def unchanged(module: str, attr: str) -> bool:
