@@ -684,6 +684,17 @@ show("control", lambda: jax.jit(lambda v: proplib.pick(v, one, "static"))(x))
 """
 
 
+def _as_stock_in_b(site, prog_text: str, tmp_path) -> dict:
+    """Phases A, stock B and B with A's store of ``prog_text`` (`phases`): B shows what
+    stock B does, and A something else (what the phases vary matters); B's report."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(prog_text))
+    a, stock, b = phases(prog, site, tmp_path / "c")
+    assert b["digests"]["shown"] == stock["digests"]["shown"]
+    assert a["digests"]["shown"] != stock["digests"]["shown"]
+    return b
+
+
 def test_library_objects_told_apart_by_identity_across_processes(tmp_path):
     """Phase A passes one object of each pair, B the other (equal content, another
     identity, which library code tests by ``is``): B computes what stock JAX does
@@ -691,11 +702,7 @@ def test_library_objects_told_apart_by_identity_across_processes(tmp_path):
     alias the library rebinds: review 144); the same object in both (the control)
     is served."""
     site = libsite.install(tmp_path / "lib" / "site-packages", "proplib", PROPLIB)
-    prog = tmp_path / "prog.py"
-    prog.write_text(textwrap.dedent(PAIRS_PROG))
-    a, stock, b = phases(prog, site, tmp_path / "c")
-    assert b["digests"]["shown"] == stock["digests"]["shown"]
-    assert a["digests"]["shown"] != stock["digests"]["shown"]  # (the pairs differ)
+    b = _as_stock_in_b(site, PAIRS_PROG, tmp_path)
     assert b["digests"]["served"]["prog.py"] >= 1, b["stats"]
 
 
@@ -788,17 +795,11 @@ def test_an_alias_rebound_where_its_class_is_defined_names_nothing_re_exported(
     """A class a package's ``__init__`` re-exports from the submodule that defines it
     (and rebinds its alias, ``cls.CUR = m``): the alias names nothing under either
     module (review 146: the package's own file assigns nothing)."""
-    from pcache._persist_key import ContentWalker
-
     site = libsite.install(
         tmp_path / "lib" / "site-packages", "reexp", "from reexp._core import H\n"
     )
     _submodule(site, "reexp/_core.py", REEXPORTED_CORE)
-    mod = next(libsite.imported(site, "reexp", monkeypatch))
-    try:
-        assert ContentWalker().value(mod.H.MA)[-1][:3] == ("lib", "reexp", "H.MA")
-    finally:
-        sys.modules.pop("reexp._core", None)
+    assert _name_of(site, "reexp", monkeypatch, lambda m: m.H.MA) == ("lib", "reexp", "H.MA")
 
 
 def test_a_module_level_setattr_partial_rebinds_its_name(tmp_path):
@@ -898,14 +899,21 @@ def test_an_alias_a_base_class_s_method_rebinds_names_nothing(tmp_path, monkeypa
     """A class whose alias its base class's method, in another file, rebinds (``cls.CUR
     = m`` in a mixin: review 148): the alias is not the object's name, rebound or not
     (a rebinding made before pcache was enabled reads as unchanged)."""
+    got = _name_of(_hidden(tmp_path), "hidden", monkeypatch, lambda m: m.H1.MA)
+    assert got == ("lib", "hidden", "H1.MA")
+
+
+def _name_of(site, pkg: str, monkeypatch, get) -> tuple:
+    """The persisted key's name for ``get(package)``, ``pkg`` imported from ``site``
+    (its submodules dropped after)."""
     from pcache._persist_key import ContentWalker
 
-    site = _hidden(tmp_path)
-    mod = next(libsite.imported(site, "hidden", monkeypatch))
+    mod = next(libsite.imported(site, pkg, monkeypatch))
     try:
-        assert ContentWalker().value(mod.H1.MA)[-1][:3] == ("lib", "hidden", "H1.MA")
+        return ContentWalker().value(get(mod))[-1][:3]
     finally:
-        sys.modules.pop("hidden._mix", None)
+        for name in [n for n in sys.modules if n.startswith(pkg + ".")]:
+            sys.modules.pop(name, None)
 
 
 def _hidden(tmp_path):
@@ -934,11 +942,7 @@ def test_a_name_rebound_after_pcache_started_names_nothing_however_rebound(tmp_p
     or instance's dict held when the import finished (`_snapshots._deep`): it names
     nothing, B computes what stock JAX does; the unchanged control is served."""
     site = _hidden(tmp_path)
-    prog = tmp_path / "prog.py"
-    prog.write_text(textwrap.dedent(HIDDEN_PROG))
-    a, stock, b = phases(prog, site, tmp_path / "c")
-    assert b["digests"]["shown"] == stock["digests"]["shown"]
-    assert a["digests"]["shown"] != stock["digests"]["shown"]  # (the aliases differ)
+    b = _as_stock_in_b(site, HIDDEN_PROG, tmp_path)
     assert b["digests"]["served"]["prog.py"] >= 1, b["stats"]
 
 
@@ -1039,8 +1043,4 @@ def test_an_object_a_later_import_reaches_first_is_no_import_state(tmp_path):
     _submodule(
         site, "late/extra.py", "from late import _REG, _REG2\n\nINNER, INNER2 = _REG[0], _REG2[0]\n"
     )
-    prog = tmp_path / "prog.py"
-    prog.write_text(textwrap.dedent(LATE_PROG))
-    a, stock, b = phases(prog, site, tmp_path / "c")
-    assert b["digests"]["shown"] == stock["digests"]["shown"]
-    assert a["digests"]["shown"] != stock["digests"]["shown"]
+    _as_stock_in_b(site, LATE_PROG, tmp_path)
