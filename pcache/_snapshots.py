@@ -27,7 +27,6 @@ Only with persisted traces on (`start` from `pcache._install`). JAX-free.
 
 from __future__ import annotations
 
-import builtins
 import sys
 import threading
 import types
@@ -35,8 +34,9 @@ from importlib.machinery import ModuleSpec
 from typing import Any
 
 from pcache._holders import _BOOKKEEPING, FUNC_PART, TYPE_PART
-from pcache._introspect import Override, cdict, dict_reader, flags, inst_dict, is_a
+from pcache._introspect import Override, cdict, dict_reader, flags, inst_dict, is_a, names
 from pcache._memos import after_fork
+from pcache._provenance import class_body, real_path
 from pcache._usercode import is_library_module
 
 _SNAPSHOTS: dict[str, tuple] = {}  # module name -> (the module, its namespace copied)
@@ -47,7 +47,7 @@ _DEEP: dict[int, tuple] = {}
 _LOCAL = threading.local()  # .busy: this thread is asking the other finders
 
 
-def _copy(name: Any, m: Any, built: list | None = None) -> None:
+def _copy(name: Any, m: Any, late: bool = False) -> None:
     if type(name) is not str or not is_a(m, types.ModuleType):
         return
     if name in _SNAPSHOTS and _SNAPSHOTS[name][0] is m:
@@ -59,10 +59,10 @@ def _copy(name: Any, m: Any, built: list | None = None) -> None:
     if type(d) is dict and sys.modules.get(name) is m:
         d = _SNAPSHOTS[name] = (m, d.copy())
         if is_library_module(m):
-            _deep(name, d[1], built)
+            _deep(name, d[1], late)
 
 
-def _deep(module: str, d: dict, built: list | None = None) -> None:
+def _deep(module: str, d: dict, late: bool = False) -> None:
     """Copy the dict of every class library module namespace ``d`` holds, at any
     depth (a nested class, a class attribute's class, a metaclass, an instance's
     class), and of every instance it or those classes hold (one level: what
@@ -71,13 +71,11 @@ def _deep(module: str, d: dict, built: list | None = None) -> None:
     parts (``H.CUR``, ``OBJ.mode``, ``OBJ.<type>.x``) are checked against what import
     bound as its first is (`unchanged`), however the program or the library rebinds
     them later (``setattr`` through a ``partial``, a base class's ``cls.CUR = ...``, a
-    computed name: review 148). ``built``: the classes built while an import after
-    `start` ran (`_recording`), which may reach first an object made before it that the
-    program changed meanwhile (review 149: an instance a library kept in a list,
-    re-exported by a module imported later; review 150: its class claiming the later
-    module's name): what it reaches first is import state only where it is such a class
-    or an instance of one (a name through anything else names nothing)."""
-    made = None if built is None else set(map(id, built))
+    computed name: review 148). ``late``: an import after `start`, which may reach
+    an object made before it, that the program changed meanwhile (review 149: an
+    instance a library kept in a list, re-exported by a module imported later): what it
+    reaches first is trusted only where it is ``module``'s own class (`_own`) or an
+    instance of one."""
     plain = _PLAIN
     todo = [
         x
@@ -116,16 +114,37 @@ def _deep(module: str, d: dict, built: list | None = None) -> None:
         # (provisional: its own module's body is still running, a circular import
         # reached it: copied again when that body returns; never a class whose
         # module is imported later, after the program ran)
-        # (an import after `start`: what it reaches first may be older than it, and a
-        # class's ``__module__`` is only what it claims: review 150)
-        trusted = (
-            made is None
-            or id(x if cls else tx) in made
-            or (got is not None and got[0] is x and got[4])
-        )
+        trusted = not late or _own(x if cls else tx, module, d)
         _DEEP[id(x)] = (x, own, tx, mine is not None and mine != module and _running(mine),
                         trusted)  # fmt: skip
         todo.append(tx)
+
+
+def _own(k: Any, module: str, d: dict) -> bool:
+    """Whether class ``k`` is module ``module``'s own (namespace ``d``): it says so
+    (``__module__``), ``d`` holds it under its qualified name, a class statement of the
+    module's file defines that name, and its functions' code is that file's: not a class
+    made before that the module re-exports under its own name (review 150, numpy's
+    ``set_module``), nor one a metaclass hands back for a class statement (review 151)."""
+    _, qual, mine = names(k)
+    if type(mine) is not str or mine != module:
+        return False
+    file = d.get("__file__")
+    if type(qual) is not str or type(file) is not str:
+        return False
+    v: Any = d
+    for part in qual.split("."):
+        v = (v if type(v) is dict else cdict(v) if flags(type(v)) & _TYPE_SUBCLASS else {}).get(
+            part
+        )
+    if v is not k or not class_body(file, qual):
+        return False
+    here = real_path(file)
+    return all(
+        real_path(f.__code__.co_filename) == here
+        for f in cdict(k).values()
+        if type(f) is types.FunctionType
+    )
 
 
 def _running(name: str) -> bool:
@@ -139,25 +158,6 @@ def _running(name: str) -> bool:
     return type(spec) is ModuleSpec and vars(spec).get("_initializing") is True
 
 
-#: One list per import running under the finder: the classes built meanwhile (any
-#: class statement's, by ``builtins.__build_class__``: `_build_class`)
-_BUILDING: list = []
-_BUILD_CLASS = builtins.__build_class__
-
-
-def _recording() -> list:
-    built: list = []
-    _BUILDING.append(built)
-    return built
-
-
-def _done(built: list) -> None:
-    for i, b in enumerate(_BUILDING):  # (by identity: ``list.remove`` compares items)
-        if b is built:
-            del _BUILDING[i]
-            return
-
-
 def _restore(loader: Any, module: Any) -> Any:
     """Put the real loader back on ``module`` before its body runs; its spec."""
     inner = loader._inner
@@ -169,9 +169,9 @@ def _restore(loader: Any, module: Any) -> Any:
     return spec
 
 
-def _copied(spec: Any, module: Any, built: list) -> None:
+def _copied(spec: Any, module: Any) -> None:
     try:
-        _copy(getattr(spec, "name", None), module, built)
+        _copy(getattr(spec, "name", None), module, late=True)
     except Exception:  # (never fail an import: the module just has no snapshot)
         pass
 
@@ -185,19 +185,8 @@ def _copied(spec: Any, module: Any, built: list) -> None:
 _EXEC = """
 def exec_module(self, module):
     spec = _restore(self, module)
-    built = _recording()
-    try:
-        self._inner.exec_module(module)
-    finally:
-        _done(built)
-    _copied(spec, module, built)
-
-
-def _build_class(*args, **kwargs):
-    cls = _BUILD_CLASS(*args, **kwargs)
-    for built in tuple(_BUILDING):  # (each import running: a nested one's are its too)
-        built.append(cls)
-    return cls
+    self._inner.exec_module(module)
+    _copied(spec, module)
 
 
 def find_spec(self, name, path=None, target=None):
@@ -232,13 +221,8 @@ def find_spec(self, name, path=None, target=None):
             pass
     return spec
 """
-_space: dict = {
-    "sys": sys, "_LOCAL": _LOCAL, "_restore": _restore, "_copied": _copied,
-    "_recording": _recording, "_BUILDING": _BUILDING, "_done": _done,
-    "_BUILD_CLASS": _BUILD_CLASS,
-}  # fmt: skip
+_space: dict = {"sys": sys, "_LOCAL": _LOCAL, "_restore": _restore, "_copied": _copied}
 exec(compile(_EXEC, "<frozen importlib._bootstrap_external>", "exec"), _space)
-_build_class = _space["_build_class"]  # (a class body's warning names its caller's line)
 for _name, _owner in (("exec_module", "_Loader"), ("find_spec", "Finder")):
     _f = _space[_name]
     _f.__code__ = _f.__code__.replace(co_qualname=f"pcache._snapshots.{_owner}.{_name}")
@@ -308,8 +292,6 @@ def start() -> None:
                 continue  # (its body is still running: copied by nobody, never named)
             _copy(name, m)
         sys.meta_path.insert(0, FINDER)
-        if builtins.__build_class__ is _BUILD_CLASS:
-            builtins.__build_class__ = _build_class
 
 
 def stop() -> None:
@@ -319,8 +301,6 @@ def stop() -> None:
     with _START:
         if any(f is FINDER for f in sys.meta_path):
             sys.meta_path[:] = [f for f in sys.meta_path if f is not FINDER]
-        if builtins.__build_class__ is _build_class:
-            builtins.__build_class__ = _BUILD_CLASS
 
 
 def unchanged(module: str, attr: str) -> bool:
