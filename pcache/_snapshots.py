@@ -34,9 +34,8 @@ from importlib.machinery import ModuleSpec
 from typing import Any
 
 from pcache._holders import _BOOKKEEPING, FUNC_PART, TYPE_PART
-from pcache._introspect import Override, cdict, dict_reader, flags, inst_dict, is_a, names
+from pcache._introspect import Override, cdict, dict_reader, flags, inst_dict, is_a
 from pcache._memos import after_fork
-from pcache._provenance import class_body, real_path
 from pcache._usercode import is_library_module
 
 _SNAPSHOTS: dict[str, tuple] = {}  # module name -> (the module, its namespace copied)
@@ -47,7 +46,7 @@ _DEEP: dict[int, tuple] = {}
 _LOCAL = threading.local()  # .busy: this thread is asking the other finders
 
 
-def _copy(name: Any, m: Any, late: bool = False) -> None:
+def _copy(name: Any, m: Any, late: Any = None) -> None:
     if type(name) is not str or not is_a(m, types.ModuleType):
         return
     if name in _SNAPSHOTS and _SNAPSHOTS[name][0] is m:
@@ -62,7 +61,7 @@ def _copy(name: Any, m: Any, late: bool = False) -> None:
             _deep(name, d[1], late)
 
 
-def _deep(module: str, d: dict, late: bool = False) -> None:
+def _deep(module: str, d: dict, late: Any = None) -> None:
     """Copy the dict of every class library module namespace ``d`` holds, at any
     depth (a nested class, a class attribute's class, a metaclass, an instance's
     class), and of every instance it or those classes hold (one level: what
@@ -71,11 +70,13 @@ def _deep(module: str, d: dict, late: bool = False) -> None:
     parts (``H.CUR``, ``OBJ.mode``, ``OBJ.<type>.x``) are checked against what import
     bound as its first is (`unchanged`), however the program or the library rebinds
     them later (``setattr`` through a ``partial``, a base class's ``cls.CUR = ...``, a
-    computed name: review 148). ``late``: an import after `start`, which may reach
-    an object made before it, that the program changed meanwhile (review 149: an
-    instance a library kept in a list, re-exported by a module imported later): what it
-    reaches first is trusted only where it is ``module``'s own class (`_own`) or an
-    instance of one."""
+    computed name: review 148). ``late``: for an import after `start`, the ids of
+    the classes alive when it began (`_classes`): it may reach an object made before
+    it, that the program changed meanwhile (review 149: an instance a library kept in
+    a list, re-exported by a module imported later; review 150: a class whose
+    ``__module__`` names the new module; review 151: an old class a metaclass hands
+    back for a class statement). What it reaches first is trusted only where it is a
+    class made since that import began, or an instance of one."""
     plain = _PLAIN
     todo = [
         x
@@ -114,37 +115,23 @@ def _deep(module: str, d: dict, late: bool = False) -> None:
         # (provisional: its own module's body is still running, a circular import
         # reached it: copied again when that body returns; never a class whose
         # module is imported later, after the program ran)
-        trusted = not late or _own(x if cls else tx, module, d)
+        trusted = late is None or id(x if cls else tx) not in late
         _DEEP[id(x)] = (x, own, tx, mine is not None and mine != module and _running(mine),
                         trusted)  # fmt: skip
         todo.append(tx)
 
 
-def _own(k: Any, module: str, d: dict) -> bool:
-    """Whether class ``k`` is module ``module``'s own (namespace ``d``): it says so
-    (``__module__``), ``d`` holds it under its qualified name, a class statement of the
-    module's file defines that name, and its functions' code is that file's: not a class
-    made before that the module re-exports under its own name (review 150, numpy's
-    ``set_module``), nor one a metaclass hands back for a class statement (review 151)."""
-    _, qual, mine = names(k)
-    if type(mine) is not str or mine != module:
-        return False
-    file = d.get("__file__")
-    if type(qual) is not str or type(file) is not str:
-        return False
-    v: Any = d
-    for part in qual.split("."):
-        v = (v if type(v) is dict else cdict(v) if flags(type(v)) & _TYPE_SUBCLASS else {}).get(
-            part
-        )
-    if v is not k or not class_body(file, qual):
-        return False
-    here = real_path(file)
-    return all(
-        real_path(f.__code__.co_filename) == here
-        for f in cdict(k).values()
-        if type(f) is types.FunctionType
-    )
+def _classes() -> frozenset:
+    """The ids of every class alive now (each is a subclass of ``object`` at some
+    depth; read with ``type``'s own method: a metaclass may override it). A class
+    that dies later may leave its id to a class made after: taken as old."""
+    seen, todo = {id(object)}, [object]
+    while todo:
+        for k in type.__subclasses__(todo.pop()):
+            if id(k) not in seen:
+                seen.add(id(k))
+                todo.append(k)
+    return frozenset(seen)
 
 
 def _running(name: str) -> bool:
@@ -169,9 +156,34 @@ def _restore(loader: Any, module: Any) -> Any:
     return spec
 
 
-def _copied(spec: Any, module: Any) -> None:
+class _Every:
+    """Taken as every class's id: none is new (`_classes` failed)."""
+
+    def __contains__(self, _: Any) -> bool:
+        return True
+
+
+def _began() -> bool:
+    """Note the classes alive as this thread's outermost import after `start` begins
+    (what its nested imports make counts as made by it); whether this is that one."""
+    if getattr(_LOCAL, "before", None) is not None:
+        return False
     try:
-        _copy(getattr(spec, "name", None), module, late=True)
+        _LOCAL.before = _classes()
+    except Exception:  # (never fail an import: then nothing it reaches first is trusted)
+        _LOCAL.before = _Every()
+    return True
+
+
+def _ended(outer: bool) -> None:
+    if outer:
+        _LOCAL.before = None
+
+
+def _copied(spec: Any, module: Any) -> None:
+    before = getattr(_LOCAL, "before", None)
+    try:
+        _copy(getattr(spec, "name", None), module, late=_Every() if before is None else before)
     except Exception:  # (never fail an import: the module just has no snapshot)
         pass
 
@@ -185,8 +197,12 @@ def _copied(spec: Any, module: Any) -> None:
 _EXEC = """
 def exec_module(self, module):
     spec = _restore(self, module)
-    self._inner.exec_module(module)
-    _copied(spec, module)
+    outer = _began()
+    try:
+        self._inner.exec_module(module)
+        _copied(spec, module)
+    finally:
+        _ended(outer)
 
 
 def find_spec(self, name, path=None, target=None):
@@ -221,7 +237,8 @@ def find_spec(self, name, path=None, target=None):
             pass
     return spec
 """
-_space: dict = {"sys": sys, "_LOCAL": _LOCAL, "_restore": _restore, "_copied": _copied}
+_space: dict = {"sys": sys, "_LOCAL": _LOCAL, "_restore": _restore, "_copied": _copied,
+               "_began": _began, "_ended": _ended}  # fmt: skip
 exec(compile(_EXEC, "<frozen importlib._bootstrap_external>", "exec"), _space)
 for _name, _owner in (("exec_module", "_Loader"), ("find_spec", "Finder")):
     _f = _space[_name]
@@ -268,6 +285,7 @@ def _importing() -> bool:
 _space.update(Finder=Finder, _Loader=_Loader, _importing=_importing)
 FINDER = Finder()
 _START = threading.Lock()
+_STOPPED: list = []  # (non-empty once `stop` took the finder out)
 
 
 @after_fork
@@ -290,17 +308,21 @@ def start() -> None:
             spec = d.get("__spec__") if type(d) is dict else None
             if type(spec) is ModuleSpec and getattr(spec, "_initializing", False) is True:
                 continue  # (its body is still running: copied by nobody, never named)
-            _copy(name, m)
+            # (after a `stop`: a module imported meanwhile may hold what the program
+            # changed before: a late import's, none of whose classes is new, review 152)
+            _copy(name, m, late=_Every() if _STOPPED else None)
         sys.meta_path.insert(0, FINDER)
 
 
 def stop() -> None:
     """Take the finder out of ``sys.meta_path`` (pcache switched off, or on without
     persisted traces): imports run as without pcache. The snapshots stay; a module
-    imported meanwhile is copied at the next `start`, as one loaded before the first."""
+    imported meanwhile is copied at the next `start`, as a late import none of whose
+    classes is new (`_deep`)."""
     with _START:
         if any(f is FINDER for f in sys.meta_path):
             sys.meta_path[:] = [f for f in sys.meta_path if f is not FINDER]
+            _STOPPED.append(True)
 
 
 def unchanged(module: str, attr: str) -> bool:

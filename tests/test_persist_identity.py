@@ -1012,6 +1012,72 @@ def set_attr2(name, m):
 
 def pick2(v, d):
     return v * (2.0 if d is _REG2[0].ma else 3.0)
+
+
+_CLASSES = {}
+
+
+class Registered(type):  # (a class statement naming a registered class gets that class)
+    def __new__(mcs, name, bases, ns):
+        c = _CLASSES.get(name)
+        if c is None:
+            c = _CLASSES[name] = super().__new__(mcs, name, bases, ns)
+        return c
+
+
+def _define():
+    class Meta(metaclass=Registered):
+        ma = _REG[0].ma
+        mb = partial(_g, 1)
+        cur = ma
+
+    class Made:  # (made here, claiming the later module's name: review 152)
+        ma = _REG[0].ma
+        mb = partial(_g, 1)
+        cur = ma
+
+    Made.__module__, Made.__qualname__ = "late.extra", "Made"
+    _CLASSES["Made"] = Made
+
+    class Plain:
+        ma = _REG[0].ma
+        mb = partial(_g, 1)
+        cur = ma
+
+    _CLASSES["Plain"] = Plain
+
+
+_define()
+
+
+def set_cls(name, attr, m):
+    setattr(_CLASSES[name], attr, m)
+"""
+
+EXTRA = """
+from typing import TYPE_CHECKING
+from functools import partial
+
+from late import _CLASSES, _REG, _REG2, Registered, _g
+from late.tok import token
+
+INNER, INNER2 = _REG[0], _REG2[0]
+Made = _CLASSES["Made"]
+TOKEN = token(mt=partial(_g, 1))  # (made by this import: its class is new)
+
+
+def pick3(v, d):
+    return v * (2.0 if d is TOKEN.mt else 3.0)
+
+
+class Meta(metaclass=Registered):  # (hands back the class ``late`` registered)
+    pass
+
+
+if TYPE_CHECKING:  # (a class statement that never runs)
+
+    class Made:
+        cur: object
 """
 
 LATE_PROG = """
@@ -1023,11 +1089,43 @@ import late
 if os.environ["PHASE"] == "B":  # (after pcache started: before ``late.extra`` is imported)
     late.set_attr("cur", late._REG[0].mb)
     late.set_attr2("cur", late._REG2[0].mb)
+    late.set_cls("Meta", "cur", late._CLASSES["Meta"].mb)
+    late.set_cls("Made", "cur", late._CLASSES["Made"].mb)
 import late.extra
 
 show("late", lambda: jax.jit(partial(late.pick, d=late.extra.INNER.cur))(x))
 show("spoof", lambda: jax.jit(partial(late.pick2, d=late.extra.INNER2.cur))(x))
+show("metaclass", lambda: jax.jit(partial(late.pick, d=late.extra.Meta.cur))(x))
+show("made", lambda: jax.jit(partial(late.pick, d=late.extra.Made.cur))(x))
 show("control", lambda: jax.jit(partial(late.pick, d=late._REG[0].ma))(x))
+"""
+
+FACTORY_PROG = """
+from functools import partial
+
+import late.extra
+
+show("factory", lambda: jax.jit(partial(late.extra.pick3, d=late.extra.TOKEN.mt))(x))
+"""
+
+DISABLED_PROG = """
+import os
+from functools import partial
+
+import pcache
+import late
+
+jnp.zeros(1).block_until_ready()  # (pcache started)
+if os.environ["PHASE"] == "B":
+    late.set_cls("Plain", "cur", late._CLASSES["Plain"].mb)
+on = bool(os.environ.get("JAX_PCACHE_DIR"))
+if on:
+    pcache.disable()
+import late.again  # (imported while pcache is off)
+
+if on:
+    pcache.enable()
+show("disabled", lambda: jax.jit(partial(late.pick, d=late.again.Plain.cur))(x))
 """
 
 
@@ -1036,10 +1134,32 @@ def test_an_object_a_later_import_reaches_first_is_no_import_state(tmp_path):
     started, then re-exported by a module imported later (review 149; its class
     claiming that module's name: review 150): that import copies its dict as it is now,
     not as the import that made it left it, so a name through it names nothing (only
-    classes built while that import ran, and their instances, count): B computes what
-    stock JAX does."""
+    classes made since that import began, and their instances, count): B computes what
+    stock JAX does, also for a class made before it that claims its name and has a
+    class statement there that never runs (review 152) and for the old class a
+    metaclass hands back for a class statement (review 151). A class a library's
+    factory makes while that import runs (lineax's tokens) names what it holds: served."""
     site = libsite.install(tmp_path / "lib" / "site-packages", "late", LATE)
-    _submodule(
-        site, "late/extra.py", "from late import _REG, _REG2\n\nINNER, INNER2 = _REG[0], _REG2[0]\n"
-    )
+    _submodule(site, "late/extra.py", textwrap.dedent(EXTRA))
+    _submodule(site, "late/tok.py", TOK)
     _as_stock_in_b(site, LATE_PROG, tmp_path)
+    prog = tmp_path / "factory.py"
+    prog.write_text(textwrap.dedent(FACTORY_PROG))
+    a, stock, b = phases(prog, site, tmp_path / "c2")
+    assert a["digests"]["shown"] == stock["digests"]["shown"] == b["digests"]["shown"]
+    assert b["digests"]["served"]["factory.py"] == 1, b["stats"]
+
+
+TOK = """
+def token(**kw):  # (a factory: a class made per call, lineax's ``eqxi.str2jax``)
+    return type("Token", (), dict(kw, __module__="late.tok"))()
+"""
+
+
+def test_a_module_imported_while_pcache_was_off_is_a_late_import(tmp_path):
+    """A module imported between `disable()` and `enable()` may re-export what the
+    program changed while pcache was on: copied at the next enable as a late import
+    whose every class is old, it names nothing through them (review 152)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "late", LATE)
+    _submodule(site, "late/again.py", "from late import _CLASSES\n\nPlain = _CLASSES['Plain']\n")
+    _as_stock_in_b(site, DISABLED_PROG, tmp_path)
