@@ -187,11 +187,19 @@ def overrides_key(jax_primitive_name: Callable[[Any], str | None]) -> tuple[str,
         return got
 
 
-def overridden() -> list:
-    """The primitives with an entry overridden now (`overrides_key`'s, any of them)."""
+def overridden(plain: Callable[[Any], bool]) -> list:
+    """The primitives with an entry overridden now (`overrides_key`'s), but those
+    whose every overriding entry is described by what it is (`_describe_rule`: JAX's
+    or an installed library's functions over constants, lineax's ``stop_gradient``
+    transpose) and ``plain`` (no user code, no state it reads)."""
     with OVERRIDES.lock:
         found = OVERRIDES((*_compat.rule_registries(), *_compat.type_handlers()))
-    return list(dict.fromkeys(k for _, k, _ in found if isinstance(k, _compat.Primitive)))
+    out: dict = {}
+    for _, k, v in found:
+        if isinstance(k, _compat.Primitive):
+            fixed = v is not _dictwatch.DELETED and plain(v) and _describe_rule(v, 0, True)
+            out[k] = out.get(k, False) or not fixed
+    return [k for k, any_open in out.items() if any_open]
 
 
 def _reaches_others(k: Any, jax_primitive_name: Callable[[Any], str | None]) -> bool:
@@ -209,7 +217,7 @@ def _overrides_key(found: list) -> tuple[str, bool]:
         return "", True
     descs = []
     for d, k, v in found:
-        rule = "deleted" if v is _dictwatch.DELETED else _describe_rule(v, 0)
+        rule = "deleted" if v is _dictwatch.DELETED else _describe_rule(v, 0, libs=True)
         parts = (_table_name(d), _describe_key(k), rule)
         if None in parts:
             objs = [x for e in found for x in e if x is not _dictwatch.DELETED]
@@ -283,35 +291,59 @@ def is_jax_module(name) -> bool:
     return isinstance(name, str) and (name == "jax" or name.startswith(_JAX_MODULES))
 
 
-def _describe_function(obj, depth: int) -> str | None:
+def _describe_function(obj, depth: int, libs: bool) -> str | None:
     """A function of JAX's by what it is (its globals a JAX module's own, its code
     that module file's: never by a ``__module__`` string, review 89), named by its
-    code, with its closure values and defaults; else None."""
+    code, with its closure values and defaults; an installed library's the same way,
+    with the distribution that provides its module and its code by content (lineax
+    sets JAX's ``stop_gradient`` transpose rule at import: enabled before that
+    import, every program was process-local); else None."""
 
     g, code = obj.__globals__, obj.__code__
     module = g.get("__name__") if type(g) is dict else None
-    if not is_jax_module(module) or not is_library_code(g, code):
+    if type(module) is not str or not is_library_code(g, code):
         return None
     if obj.__builtins__ is not builtins.__dict__:
+        return None
+    where = module if is_jax_module(module) else libs and _installed(module, code)
+    if not where:
         return None
     items = []
     for cell in obj.__closure__ or ():
         try:
-            items.append(_describe_rule(cell.cell_contents, depth + 1))
+            items.append(_describe_rule(cell.cell_contents, depth + 1, libs))
         except ValueError:  # an empty cell
             items.append("<empty>")
-    items += [_describe_rule(v, depth + 1) for v in obj.__defaults__ or ()]
+    items += [_describe_rule(v, depth + 1, libs) for v in obj.__defaults__ or ()]
     kwd = obj.__kwdefaults__ or {}
-    kws = [(k, _describe_rule(kwd[k], depth + 1)) for k in sorted(kwd)]
+    kws = [(k, _describe_rule(kwd[k], depth + 1, libs)) for k in sorted(kwd)]
     if None in items or any(d is None for _, d in kws):
         return None
     body = ",".join(items) + ";" + ",".join(f"{k}={d}" for k, d in kws)
     # (and by its bytecode: two lambdas on one line share a name and a line)
     ops = hashlib.sha256(code.co_code).hexdigest()[:12]
-    return f"fn:{module}.{code.co_qualname}:{code.co_firstlineno}:{ops}({body})"
+    return f"fn:{where}.{code.co_qualname}:{code.co_firstlineno}:{ops}({body})"
 
 
-def _describe_rule(obj, depth: int) -> str | None:
+def _installed(module: str, code: types.CodeType) -> str | None:
+    """``module`` (an installed distribution's, not the standard library's nor a
+    file the path rule alone calls library) with that distribution's name and
+    version and ``code`` by content; None for any other."""
+    from pcache._persist_code import code_digest
+    from pcache._persist_env import attributed
+    from pcache._usercode import NoReuse
+
+    try:
+        dist = attributed(module)
+        digest = code_digest(code)
+    except NoReuse:
+        return None
+    if dist in ("builtin", "stdlib", "pcache"):
+        return None
+    return f"lib:{dist}:{digest[:16]}:{module}"
+
+
+def _describe_rule(obj, depth: int, libs: bool = False) -> str | None:
     """A deterministic description of a lowering rule reaching only JAX's own code
     (functions by module and qualified name, with their closure values, defaults
     and partial arguments), or None if it reaches anything else."""
@@ -329,11 +361,12 @@ def _describe_rule(obj, depth: int) -> str | None:
         return f"{t.__name__}:" + "".join(struct.pack("<d", v).hex() for v in parts)
     if t is tuple or t is list or t is frozenset:  # (by identity: no metaclass __eq__)
         items = [
-            _describe_rule(v, depth + 1) for v in (sorted(obj, key=repr) if t is frozenset else obj)
+            _describe_rule(v, depth + 1, libs)
+            for v in (sorted(obj, key=repr) if t is frozenset else obj)
         ]
         return None if None in items else f"{t.__name__}({','.join(items)})"
     if t is dict:
-        items = [(repr(k), _describe_rule(v, depth + 1)) for k, v in obj.items()]
+        items = [(repr(k), _describe_rule(v, depth + 1, libs)) for k, v in obj.items()]
         if any(d is None for _, d in items) or not all(type(k) is str for k in obj):
             return None
         return "dict(" + ",".join(f"{k}:{d}" for k, d in sorted(items)) + ")"
@@ -344,15 +377,18 @@ def _describe_rule(obj, depth: int) -> str | None:
             return None
         return f"enum:{t.__module__}.{t.__qualname__}.{obj.name}"
     if t is functools.partial:  # (exactly: a subclass's call is its own, review 95)
-        items = [_describe_rule(v, depth + 1) for v in (obj.func, *obj.args)]
-        kws = [(k, _describe_rule(v, depth + 1)) for k, v in sorted(obj.keywords.items())]
+        items = [_describe_rule(v, depth + 1, libs) for v in (obj.func, *obj.args)]
+        kws = [(k, _describe_rule(v, depth + 1, libs)) for k, v in sorted(obj.keywords.items())]
         if None in items or any(d is None for _, d in kws):
             return None
         return f"partial({','.join(items)};{','.join(f'{k}={d}' for k, d in kws)})"
     if isinstance(obj, types.FunctionType):
-        return _describe_function(obj, depth)
+        return _describe_function(obj, depth, libs)
     if isinstance(obj, types.MethodType):
-        f, me = _describe_rule(obj.__func__, depth + 1), _describe_rule(obj.__self__, depth + 1)
+        f, me = (
+            _describe_rule(obj.__func__, depth + 1, libs),
+            _describe_rule(obj.__self__, depth + 1, libs),
+        )
         return None if f is None or me is None else f"method({f};{me})"
     if isinstance(obj, type):
         if not (is_jax_module(obj.__module__) and is_library_type(obj)):
@@ -375,9 +411,14 @@ def _describe_rule(obj, depth: int) -> str | None:
         # (one of JAX's own only: a program's primitive bound by a JAX function,
         # ``lower_fun(my_p.bind)``, lowers by the program's rule: review 93)
         return f"prim:{obj.name}" if JAX_PRIMITIVE[0](obj) is not None else None
-    # A JAX object (a config holder, custom_partitioning...): its type and state, only
-    # where that is all it keeps (not a C++ object's fields, a tuple subclass's items,
-    # a jit object's callee: review 97)
+    return _describe_object(obj, depth, libs)
+
+
+def _describe_object(obj, depth: int, libs: bool) -> str | None:
+    """A JAX object (a config holder, custom_partitioning...): its type and state, only
+    where that is all it keeps (not a C++ object's fields, a tuple subclass's items,
+    a jit object's callee: review 97)."""
+    t = type(obj)
     if fields(obj) is None:
         return None
     state = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
@@ -385,7 +426,7 @@ def _describe_rule(obj, depth: int) -> str | None:
         for slot in getattr(klass, "__slots__", ()):
             if slot not in ("__weakref__", "__dict__") and hasattr(obj, slot):
                 state.setdefault(slot, getattr(obj, slot))
-    items = [(k, _describe_rule(v, depth + 1)) for k, v in sorted(state.items())]
+    items = [(k, _describe_rule(v, depth + 1, libs)) for k, v in sorted(state.items())]
     if any(d is None for _, d in items):
         return None
     return f"obj:{t.__module__}.{t.__qualname__}(" + ",".join(f"{k}={d}" for k, d in items) + ")"

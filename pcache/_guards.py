@@ -558,8 +558,10 @@ def tables() -> tuple[tuple, dict, tuple, tuple, int, str, bool]:
             # included: it may run where the jaxpr does not name it, review 92)
             _REG.overrides = _canon_rules.overrides_key(_canon.jax_primitive_name)[0]
             # (an overridden primitive's rules are walked like a user primitive's: they
-            # may hold data the program changes in place, review 96)
-            _REG.prims += tuple(p for p in _canon_rules.overridden() if p not in _REG.prims)
+            # may hold data the program changes in place, review 96; not one whose
+            # overriding rules are described whole, in the overrides' token)
+            over = _canon_rules.overridden(lambda r: _verdict(r) == (False, False))
+            _REG.prims += tuple(p for p in over if p not in _REG.prims)
             _REG.epoch += 1
         return regs, tree, _REG.prims, _REG.nodes, _REG.epoch, _REG.overrides, _REG.handler
 

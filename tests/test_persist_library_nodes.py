@@ -310,3 +310,64 @@ def test_a_library_primitive_rule_over_program_data_is_the_program_s(installed, 
     assert b["digests"]["shown"] == stock["digests"]["shown"]
     assert "main EXC ValueError" in stock["digests"]["shown"]
     assert b["digests"]["served"]["aeval.py"] == 0, b["stats"]
+
+
+RULE_LIB = """
+from jax._src.ad_util import stop_gradient_p
+from jax.interpreters import ad
+
+
+def stop_gradient_transpose(ct, x):  # (lineax's, set on JAX's primitive at import)
+    return (ct,)
+
+
+ad.primitive_transposes[stop_gradient_p] = stop_gradient_transpose
+"""
+
+RULE_PROG = """
+import os
+
+import pcache
+
+if os.environ.get("JAX_PCACHE_DIR"):
+    pcache.enable(trace_persist=True)  # (before the library's import)
+import rulelib  # noqa: F401
+
+
+def f(v):
+    return jax.linear_transpose(lambda u: jax.lax.stop_gradient(u) * 2.0, v)(v)[0]
+
+
+show("transposed", lambda: jax.jit(f)(x))
+"""
+
+
+def test_a_rule_an_installed_library_sets_on_jax_s_primitive_persists(tmp_path):
+    """Enabled before a library that sets a rule of one of JAX's own primitives is
+    imported (lineax's ``stop_gradient`` transpose: diffrax's example), the override is
+    named by the library's distribution, module, function and code: a new process
+    loads the executable and is served the trace, bitwise stock; another rule function
+    is another key."""
+    from pcache import _canon, _canon_rules
+
+    site = libsite.install(tmp_path / "lib" / "site-packages", "rulelib", RULE_LIB)
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(RULE_PROG))
+    a, stock, b = phases(prog, site, tmp_path / "c")
+    assert a["digests"]["shown"] == stock["digests"]["shown"] == b["digests"]["shown"]
+    assert b["digests"]["served"]["prog.py"] == 1, b["stats"]
+    assert b["stats"]["compiles"] == 0, b["stats"]
+    # (in process: an installed library's function by its distribution and code; only
+    # for an override, not for a primitive's own lowering rule, which stays traced)
+    import filelock
+
+    fn = _canon_rules._describe_rule
+    one, other = filelock.Timeout.__str__, filelock.Timeout.__repr__
+    assert fn(one, 0) is None and fn(other, 0) is None
+    got = fn(one, 0, libs=True)
+    assert got.startswith("fn:lib:filelock-") and ".Timeout.__str__:" in got
+    assert fn(other, 0, libs=True) not in (None, got)
+    ns: dict = {}
+    exec(compile("def t(ct, x):\n    return (ct,)\n", "<rule>", "exec"), ns)
+    assert fn(ns["t"], 0, libs=True) is None  # (no installed library's code)
+    assert _canon_rules.overrides_key(_canon.jax_primitive_name)[1]
