@@ -21,7 +21,7 @@ import numpy as np
 
 from pcache import _compat, _dictwatch, _memos
 from pcache._canon_memo import local_token, memos_on
-from pcache._introspect import cdict, fields, is_a, items, names
+from pcache._introspect import cdict, class_ids, fields, is_a, items, names
 from pcache._usercode import is_library_code, is_library_type, module_dict
 
 
@@ -133,16 +133,6 @@ def _fresh(key: Any) -> bool:
     return not is_a(key, type) or id(key) not in _CLASSES[0]
 
 
-def _class_ids() -> frozenset:
-    seen, todo = {id(object)}, [object]
-    while todo:  # (every class is one of object's subclasses, at some depth)
-        for k in type.__subclasses__(todo.pop()):
-            if id(k) not in seen:
-                seen.add(id(k))
-                todo.append(k)
-    return frozenset(seen)
-
-
 _CLASSES: list = [frozenset()]  # (ids of the classes alive at the tables' first read)
 
 #: JAX's rule and handler tables as pcache first read them (never forgotten: what an
@@ -164,7 +154,7 @@ def overrides_key(jax_primitive_name: Callable[[Any], str | None]) -> tuple[str,
     JAX's own primitives (`pcache._canon_values`)."""
     with OVERRIDES.lock:  # (what was found and its version, read together)
         if not _CLASSES[0]:
-            _CLASSES[0] = _class_ids()
+            _CLASSES[0] = class_ids()
         found = OVERRIDES((*_compat.rule_registries(), *_compat.type_handlers()))
         last = _OVERRIDES_KEY[0]
         # (no table written since, and none overridden: an override's rule may hold

@@ -29,6 +29,7 @@ __all__ = [
     "by_id",
     "cdict",
     "class_attr",
+    "class_ids",
     "fields",
     "flags",
     "inst_dict",
@@ -175,6 +176,19 @@ def by_id(table: dict[type, Any]) -> dict[int, Any]:
 def type_ids(types_: Any) -> frozenset[int]:
     """`by_id` for a set of types."""
     return frozenset(map(id, types_))
+
+
+def class_ids() -> frozenset[int]:
+    """The ids of every class alive now: each is a subclass of ``object`` at some
+    depth, read with ``type``'s own method (a metaclass may override it). A class
+    that dies later may leave its id to one made after."""
+    seen, todo = {id(object)}, [object]
+    while todo:
+        for k in type.__subclasses__(todo.pop()):
+            if id(k) not in seen:
+                seen.add(id(k))
+                todo.append(k)
+    return frozenset(seen)
 
 
 def names(t: type) -> tuple[str, str, Any]:

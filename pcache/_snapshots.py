@@ -34,7 +34,7 @@ from importlib.machinery import ModuleSpec
 from typing import Any
 
 from pcache._holders import _BOOKKEEPING, FUNC_PART, TYPE_PART
-from pcache._introspect import Override, cdict, dict_reader, flags, inst_dict, is_a
+from pcache._introspect import Override, cdict, class_ids, dict_reader, flags, inst_dict, is_a
 from pcache._memos import after_fork
 from pcache._usercode import is_library_module
 
@@ -71,7 +71,7 @@ def _deep(module: str, d: dict, late: Any = None) -> None:
     bound as its first is (`unchanged`), however the program or the library rebinds
     them later (``setattr`` through a ``partial``, a base class's ``cls.CUR = ...``, a
     computed name: review 148). ``late``: for an import after `start`, the ids of
-    the classes alive when it began (`_classes`): it may reach an object made before
+    the classes alive when it began (`class_ids`): it may reach an object made before
     it, that the program changed meanwhile (review 149: an instance a library kept in
     a list, re-exported by a module imported later; review 150: a class whose
     ``__module__`` names the new module; review 151: an old class a metaclass hands
@@ -121,19 +121,6 @@ def _deep(module: str, d: dict, late: Any = None) -> None:
         todo.append(tx)
 
 
-def _classes() -> frozenset:
-    """The ids of every class alive now (each is a subclass of ``object`` at some
-    depth; read with ``type``'s own method: a metaclass may override it). A class
-    that dies later may leave its id to a class made after: taken as old."""
-    seen, todo = {id(object)}, [object]
-    while todo:
-        for k in type.__subclasses__(todo.pop()):
-            if id(k) not in seen:
-                seen.add(id(k))
-                todo.append(k)
-    return frozenset(seen)
-
-
 def _running(name: str) -> bool:
     """Whether module ``name``'s body is running (a circular import's)."""
     m = sys.modules.get(name)
@@ -157,7 +144,7 @@ def _restore(loader: Any, module: Any) -> Any:
 
 
 class _Every:
-    """Taken as every class's id: none is new (`_classes` failed)."""
+    """Taken as every class's id: none is new (`class_ids` failed)."""
 
     def __contains__(self, _: Any) -> bool:
         return True
@@ -169,7 +156,7 @@ def _began() -> bool:
     if getattr(_LOCAL, "before", None) is not None:
         return False
     try:
-        _LOCAL.before = _classes()
+        _LOCAL.before = class_ids()
     except Exception:  # (never fail an import: then nothing it reaches first is trusted)
         _LOCAL.before = _Every()
     return True
