@@ -36,7 +36,7 @@ from typing import Any
 from pcache._holders import _BOOKKEEPING, FUNC_PART, TYPE_PART
 from pcache._introspect import Override, cdict, class_ids, dict_reader, flags, inst_dict, is_a
 from pcache._memos import after_fork
-from pcache._usercode import is_library_module
+from pcache._usercode import _library_file, is_library_module
 
 _SNAPSHOTS: dict[str, tuple] = {}  # module name -> (the module, its namespace copied)
 #: id -> (a class or instance a library module held when its import finished, its
@@ -150,27 +150,59 @@ class _Every:
         return True
 
 
-def _began() -> bool:
-    """Note the classes alive as this thread's outermost import after `start` begins
-    (what its nested imports make counts as made by it); whether this is that one."""
-    if getattr(_LOCAL, "before", None) is not None:
-        return False
+def _began(spec: Any) -> list:
+    """This import's frame, ``[the ids of the classes alive as it began, whether
+    program code ran while it ran]``, pushed on this thread's stack. Classes are read
+    afresh (`class_ids`) where program code may have run since they last were: at an
+    outermost import, under a program module's import, after a program module was
+    imported or a module was added to ``sys.modules`` without this finder (another
+    finder's, another thread's, a module put there by hand); else the import nested
+    in a library module's shares the last reading (only library code ran since). A
+    program module's import marks every import it is nested in (review 153: the
+    program's module, imported after pcache started, imports a library, changes it
+    through its API, then imports a module of it re-exporting what it changed)."""
+    here = _LOCAL.__dict__
+    stack = here.setdefault("stack", [])
+    origin = getattr(spec, "origin", None)
+    if origin is None and getattr(spec, "submodule_search_locations", None) is not None:
+        origin = "namespace"  # (a namespace package: no body, no code runs)
+    if not (_library_file(origin) or origin in ("built-in", "frozen", "namespace")):
+        for frame in stack:
+            frame[1] = True
+        here["stale"] = True
+        frame = [None, True]
+    else:
+        if here.get("stale", True) or not stack or stack[-1][0] is None:
+            here["before"] = _Every()
+            try:
+                here["before"] = class_ids()
+            except Exception:  # (never fail an import: then nothing it reaches is new)
+                pass
+            here["stale"] = False
+        elif here.get("modules") != len(sys.modules) - 1:
+            here["stale"] = True
+            return _began(spec)
+        frame = [here["before"], False]
+    here["modules"] = len(sys.modules)  # (this module is in it while its body runs)
+    stack.append(frame)
+    return frame
+
+
+def _ended(frame: list) -> None:
+    here = _LOCAL.__dict__
+    stack = here.get("stack", [])
+    while stack:  # (this import's and any nested one's left by an unusual loader)
+        if stack.pop() is frame:
+            break
+    here["modules"] = len(sys.modules)
+    if not stack:
+        here["stale"] = True  # (the program runs next)
+
+
+def _copied(spec: Any, module: Any, frame: list) -> None:
+    late = _Every() if frame[1] or frame[0] is None else frame[0]
     try:
-        _LOCAL.before = class_ids()
-    except Exception:  # (never fail an import: then nothing it reaches first is trusted)
-        _LOCAL.before = _Every()
-    return True
-
-
-def _ended(outer: bool) -> None:
-    if outer:
-        _LOCAL.before = None
-
-
-def _copied(spec: Any, module: Any) -> None:
-    before = getattr(_LOCAL, "before", None)
-    try:
-        _copy(getattr(spec, "name", None), module, late=_Every() if before is None else before)
+        _copy(getattr(spec, "name", None), module, late=late)
     except Exception:  # (never fail an import: the module just has no snapshot)
         pass
 
@@ -184,12 +216,12 @@ def _copied(spec: Any, module: Any) -> None:
 _EXEC = """
 def exec_module(self, module):
     spec = _restore(self, module)
-    outer = _began()
+    frame = _began(spec)
     try:
         self._inner.exec_module(module)
-        _copied(spec, module)
+        _copied(spec, module, frame)
     finally:
-        _ended(outer)
+        _ended(frame)
 
 
 def find_spec(self, name, path=None, target=None):

@@ -1163,3 +1163,77 @@ def test_a_module_imported_while_pcache_was_off_is_a_late_import(tmp_path):
     site = libsite.install(tmp_path / "lib" / "site-packages", "late", LATE)
     _submodule(site, "late/again.py", "from late import _CLASSES\n\nPlain = _CLASSES['Plain']\n")
     _as_stock_in_b(site, DISABLED_PROG, tmp_path)
+
+
+NESTED_PROG = """
+import os
+import sys
+import tempfile
+from functools import partial
+
+jnp.zeros(1).block_until_ready()  # (pcache started)
+where = tempfile.mkdtemp()
+with open(os.path.join(where, "app_nested.py"), "w") as f:
+    f.write(APP)
+with open(os.path.join(where, "app_hook.py"), "w") as f:
+    f.write(HOOK)
+sys.path.insert(0, where)
+import app_nested  # (the program's module: imports the library, changes it, imports more)
+
+late = app_nested.late
+show("nested", lambda: jax.jit(partial(late.pick, d=late.again.Plain.cur))(x))
+show("hooked", lambda: jax.jit(partial(late.hooked.pick, d=late.hooked.Made2.cur))(x))
+"""
+
+APP = """
+import os
+
+import late
+
+if os.environ["PHASE"] == "B":
+    late.set_cls("Plain", "cur", late._CLASSES["Plain"].mb)
+import late.again
+import late.hooked
+"""
+
+HOOK = """
+import os
+import sys
+
+if os.environ["PHASE"] == "B":  # (the program's code, run inside the library's import)
+    H = sys.modules["late.hooked"].Made2
+    H.cur = H.mb2
+"""
+
+HOOKED = """
+from functools import partial
+
+from late import _g
+
+
+class Made2:
+    ma2 = partial(_g, 1)
+    mb2 = partial(_g, 1)
+    cur = ma2
+
+
+def pick(v, d):
+    return v * (2.0 if d is Made2.ma2 else 3.0)
+
+
+__import__("app_hook")  # (a plugin the program provides; not held)
+"""
+
+
+def test_what_a_program_module_changes_between_two_imports_is_no_import_state(tmp_path):
+    """The program's module, imported after pcache started, imports a library, changes
+    it through its API, then imports another module of it re-exporting what it changed
+    (review 153); a library module imports a program's module (a plugin) that changes
+    a class the library's import made before: both are refused, B computes what stock
+    JAX does (classes are read afresh after program code ran; an import spanning a
+    program module's trusts nothing it reaches first)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "late", LATE)
+    _submodule(site, "late/again.py", "from late import _CLASSES\n\nPlain = _CLASSES['Plain']\n")
+    _submodule(site, "late/hooked.py", textwrap.dedent(HOOKED))
+    prog = f"APP = {APP!r}\nHOOK = {HOOK!r}\n" + textwrap.dedent(NESTED_PROG)
+    _as_stock_in_b(site, prog, tmp_path)
