@@ -154,22 +154,22 @@ def _began(spec: Any) -> list:
     """This import's frame, ``[the ids of the classes alive as it began, whether
     program code ran while it ran]``, pushed on this thread's stack. Classes are read
     afresh (`class_ids`) where program code may have run since they last were: at an
-    outermost import, under a program module's import, after a program module was
-    imported or a module was added to ``sys.modules`` without this finder (another
+    outermost import, under a program module's import, after program code ran (seen by
+    `_watch`) or a module was added to ``sys.modules`` without this finder (another
     finder's, another thread's, a module put there by hand); else the import nested
-    in a library module's shares the last reading (only library code ran since). A
-    program module's import marks every import it is nested in (review 153: the
-    program's module, imported after pcache started, imports a library, changes it
-    through its API, then imports a module of it re-exporting what it changed)."""
+    in a library module's shares the last reading (only library code ran since).
+    Program code run while an import runs marks every import on the stack: a program
+    module imported (review 153: the program's module, imported after pcache started,
+    imports a library, changes it through its API, then imports a module of it
+    re-exporting what it changed), or called (review 154: a settings module the
+    library imports and configures itself with, loaded before by the program)."""
     here = _LOCAL.__dict__
     stack = here.setdefault("stack", [])
     origin = getattr(spec, "origin", None)
     if origin is None and getattr(spec, "submodule_search_locations", None) is not None:
         origin = "namespace"  # (a namespace package: no body, no code runs)
     if not (_library_file(origin) or origin in ("built-in", "frozen", "namespace")):
-        for frame in stack:
-            frame[1] = True
-        here["stale"] = True
+        _program_ran()
         frame = [None, True]
     else:
         if here.get("stale", True) or not stack or stack[-1][0] is None:
@@ -182,10 +182,50 @@ def _began(spec: Any) -> list:
         elif here.get("modules") != len(sys.modules) - 1:
             here["stale"] = True
             return _began(spec)
-        frame = [here["before"], False]
+        frame = [here["before"], not _watching()]
     here["modules"] = len(sys.modules)  # (this module is in it while its body runs)
     stack.append(frame)
     return frame
+
+
+def _watching() -> bool:
+    """Watch this thread's calls for program code (`_watch`) while a library module's
+    import runs; False where another trace function is set (a debugger's, coverage's:
+    kept, and program code goes unseen)."""
+    now = sys.gettrace()
+    if now is None:
+        sys.settrace(_watch)
+        return True
+    return now is _watch
+
+
+def _watch(frame: Any, event: str, arg: Any) -> None:
+    """The trace function while a library module's import runs (called for each new
+    frame; traces nothing inside it): code of a file outside the libraries runs."""
+    try:
+        file = frame.f_code.co_filename
+        library = _FILES.get(file)
+        if library is None:  # (code made from a string, ``<string>``: not seen)
+            library = _FILES[file] = file[:1] == "<" or _library_file(file)
+        if not library:
+            _program_ran()
+    except Exception:
+        _program_ran()
+
+
+_FILES: dict = {}  # file -> whether a library's (the path rule's verdict: fixed per path)
+
+
+def _program_ran() -> None:
+    """Program code ran: every import running in this thread may bind what it
+    changed; the classes alive are read afresh for the next. (Nothing more to watch
+    for these imports: the trace function is taken out until the next begins.)"""
+    here = _LOCAL.__dict__
+    for frame in here.get("stack", ()):
+        frame[1] = True
+    here["stale"] = True
+    if sys.gettrace() is _watch:
+        sys.settrace(None)
 
 
 def _ended(frame: list) -> None:
@@ -195,11 +235,15 @@ def _ended(frame: list) -> None:
         if stack.pop() is frame:
             break
     here["modules"] = len(sys.modules)
+    if not any(f[0] is not None for f in stack) and sys.gettrace() is _watch:
+        sys.settrace(None)  # (no library module's import runs: the program's code does)
     if not stack:
         here["stale"] = True  # (the program runs next)
 
 
 def _copied(spec: Any, module: Any, frame: list) -> None:
+    if frame[0] is not None and sys.gettrace() is not _watch:
+        frame[1] = True  # (the trace function was replaced meanwhile: nothing was seen)
     late = _Every() if frame[1] or frame[0] is None else frame[0]
     try:
         _copy(getattr(spec, "name", None), module, late=late)

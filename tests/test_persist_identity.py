@@ -1178,11 +1178,46 @@ with open(os.path.join(where, "app_nested.py"), "w") as f:
 with open(os.path.join(where, "app_hook.py"), "w") as f:
     f.write(HOOK)
 sys.path.insert(0, where)
+with open(os.path.join(where, "app_conf.py"), "w") as f:
+    f.write(CONF)
+import app_conf  # (the program's settings, loaded before the library that reads them)
 import app_nested  # (the program's module: imports the library, changes it, imports more)
+import late.conf
 
 late = app_nested.late
 show("nested", lambda: jax.jit(partial(late.pick, d=late.again.Plain.cur))(x))
 show("hooked", lambda: jax.jit(partial(late.hooked.pick, d=late.hooked.Made2.cur))(x))
+show("called", lambda: jax.jit(partial(late.conf.pick, d=late.conf.Made3.cur))(x))
+"""
+
+CONF = """
+import os
+
+
+def configure(k):  # (called by the library while its import runs)
+    if os.environ["PHASE"] == "B":
+        k.cur = k.mb3
+"""
+
+LIB_CONF = """
+import sys
+from functools import partial
+
+from late import _g
+
+
+class Made3:
+    ma3 = partial(_g, 1)
+    mb3 = partial(_g, 1)
+    cur = ma3
+
+
+def pick(v, d):
+    return v * (2.0 if d is Made3.ma3 else 3.0)
+
+
+if "app_conf" in sys.modules:  # (Django's settings: the program's module, configured)
+    sys.modules["app_conf"].configure(Made3)
 """
 
 APP = """
@@ -1229,11 +1264,51 @@ def test_what_a_program_module_changes_between_two_imports_is_no_import_state(tm
     """The program's module, imported after pcache started, imports a library, changes
     it through its API, then imports another module of it re-exporting what it changed
     (review 153); a library module imports a program's module (a plugin) that changes
-    a class the library's import made before: both are refused, B computes what stock
-    JAX does (classes are read afresh after program code ran; an import spanning a
-    program module's trusts nothing it reaches first)."""
+    a class the library's import made before; a library module calls the program's
+    settings module, loaded before it, which changes such a class (review 154): all
+    are refused, B computes what stock JAX does (classes are read afresh after program
+    code ran; an import while which program code ran trusts nothing it reaches first)."""
     site = libsite.install(tmp_path / "lib" / "site-packages", "late", LATE)
     _submodule(site, "late/again.py", "from late import _CLASSES\n\nPlain = _CLASSES['Plain']\n")
     _submodule(site, "late/hooked.py", textwrap.dedent(HOOKED))
-    prog = f"APP = {APP!r}\nHOOK = {HOOK!r}\n" + textwrap.dedent(NESTED_PROG)
+    _submodule(site, "late/conf.py", textwrap.dedent(LIB_CONF))
+    prog = f"APP = {APP!r}\nHOOK = {HOOK!r}\nCONF = {CONF!r}\n" + textwrap.dedent(NESTED_PROG)
     _as_stock_in_b(site, prog, tmp_path)
+
+
+WATCHED = """
+import sys
+
+SEEN = sys.gettrace()  # (while this import runs)
+
+
+class K:  # (made by this import: trusted, unless program code could have gone unseen)
+    x = 1.5
+"""
+
+
+def test_program_code_is_watched_for_only_while_a_library_import_runs(tmp_path, monkeypatch):
+    """Program code run while a library module's import runs is seen by a trace
+    function set for that import only (`_snapshots._watch`), taken out when it
+    finishes; a debugger's or coverage's trace function is kept, and then nothing a
+    late import reaches first is trusted."""
+    if sys.gettrace() is not None:
+        pytest.skip("run under a trace function")
+    assert _snapshots.started()  # (conftest)
+    site = libsite.install(tmp_path / "lib" / "site-packages", "watched", WATCHED)
+    mod = next(libsite.imported(site, "watched", monkeypatch))
+    assert mod.SEEN is _snapshots._watch and sys.gettrace() is None
+    assert _snapshots.unchanged("watched", "K.x")
+    sys.modules.pop("watched")
+    calls = []
+
+    def debugger(frame, event, arg):
+        calls.append(event)
+
+    sys.settrace(debugger)
+    try:
+        mod = importlib.import_module("watched")
+    finally:
+        sys.settrace(None)
+    assert mod.SEEN is debugger and calls
+    assert not _snapshots.unchanged("watched", "K.x")
