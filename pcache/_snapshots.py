@@ -189,19 +189,49 @@ def _began(spec: Any) -> list:
 
 
 def _watching() -> bool:
-    """Watch this thread's calls for program code (`_watch`) while a library module's
-    import runs; False where another trace function is set (a debugger's, coverage's:
-    kept, and program code goes unseen)."""
-    now = sys.gettrace()
+    """Watch this thread's calls for program code (`_watch`, a profile function) while
+    a library module's import runs; False where another profile function is set (a
+    profiler's: kept, and program code goes unseen)."""
+    if not _AUDITING:
+        _AUDITING.append(True)
+        sys.addaudithook(_audit)
+    now = sys.getprofile()
     if now is None:
-        sys.settrace(_watch)
+        _set(_watch)
         return True
     return now is _watch
 
 
+def _set(fn: Any) -> None:
+    here = _LOCAL.__dict__
+    here["setting"] = True
+    try:
+        sys.setprofile(fn)
+    finally:
+        here["setting"] = False
+
+
+def _audit(event: str, args: tuple) -> None:
+    """Another profile function set, or ours taken out, while an import runs in this
+    thread (a library's own ``sys.setprofile(None)`` around a call: review 155): what
+    ran meanwhile went unseen. (Never raises: an audit hook's error fails the event.)"""
+    if event == "sys.setprofile":
+        try:
+            here = _LOCAL.__dict__
+            if here.get("stack") and not here.get("setting"):
+                _program_ran()
+        except Exception:
+            pass
+
+
+_AUDITING: list = []  # (non-empty once `_audit` is added: for the process's life)
+
+
 def _watch(frame: Any, event: str, arg: Any) -> None:
-    """The trace function while a library module's import runs (called for each new
-    frame; traces nothing inside it): code of a file outside the libraries runs."""
+    """The profile function while a library module's import runs: code of a file
+    outside the libraries is called, or resumed (a generator of the program's)."""
+    if event != "call":
+        return
     try:
         file = frame.f_code.co_filename
         library = _FILES.get(file)
@@ -219,13 +249,13 @@ _FILES: dict = {}  # file -> whether a library's (the path rule's verdict: fixed
 def _program_ran() -> None:
     """Program code ran: every import running in this thread may bind what it
     changed; the classes alive are read afresh for the next. (Nothing more to watch
-    for these imports: the trace function is taken out until the next begins.)"""
+    for these imports: the profile function is taken out until the next begins.)"""
     here = _LOCAL.__dict__
     for frame in here.get("stack", ()):
         frame[1] = True
     here["stale"] = True
-    if sys.gettrace() is _watch:
-        sys.settrace(None)
+    if sys.getprofile() is _watch:
+        _set(None)
 
 
 def _ended(frame: list) -> None:
@@ -235,15 +265,15 @@ def _ended(frame: list) -> None:
         if stack.pop() is frame:
             break
     here["modules"] = len(sys.modules)
-    if not any(f[0] is not None for f in stack) and sys.gettrace() is _watch:
-        sys.settrace(None)  # (no library module's import runs: the program's code does)
+    if not any(f[0] is not None for f in stack) and sys.getprofile() is _watch:
+        _set(None)  # (no library module's import runs: the program's code does)
     if not stack:
         here["stale"] = True  # (the program runs next)
 
 
 def _copied(spec: Any, module: Any, frame: list) -> None:
-    if frame[0] is not None and sys.gettrace() is not _watch:
-        frame[1] = True  # (the trace function was replaced meanwhile: nothing was seen)
+    if frame[0] is not None and sys.getprofile() is not _watch:
+        frame[1] = True  # (the profile function was replaced meanwhile: nothing was seen)
     late = _Every() if frame[1] or frame[0] is None else frame[0]
     try:
         _copy(getattr(spec, "name", None), module, late=late)
