@@ -190,11 +190,12 @@ def _began(spec: Any) -> list:
 
 def _watching() -> bool:
     """Watch this thread's calls for program code (`_watch`, a profile function) while
-    a library module's import runs; False where another profile function is set (a
-    profiler's: kept, and program code goes unseen)."""
-    if not _AUDITING:
-        _AUDITING.append(True)
-        sys.addaudithook(_audit)
+    a library module's import runs; False where what runs may go unseen: another
+    profile function is set (a profiler's: kept), a trace function (the interpreter
+    runs no profile function inside it, and a program's may change anything: review
+    156), or an audit hook was added since pcache started (the same inside it)."""
+    if _HOOKED or sys.gettrace() is not None:
+        return False
     now = sys.getprofile()
     if now is None:
         _set(_watch)
@@ -212,19 +213,24 @@ def _set(fn: Any) -> None:
 
 
 def _audit(event: str, args: tuple) -> None:
-    """Another profile function set, or ours taken out, while an import runs in this
-    thread (a library's own ``sys.setprofile(None)`` around a call: review 155): what
-    ran meanwhile went unseen. (Never raises: an audit hook's error fails the event.)"""
-    if event == "sys.setprofile":
+    """Another profile or trace function set, or ours taken out, while an import runs
+    in this thread (a library's own ``sys.setprofile(None)`` around a call: review
+    155), or an audit hook added (whose code runs unseen: review 156): what ran
+    meanwhile went unseen. (Never raises: an audit hook's error fails the event.)"""
+    if event in _AUDITED:
         try:
             here = _LOCAL.__dict__
+            if event == "sys.addaudithook":
+                _HOOKED.append(True)
             if here.get("stack") and not here.get("setting"):
                 _program_ran()
         except Exception:
             pass
 
 
+_AUDITED = frozenset({"sys.setprofile", "sys.settrace", "sys.addaudithook"})
 _AUDITING: list = []  # (non-empty once `_audit` is added: for the process's life)
+_HOOKED: list = []  # (non-empty once an audit hook was added after it: nothing is seen)
 
 
 def _watch(frame: Any, event: str, arg: Any) -> None:
@@ -393,6 +399,9 @@ def start() -> None:
     with _START:
         if any(f is FINDER for f in sys.meta_path):
             return
+        if not _AUDITING:
+            _AUDITING.append(True)
+            sys.addaudithook(_audit)
         for name, m in tuple(sys.modules.items()):
             try:  # (the namespace, not ``getattr``: a lazy module would load itself)
                 d = inst_dict(m) if is_a(m, types.ModuleType) else None

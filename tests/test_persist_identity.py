@@ -11,6 +11,7 @@ import importlib
 import importlib.machinery
 import json
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -1330,3 +1331,43 @@ def test_program_code_is_watched_for_only_while_a_library_import_runs(tmp_path, 
         sys.setprofile(None)
     assert mod.SEEN is profiler and calls
     assert not _snapshots.unchanged("watched", "K.x")
+    # (a trace function: no profile function runs inside it, review 156)
+    sys.modules.pop("watched")
+    sys.settrace(lambda frame, event, arg: None)
+    try:
+        mod = importlib.import_module("watched")
+    finally:
+        sys.settrace(None)
+    assert not _snapshots.unchanged("watched", "K.x")
+
+
+AUDITED_PROG = """
+import importlib, json, sys, tempfile
+
+import pcache
+from pcache import _snapshots
+
+pcache.enable(tempfile.mkdtemp(), trace_persist=True)
+importlib.import_module("watched")
+got = [_snapshots.unchanged("watched", "K.x")]
+sys.addaudithook(lambda event, args: None)  # (its code would run unseen)
+importlib.import_module("watched.toggled")
+got.append(_snapshots.unchanged("watched.toggled", "K.x"))
+print(json.dumps(got))
+"""
+
+
+def test_an_audit_hook_added_after_pcache_started_leaves_late_imports_untrusted(tmp_path):
+    """An audit hook runs with no profile function: one added after pcache started
+    (a program's, reacting to the interpreter's ``import`` event while a library is
+    imported: review 156) leaves every later import trusting nothing it reaches
+    first."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "watched", WATCHED)
+    _submodule(site, "watched/toggled.py", "class K:\n    x = 1.5\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
+    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu")
+    out = subprocess.run(
+        [sys.executable, "-c", AUDITED_PROG], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [True, False]
