@@ -35,7 +35,7 @@ from typing import Any
 
 from pcache._holders import _BOOKKEEPING, FUNC_PART, TYPE_PART
 from pcache._introspect import Override, cdict, class_ids, dict_reader, flags, inst_dict, is_a
-from pcache._memos import after_fork
+from pcache._memos import after_fork, collector_paused
 from pcache._usercode import _library_file, is_library_module
 
 _SNAPSHOTS: dict[str, tuple] = {}  # module name -> (the module, its namespace copied)
@@ -151,6 +151,13 @@ class _Every:
 
 
 def _began(spec: Any) -> list:
+    """`_begin`, with the collector paused: a finalizer of the program's run before
+    the profile function is set would go unseen (review 157)."""
+    with collector_paused():
+        return _begin(spec)
+
+
+def _begin(spec: Any) -> list:
     """This import's frame, ``[the ids of the classes alive as it began, whether
     program code ran while it ran]``, pushed on this thread's stack. Classes are read
     afresh (`class_ids`) where program code may have run since they last were: at an
@@ -181,7 +188,7 @@ def _began(spec: Any) -> list:
             here["stale"] = False
         elif here.get("modules") != len(sys.modules) - 1:
             here["stale"] = True
-            return _began(spec)
+            return _begin(spec)
         frame = [here["before"], not _watching()]
     here["modules"] = len(sys.modules)  # (this module is in it while its body runs)
     stack.append(frame)
@@ -242,7 +249,8 @@ def _watch(frame: Any, event: str, arg: Any) -> None:
         file = frame.f_code.co_filename
         library = _FILES.get(file)
         if library is None:  # (code made from a string, ``<string>``: not seen)
-            library = _FILES[file] = file[:1] == "<" or _library_file(file)
+            with collector_paused():  # (a finalizer run in here would go unseen)
+                library = _FILES[file] = file[:1] == "<" or _library_file(file)
         if not library:
             _program_ran()
     except Exception:
@@ -278,11 +286,16 @@ def _ended(frame: list) -> None:
 
 
 def _copied(spec: Any, module: Any, frame: list) -> None:
-    if frame[0] is not None and sys.getprofile() is not _watch:
-        frame[1] = True  # (the profile function was replaced meanwhile: nothing was seen)
-    late = _Every() if frame[1] or frame[0] is None else frame[0]
+    """Copy the module's namespace as its import left it, with the collector paused:
+    a collection in the walk would run the program's finalizers and ``gc.callbacks``
+    between the verdict and the copies, changing what is copied as trusted (review
+    157); one after the copy changes what the copy is compared with."""
     try:
-        _copy(getattr(spec, "name", None), module, late=late)
+        with collector_paused():
+            if frame[0] is not None and sys.getprofile() is not _watch:
+                frame[1] = True  # (the profile function was replaced meanwhile: unseen)
+            late = _Every() if frame[1] or frame[0] is None else frame[0]
+            _copy(getattr(spec, "name", None), module, late=late)
     except Exception:  # (never fail an import: the module just has no snapshot)
         pass
 

@@ -1371,3 +1371,45 @@ def test_an_audit_hook_added_after_pcache_started_leaves_late_imports_untrusted(
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [True, False]
+
+
+COLLECTED = """
+class A:
+    x = (1.5,)
+
+
+class B:
+    y = [A]
+"""
+
+
+def test_no_collection_runs_while_pcache_copies_a_late_import(tmp_path, monkeypatch):
+    """A collection runs the program's finalizers and ``gc.callbacks``: one landing in
+    pcache's copy of a late import's namespace would change what is copied as the
+    import's (review 157), so none runs there, nor while an import's frame is made
+    (every allocation collects, here)."""
+    import gc
+
+    site = libsite.install(tmp_path / "lib" / "site-packages", "collected", COLLECTED)
+    inside = []
+
+    def callback(phase, info):
+        if phase == "start":
+            names, f = set(), sys._getframe(1)
+            while f is not None:
+                names.add(f.f_code.co_name)
+                f = f.f_back
+            inside.append(sorted(names & {"_begin", "_copy", "_deep", "class_ids"}))
+
+    was = gc.get_threshold()
+    gc.callbacks.append(callback)
+    gc.set_threshold(1)
+    try:
+        mod = next(libsite.imported(site, "collected", monkeypatch))
+    finally:
+        gc.set_threshold(*was)
+        gc.callbacks.remove(callback)
+    assert inside and not any(inside), [x for x in inside if x]
+    # (the callback is the program's code, run while the import ran: seen, so what the
+    # import reached first names nothing)
+    assert not _snapshots.unchanged("collected", "B.y") and mod.B.y[0] is mod.A
