@@ -38,7 +38,8 @@ from pcache._introspect import Override, cdict, class_ids, dict_reader, flags, i
 from pcache._memos import after_fork, collector_paused
 from pcache._usercode import _library_file, is_library_module
 
-_SNAPSHOTS: dict[str, tuple] = {}  # module name -> (the module, its namespace copied)
+#: module name -> (the module, its namespace copied, whether that is its import's state)
+_SNAPSHOTS: dict[str, tuple] = {}
 #: id -> (a class or instance a library module held when its import finished, its
 #: own dict copied then or None, its class then, whether provisional, whether
 #: trusted): `_deep`
@@ -56,7 +57,10 @@ def _copy(name: Any, m: Any, late: Any = None) -> None:
     except Override:
         return
     if type(d) is dict and sys.modules.get(name) is m:
-        d = _SNAPSHOTS[name] = (m, d.copy())
+        # (a module copied after a `stop`, or whose import ran program code, may hold
+        # what the program rebound, ``globals()[k] = v`` through the library's API:
+        # none of its names is import state, review 158)
+        d = _SNAPSHOTS[name] = (m, d.copy(), not isinstance(late, _Every))
         if is_library_module(m):
             _deep(name, d[1], late)
 
@@ -456,7 +460,7 @@ def unchanged(module: str, attr: str) -> bool:
                 return False
             v = v.__func__
             continue
-        e = _DEEP.get(id(v)) if v is not m else (m, own, type(m), False, True)
+        e = _DEEP.get(id(v)) if v is not m else (m, own, type(m), False, got[2])
         if e is None or e[0] is not v or not e[4]:
             return False  # (not held by a library module when its import finished)
         if part == TYPE_PART:
