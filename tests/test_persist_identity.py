@@ -1224,26 +1224,32 @@ def configure(k):  # (called by the library while its import runs)
         k.cur = k.mb3
 """
 
-LIB_CONF = """
-import sys
+#: a class of two equal partials the library tells apart by identity, and its ``pick``
+MADE = """
 from functools import partial
 
 from late import _g
 
 
-class Made3:
-    ma3 = partial(_g, 1)
-    mb3 = partial(_g, 1)
-    cur = ma3
+class Made{n}:
+    ma{n} = partial(_g, 1)
+    mb{n} = partial(_g, 1)
+    cur = ma{n}
 
 
 def pick(v, d):
-    return v * (2.0 if d is Made3.ma3 else 3.0)
+    return v * (2.0 if d is Made{n}.ma{n} else 3.0)
+"""
 
+LIB_CONF = (
+    MADE.format(n=3)
+    + """
+import sys
 
 if "app_conf" in sys.modules:  # (Django's settings: the program's module, configured)
     sys.modules["app_conf"].configure(Made3)
 """
+)
 
 APP = """
 import os
@@ -1265,24 +1271,13 @@ if os.environ["PHASE"] == "B":  # (the program's code, run inside the library's 
     H.cur = H.mb2
 """
 
-HOOKED = """
-from functools import partial
-
-from late import _g
-
-
-class Made2:
-    ma2 = partial(_g, 1)
-    mb2 = partial(_g, 1)
-    cur = ma2
-
-
-def pick(v, d):
-    return v * (2.0 if d is Made2.ma2 else 3.0)
-
+HOOKED = (
+    MADE.format(n=2)
+    + """
 
 __import__("app_hook")  # (a plugin the program provides; not held)
 """
+)
 
 
 def test_what_a_program_module_changes_between_two_imports_is_no_import_state(tmp_path):
