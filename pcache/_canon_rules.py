@@ -220,6 +220,22 @@ def _overrides_key(found: list) -> tuple[str, bool]:
     return got
 
 
+def added() -> list:
+    """``(table's name or None, key, value)`` of every entry added to JAX's
+    type-handler tables since pcache first read them under a key no table held then (a
+    first registration, in no override's token: the classes of a library imported
+    later, `_fresh`): `pcache._persist_key` names them (review 159)."""
+    with OVERRIDES.lock:
+        OVERRIDES((*_compat.rule_registries(), *_compat.type_handlers()))
+        found = [(d, k, v) for d in _compat.type_handlers() for k, v in OVERRIDES.added(d)]
+    return [(_table_name(d), k, v) for d, k, v in found]
+
+
+def describe(k: Any, v: Any) -> tuple[str | None, str | None]:
+    """A table entry's key and value as the overrides' token describes them."""
+    return _describe_key(k), _describe_rule(v, 0, True)
+
+
 def _table_name(d: dict) -> str | None:
     """A table by where JAX holds it (the same in every process), or None."""
     for platform, table in zip(

@@ -47,7 +47,16 @@ from typing import Any
 
 import numpy as np
 
-from pcache import _canon, _compat, _guards, _hoststate, _memos, _persist_env, _usercode
+from pcache import (
+    _canon,
+    _canon_rules,
+    _compat,
+    _guards,
+    _hoststate,
+    _memos,
+    _persist_env,
+    _usercode,
+)
 from pcache._errors import Uncacheable
 from pcache._holders import library_holders
 from pcache._holders import resolve as _resolve
@@ -575,7 +584,28 @@ def _registries(rw: ContentWalker) -> tuple:
         raise NoReuse("persist-overridden-rule")  # (a rule or handler that is not JAX's)
     rules = library_rules(library_primitive_name, digest, ContentWalker)
     return (*user, ("nodes", _pytree_nodes()), ("abcs", abc_registrations(named, digest)),
-            ("library-rules", rules))  # fmt: skip
+            ("library-rules", rules), ("added", _added()))  # fmt: skip
+
+
+def _added() -> tuple:
+    """Every first registration in JAX's type-handler tables since pcache read them
+    (`_canon_rules.added`), described: which library class the program registers
+    (``python_scalar_types_to_dtypes[L.F]`` after the library's API pointed ``F`` at its
+    other class ``F``: review 159) is told by a name its module's import bound it to
+    and no code of that module rebinds."""
+    out = []
+    for table, k, v in _canon_rules.added():
+        key, value = _canon_rules.describe(k, v)
+        if is_a(k, type) and key is not None:
+            _, qual, mod = names(k)
+            if _resolve(mod, qual) is not k or not unchanged(mod, qual):
+                key = None
+            elif _rebinds(mod, qual, {_file(mod)}):
+                key = None
+        if None in (table, key, value):
+            raise NoReuse("persist-added-handler")
+        out.append((table, key, value))
+    return tuple(sorted(out))
 
 
 def _pytree_nodes() -> str:

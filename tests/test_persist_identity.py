@@ -1432,3 +1432,48 @@ def test_no_collection_runs_while_pcache_copies_a_late_import(tmp_path, monkeypa
     # (the callback is the program's code, run while the import ran: seen, so what the
     # import reached first names nothing)
     assert not _snapshots.unchanged("collected", "B.y") and mod.B.y[0] is mod.A
+
+
+SCALARS = """
+class F(float):
+    pass
+
+
+GA = F
+
+
+class F(float):  # noqa: F811  (another class of the same name)
+    pass
+
+
+GB = F
+
+
+def select(which):  # (the library's API: which scalar class it works with)
+    global F
+    F = GA if which == "a" else GB
+"""
+
+SCALARS_PROG = """
+import os
+
+import numpy as np
+from jax._src import dtypes
+
+import scalars
+
+jax.jit(lambda v: v + 1)(x)  # (pcache has read JAX's tables)
+scalars.select("b" if os.environ["PHASE"] == "A" else "a")
+dtypes.python_scalar_types_to_dtypes[scalars.F] = np.dtype("int32")
+show("registered", lambda: jax.jit(lambda v: v.astype(jnp.result_type(scalars.GB(2.5))))(x))
+"""
+
+
+def test_a_first_registration_in_a_type_table_is_in_the_persisted_key(tmp_path):
+    """A library class made after pcache read JAX's tables, registered in one of its
+    type tables (a first registration: in no override's token), is told across
+    processes by its import-time name: one the library's API rebinds names nothing,
+    so B, registering the other class of that name, computes what stock JAX does
+    (review 159)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "scalars", SCALARS)
+    _as_stock_in_b(site, SCALARS_PROG, tmp_path)
