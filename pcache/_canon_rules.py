@@ -221,19 +221,29 @@ def _overrides_key(found: list) -> tuple[str, bool]:
 
 
 def added() -> list:
-    """``(table's name or None, key, value)`` of every entry added to JAX's
-    type-handler tables since pcache first read them under a key no table held then (a
-    first registration, in no override's token: the classes of a library imported
-    later, `_fresh`): `pcache._persist_key` names them (review 159)."""
+    """``(table's name or None, key, value or DELETED)`` of every entry of JAX's
+    type-handler tables that differs from what pcache first read there: added under a
+    key no table held then (a first registration, in no override's token: the classes
+    of a library imported later, `_fresh`), or replaced or removed under a class (an
+    override, whose token names the class by its names alone). `pcache._persist_key`
+    names them by what the import bound (reviews 159, 160)."""
     with OVERRIDES.lock:
-        OVERRIDES((*_compat.rule_registries(), *_compat.type_handlers()))
-        found = [(d, k, v) for d in _compat.type_handlers() for k, v in OVERRIDES.added(d)]
-    return [(_table_name(d), k, v) for d, k, v in found]
+        found = OVERRIDES((*_compat.rule_registries(), *_compat.type_handlers()))
+        tables = _compat.type_handlers()
+        got = [(d, k, v) for d in tables for k, v in OVERRIDES.added(d)]
+        got += [
+            (d, k, v)
+            for d, k, v in found
+            if is_a(k, type) and any(d is t for t in tables) and k in OVERRIDES.first_seen(d)
+        ]
+    return [(_table_name(d), k, v) for d, k, v in got]
 
 
 def describe(k: Any, v: Any) -> tuple[str | None, str | None]:
-    """A table entry's key and value as the overrides' token describes them."""
-    return _describe_key(k), _describe_rule(v, 0, True)
+    """A table entry's key and value (or its removal) as the overrides' token
+    describes them."""
+    rule = "deleted" if v is _dictwatch.DELETED else _describe_rule(v, 0, True)
+    return _describe_key(k), rule
 
 
 def _table_name(d: dict) -> str | None:

@@ -588,11 +588,12 @@ def _registries(rw: ContentWalker) -> tuple:
 
 
 def _added() -> tuple:
-    """Every first registration in JAX's type-handler tables since pcache read them
-    (`_canon_rules.added`), described: which library class the program registers
-    (``python_scalar_types_to_dtypes[L.F]`` after the library's API pointed ``F`` at its
-    other class ``F``: review 159) is told by a name its module's import bound it to
-    and no code of that module rebinds."""
+    """Every entry of JAX's type-handler tables added since pcache read them, or
+    replaced under a class (`_canon_rules.added`), described: which library class the
+    program registers (``python_scalar_types_to_dtypes[L.F]`` after the library's API
+    pointed ``F`` at its other class ``F``: review 159; an override's token names the
+    class by its names alone: review 160) is told by a name its module's import bound
+    it to and no code of that module rebinds."""
     out = []
     for table, k, v in _canon_rules.added():
         key, value = _canon_rules.describe(k, v)

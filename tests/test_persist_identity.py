@@ -1477,3 +1477,54 @@ def test_a_first_registration_in_a_type_table_is_in_the_persisted_key(tmp_path):
     (review 159)."""
     site = libsite.install(tmp_path / "lib" / "site-packages", "scalars", SCALARS)
     _as_stock_in_b(site, SCALARS_PROG, tmp_path)
+
+
+REGISTERED_B = """
+
+import numpy as np
+from jax._src import dtypes
+
+dtypes.python_scalar_types_to_dtypes[GB] = np.dtype("float32")
+"""
+
+OVERRIDDEN_PROG = """
+import json
+import tempfile
+
+import numpy as np
+
+import scalars  # (imported before pcache started: its classes are in JAX's table then)
+import jax
+import jax.numpy as jnp
+from jax._src import dtypes
+
+import pcache
+
+pcache.enable(tempfile.mkdtemp(), trace_persist=True)
+x = jnp.arange(3, dtype=jnp.float32)
+jax.jit(lambda v: v + 1)(x)  # (pcache has read JAX's tables)
+scalars.select("a")  # (the name ``F`` its import bound to GB names GA now)
+dtypes.python_scalar_types_to_dtypes[scalars.GB] = np.dtype("int32")
+jax.jit(lambda v: v.astype(jnp.result_type(scalars.GB(2.5))))(x)
+print(json.dumps(pcache.stats()["trace_persist_misses"]))
+"""
+
+
+def test_an_override_under_a_library_class_is_named_by_what_its_import_bound(tmp_path):
+    """An entry replaced under a library class that JAX's table held when pcache first
+    read it is named, in the overrides' token, by the class's module and qualified
+    name: a name the library's API has pointed at its other class of that name names
+    nothing, so the trace is not stored under it (review 160; 159's for first
+    registrations)."""
+    registered = SCALARS + REGISTERED_B
+    site = libsite.install(tmp_path / "lib" / "site-packages", "scalars", registered)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
+    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu")
+    env["JAX_PCACHE_TRACE_PERSIST_MIN_GAIN"] = "0"  # (every trace stored and looked up)
+    out = subprocess.run(
+        [sys.executable, "-c", OVERRIDDEN_PROG], env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    misses = json.loads(out.stdout.strip().splitlines()[-1])
+    assert misses.get("persist-added-handler", 0) >= 1, misses
