@@ -236,7 +236,24 @@ def added() -> list:
             for d, k, v in found
             if is_a(k, type) and any(d is t for t in tables) and k in OVERRIDES.first_seen(d)
         ]
+        # (a rule table's first registration no import is known to have made: a rule the
+        # program set for a JAX primitive made since pcache last read the tables, before
+        # it read them again; review 160)
+        got += [
+            (d, k, d.get(k, _dictwatch.DELETED))
+            for d, k in OVERRIDES.unattested
+            if not any(d is t for t in tables) and _reaches_others(k, JAX_PRIMITIVE[0])
+        ]
     return [(_table_name(d), k, v) for d, k, v in got]
+
+
+def imported(name: Any) -> None:
+    """JAX's module ``name`` was imported, and no program code ran meanwhile
+    (`pcache._snapshots`): what the tables hold now that they did not is its
+    registrations (a first registration: in no key); one found later may be the
+    program's (`added`)."""
+    if is_jax_module(name) and OVERRIDES.version:
+        OVERRIDES.attested((*_compat.rule_registries(), *_compat.type_handlers()))
 
 
 def describe(k: Any, v: Any) -> tuple[str | None, str | None]:
@@ -275,7 +292,9 @@ def _describe_key(k: Any) -> str | None:
     if is_a(k, type):
         _, qual, mod = names(k)  # (the interpreter's own reads: no metaclass runs)
         if is_library_type(k) and type(mod) is str and type(qual) is str:
-            return f"cls:{mod}.{qual}"
+            return (
+                f"cls:{(mod, qual)!r}"  # (not joined: ``a.b``+``c`` is ``a``+``b.c``, review 160)
+            )
         return None
     return _describe_rule(k, 0)
 
@@ -338,7 +357,7 @@ def _describe_function(obj, depth: int, libs: bool) -> str | None:
     body = ",".join(items) + ";" + ",".join(f"{k}={d}" for k, d in kws)
     # (and by its bytecode: two lambdas on one line share a name and a line)
     ops = hashlib.sha256(code.co_code).hexdigest()[:12]
-    return f"fn:{where}.{code.co_qualname}:{code.co_firstlineno}:{ops}({body})"
+    return f"fn:{where}:{code.co_qualname}:{code.co_firstlineno}:{ops}({body})"
 
 
 def _installed(module: str, code: types.CodeType) -> str | None:
@@ -391,7 +410,7 @@ def _describe_rule(obj, depth: int, libs: bool = False) -> str | None:
     if isinstance(obj, enum.Enum):
         if not (is_jax_module(t.__module__) and is_library_type(t)):
             return None
-        return f"enum:{t.__module__}.{t.__qualname__}.{obj.name}"
+        return f"enum:{t.__module__}:{t.__qualname__}:{obj.name}"
     if t is functools.partial:  # (exactly: a subclass's call is its own, review 95)
         items = [_describe_rule(v, depth + 1, libs) for v in (obj.func, *obj.args)]
         kws = [(k, _describe_rule(v, depth + 1, libs)) for k, v in sorted(obj.keywords.items())]
@@ -409,18 +428,18 @@ def _describe_rule(obj, depth: int, libs: bool = False) -> str | None:
     if isinstance(obj, type):
         if not (is_jax_module(obj.__module__) and is_library_type(obj)):
             return None
-        return f"cls:{obj.__module__}.{obj.__qualname__}"
+        return f"cls:{(obj.__module__, obj.__qualname__)!r}"
     if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         owner = getattr(obj, "__self__", None)
         if owner is not None and not isinstance(owner, types.ModuleType):
             return None  # a method bound to some object
-        return f"builtin:{getattr(obj, '__module__', None)}.{obj.__qualname__}"
+        return f"builtin:{getattr(obj, '__module__', None)}:{obj.__qualname__}"
     if t is _compat.NB_FUNC:  # jaxlib's C++ (``StringAttr.get``), by the very type
         # (and by where it is found: its names say nothing, review 96)
         mod, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
         if not (is_jax_module(mod) and type(name) is str and _found_at(mod, name) is obj):
             return None
-        return f"nb:{mod}.{name}"
+        return f"nb:{mod}:{name}"
     if not (is_jax_module(t.__module__) and is_library_type(t)):
         return None
     if isinstance(obj, _compat.Primitive):
@@ -445,4 +464,4 @@ def _describe_object(obj, depth: int, libs: bool) -> str | None:
     items = [(k, _describe_rule(v, depth + 1, libs)) for k, v in sorted(state.items())]
     if any(d is None for _, d in items):
         return None
-    return f"obj:{t.__module__}.{t.__qualname__}(" + ",".join(f"{k}={d}" for k, d in items) + ")"
+    return f"obj:{t.__module__}:{t.__qualname__}(" + ",".join(f"{k}={d}" for k, d in items) + ")"

@@ -194,6 +194,11 @@ class Overrides:
         self._now: tuple = ()
         self.version = 0  # (one more each time the dicts were read again)
         self.lock = threading.RLock()
+        #: whether this read is one a first registration is proven by (`attested`)
+        self.attesting = False
+        #: ``(dict, key)`` of each first registration (or dict first seen) taken into
+        #: the baseline after the first read by a read no `attested` made
+        self.unattested: list = []
 
     def __call__(self, dicts: tuple) -> tuple:
         """``((dict, key, value or DELETED), ...)``, every entry overridden now."""
@@ -209,6 +214,8 @@ class Overrides:
                 if e is None or e[0] is not d:
                     self._base[id(d)] = (d, cur)
                     self._first[id(d)] = dict.copy(cur)
+                    if self.version and not self.attesting:
+                        self.unattested += [(d, k) for k in cur]
                     continue
                 base = e[1]
                 for k, v in cur.items():
@@ -218,6 +225,8 @@ class Overrides:
                             out.append((d, k, v))
                     elif id(k) not in known and self._fresh(k):
                         base[k] = v  # (a first registration)
+                        if not self.attesting:
+                            self.unattested.append((d, k))
                     else:
                         out.append((d, k, v))  # (kept out of the baseline while held)
                 out += [(d, k, DELETED) for k in base if k not in cur]
@@ -225,6 +234,18 @@ class Overrides:
             self._now = tuple(out)
             self.version += 1
             return self._now
+
+    def attested(self, dicts: tuple) -> None:
+        """Read ``dicts`` now, each entry added since the last read a first
+        registration proven (the import of the module that registered it just
+        finished: `pcache._canon_rules.imported`). Only after a first read."""
+        with self.lock:
+            if self.version:
+                self.attesting = True
+                try:
+                    self(dicts)
+                finally:
+                    self.attesting = False
 
     def added(self, d: dict) -> list:
         """``(key, value)`` of every entry ``d`` holds now under a key it did not

@@ -13,6 +13,7 @@ import os
 import threading
 
 from pcache import (
+    _canon_rules,
     _compat,
     _hlo_seam,
     _jit_compile,
@@ -93,6 +94,9 @@ def install(rt) -> None:
                 # (now, not at the first lookup: an import between a call's key and
                 # its trace reads as a setting changed while tracing)
                 _snapshots.start()  # (library names: what each import bound)
+                if _canon_rules.imported not in _snapshots.IMPORTED:
+                    # (JAX's modules imported later: their registrations, proven)
+                    _snapshots.IMPORTED.append(_canon_rules.imported)
                 from pcache import _lib_callbacks  # noqa: F401
                 from pcache._compat import jaxpr_codec  # noqa: F401
             else:

@@ -120,6 +120,8 @@ def library_rules(named: Callable, digest: Callable, walker: Callable) -> str:
             len(a) == len(b) and all(map(operator.is_, a, b))
             for a, b in zip(e[1], now, strict=True)
         ):
+            if e[2] is None:
+                raise NoReuse("persist-ambiguous-primitives")
             return e[2]
     out = []
     for rules in now:
@@ -127,8 +129,19 @@ def library_rules(named: Callable, digest: Callable, walker: Callable) -> str:
         w.registry = True  # (rules JAX made, as `pcache._guards.registry_key` walks them)
         name = named(rules[0]) or ("unnamed", str(rules[0].name), type(rules[0]).__qualname__)
         out.append((name, digest(("rules", tuple(w.value(r) for r in rules[1:])))))
-    enc = digest(("library-rules", tuple(sorted(out, key=repr))))
+    # (two primitives under one name, with other rules: which has which, no name
+    # tells; two a library keeps in a list, their rules swapped, review 160)
+    by_name: dict = {}
+    for name, d in out:
+        by_name.setdefault(repr(name), set()).add(d)
+    enc = (
+        None
+        if any(len(ds) > 1 for ds in by_name.values())
+        else digest(("library-rules", tuple(sorted(out, key=repr))))
+    )
     _MEMO["rules"] = (epoch, now, enc)
+    if enc is None:
+        raise NoReuse("persist-ambiguous-primitives")
     return enc
 
 

@@ -47,25 +47,41 @@ _DEEP: dict[int, tuple] = {}
 _LOCAL = threading.local()  # .busy: this thread is asking the other finders
 
 
-def _copy(name: Any, m: Any, late: Any = None) -> None:
+def _copy(name: Any, m: Any, late: Any = None, library: bool | None = None) -> set:
+    """Copy module ``m``'s namespace (and, for a library module, what it holds:
+    `_deep`); the ids of the objects copied. ``library``: `is_library_module`'s
+    answer, asked before (it may call the program's path finders: review 161)."""
     if type(name) is not str or not is_a(m, types.ModuleType):
-        return
+        return set()
     if name in _SNAPSHOTS and _SNAPSHOTS[name][0] is m:
-        return  # (a reload keeps the first snapshot: every name it rebinds reads as changed)
+        return set()  # (a reload keeps the first snapshot: every name it rebinds reads as changed)
     try:
         d = inst_dict(m)
     except Override:
-        return
+        return set()
     if type(d) is dict and sys.modules.get(name) is m:
         # (a module copied after a `stop`, or whose import ran program code, may hold
         # what the program rebound, ``globals()[k] = v`` through the library's API:
         # none of its names is import state, review 158)
         d = _SNAPSHOTS[name] = (m, d.copy(), not isinstance(late, _Every))
-        if is_library_module(m):
-            _deep(name, d[1], late)
+        if is_library_module(m) if library is None else library:
+            return _deep(name, d[1], late)
+    return set()
 
 
-def _deep(module: str, d: dict, late: Any = None) -> None:
+def _distrust(name: Any, ids: set) -> None:
+    """What `_copy` copied as import state, taken back: program code ran while it
+    copied (review 161)."""
+    e = _SNAPSHOTS.get(name) if type(name) is str else None
+    if e is not None:
+        _SNAPSHOTS[name] = (e[0], e[1], False)
+    for i in ids:
+        got = _DEEP.get(i)
+        if got is not None:
+            _DEEP[i] = (*got[:4], False)
+
+
+def _deep(module: str, d: dict, late: Any = None) -> set:
     """Copy the dict of every class library module namespace ``d`` holds, at any
     depth (a nested class, a class attribute's class, a metaclass, an instance's
     class), and of every instance it or those classes hold (one level: what
@@ -123,6 +139,7 @@ def _deep(module: str, d: dict, late: Any = None) -> None:
         _DEEP[id(x)] = (x, own, tx, mine is not None and mine != module and _running(mine),
                         trusted)  # fmt: skip
         todo.append(tx)
+    return seen
 
 
 def _running(name: str) -> bool:
@@ -252,9 +269,11 @@ def _watch(frame: Any, event: str, arg: Any) -> None:
     try:
         file = frame.f_code.co_filename
         library = _FILES.get(file)
-        if library is None:  # (code made from a string, ``<string>``: not seen)
+        if library is None:
             with collector_paused():  # (a finalizer run in here would go unseen)
                 library = _FILES[file] = file[:1] == "<" or _library_file(file)
+        if library and file[:1] == "<" and not _generated_library(frame.f_globals):
+            library = False
         if not library:
             _program_ran()
     except Exception:
@@ -262,6 +281,24 @@ def _watch(frame: Any, event: str, arg: Any) -> None:
 
 
 _FILES: dict = {}  # file -> whether a library's (the path rule's verdict: fixed per path)
+
+
+def _generated_library(g: Any) -> bool:
+    """Code made from a string (``<string>``) is whose namespace it runs in: the
+    methods the standard library generates for a program's dataclass run in the
+    program's module (review 161: a dataclass's ``__init__`` as a library's hook).
+    An anonymous namespace (a namedtuple's methods; a program's own ``exec``: not
+    seen) counts as a library's."""
+    name = g.get("__name__") if type(g) is dict else None
+    m = sys.modules.get(name) if type(name) is str else None
+    if m is None or inst_dict(m) is not g:
+        return True
+    file = g.get("__file__")
+    got = _FILES.get(file) if type(file) is str else False
+    if got is None:
+        with collector_paused():
+            got = _FILES[file] = _library_file(file)
+    return got
 
 
 def _program_ran() -> None:
@@ -296,12 +333,26 @@ def _copied(spec: Any, module: Any, frame: list) -> None:
     157); one after the copy changes what the copy is compared with."""
     try:
         with collector_paused():
+            # (first what may run the program's code, a spec's property, its path
+            # finders: seen, marking the frame, review 161)
+            name = getattr(spec, "name", None)
+            library = is_a(module, types.ModuleType) and is_library_module(module)
             if frame[0] is not None and sys.getprofile() is not _watch:
                 frame[1] = True  # (the profile function was replaced meanwhile: unseen)
             late = _Every() if frame[1] or frame[0] is None else frame[0]
-            _copy(getattr(spec, "name", None), module, late=late)
+            ids = _copy(name, module, late=late, library=library)
+            if frame[1] and not isinstance(late, _Every):
+                _distrust(name, ids)  # (program code ran while it copied, after all)
+            elif not frame[1]:
+                for fn in IMPORTED:
+                    fn(name)
     except Exception:  # (never fail an import: the module just has no snapshot)
         pass
+
+
+#: Called with a module's name when its import finished, with no program code run
+#: (`pcache._canon_rules.imported`: JAX's modules' registrations)
+IMPORTED: list = []
 
 
 # `_Loader.exec_module` and `Finder.find_spec`, compiled under the file name of the

@@ -1528,3 +1528,205 @@ def test_an_override_under_a_library_class_is_named_by_what_its_import_bound(tmp
     assert out.returncode == 0, out.stderr[-3000:]
     misses = json.loads(out.stdout.strip().splitlines()[-1])
     assert misses.get("persist-added-handler", 0) >= 1, misses
+
+
+PLUGGED = """
+from functools import partial
+
+
+def _g(a, b):
+    return a
+
+
+class K:
+    ma = partial(_g, 1)
+    mb = partial(_g, 1)
+    cur = ma
+
+
+def configure(**kw):
+    for k, v in kw.items():
+        setattr(K, k, v)
+
+
+def pick(v, d):
+    return v * (2.0 if d is K.ma else 3.0)
+"""
+
+PLUGGED_PROG = """
+import os
+import sys
+from functools import partial
+
+B = os.environ["PHASE"] == "B"
+
+
+def settings():
+    if B and "plugged" in sys.modules:
+        sys.modules["plugged"].configure(cur=sys.modules["plugged"].K.mb)
+
+
+class PluginFinder:  # (a plugin directory's: applies the settings when asked)
+    def find_spec(self, name, path=None, target=None):
+        settings()
+
+    def invalidate_caches(self):
+        pass
+
+
+def hook(entry):
+    if entry == "plugins:":
+        return PluginFinder()
+    raise ImportError
+
+
+sys.path_hooks.insert(0, hook)
+sys.path.insert(0, "plugins:")
+import plugged
+
+sys.path_hooks.remove(hook)  # (gone once the libraries are imported)
+sys.path.remove("plugins:")
+sys.path_importer_cache.pop("plugins:", None)
+settings()
+show("p", lambda: jax.jit(partial(plugged.pick, d=plugged.K.cur))(x))
+"""
+
+
+SPEC_PROG = """
+import importlib.machinery as M
+import os
+import sys
+from functools import partial
+
+B = os.environ["PHASE"] == "B"
+
+
+def settings():
+    m = sys.modules.get("plugged")
+    if B and m is not None and hasattr(m, "configure"):
+        m.configure(cur=m.K.mb)
+
+
+class Spec(M.ModuleSpec):  # (its ``name`` applies the settings once the library is loaded)
+    @property
+    def name(self):
+        settings()
+        return self._name
+
+    @name.setter
+    def name(self, v):
+        self._name = v
+
+
+class PluginFinder:  # (hands the library's own file to the interpreter's loader)
+    def find_spec(self, name, target=None):
+        for d in sys.path:
+            f = os.path.join(d, "plugged", "__init__.py")
+            if name == "plugged" and d != "plugins:" and os.path.isfile(f):
+                spec = Spec(name, M.SourceFileLoader(name, f), origin=f, is_package=True)
+                spec.has_location = True
+                spec.submodule_search_locations = [os.path.dirname(f)]
+                return spec
+
+    def invalidate_caches(self):
+        pass
+
+
+def hook(entry):
+    if entry == "plugins:":
+        return PluginFinder()
+    raise ImportError
+
+
+sys.path_hooks.insert(0, hook)
+sys.path.insert(0, "plugins:")
+import plugged
+
+sys.path_hooks.remove(hook)
+sys.path.remove("plugins:")
+sys.path_importer_cache.pop("plugins:", None)
+settings()
+show("p", lambda: jax.jit(partial(plugged.pick, d=plugged.K.cur))(x))
+"""
+
+
+@pytest.mark.parametrize("prog", [PLUGGED_PROG, SPEC_PROG], ids=["path-finder", "spec-name"])
+def test_program_code_run_while_pcache_copies_a_late_import_is_seen(tmp_path, prog):
+    """Asking the path finders whether a module is a library's (`_copied`) may run a
+    program's finder, and reading its spec's ``name`` a program's property: program
+    code run after the import's verdict, while pcache copies its namespace. What it
+    rebinds there is no import state (review 161), as a program call during the
+    import's own body is not (review 154)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "plugged", PLUGGED)
+    _as_stock_in_b(site, prog, tmp_path)
+
+
+HOOKED_OPTIONS = """
+from hooked import _hooks
+from hooked import modes as _modes
+
+
+class Options:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _run_hooks(o):
+    for h in _hooks:
+        h(o)
+
+
+OPTS = Options(d=_modes.Modes.ma)
+_run_hooks(OPTS)
+"""
+
+HOOKED_MODES = """
+from functools import partial
+
+
+def _g(a, b):
+    return a
+
+
+class Modes:
+    ma = partial(_g, 1)
+    mb = partial(_g, 1)
+
+
+def pick(v, d):
+    return v * (2.0 if d is Modes.ma else 3.0)
+"""
+
+HOOKED_PROG = """
+import os
+from dataclasses import dataclass
+from functools import partial
+
+import hooked
+import hooked.modes
+
+if os.environ["PHASE"] == "B":
+
+    @dataclass
+    class Settings:  # (its __init__, generated: code of the "<string>" file)
+        d: object = hooked.modes.Modes.mb
+
+    hooked._hooks.append(Settings.__init__)
+
+import hooked.a_options  # (its name sorts first: OPTS.d names what it holds)
+
+if os.environ["PHASE"] == "B":
+    hooked._hooks.remove(Settings.__init__)
+
+show("p", lambda: jax.jit(partial(hooked.modes.pick, d=hooked.a_options.OPTS.d))(x))
+"""
+
+
+def test_a_program_s_dataclass_method_run_by_a_late_import_is_program_code(tmp_path):
+    """The methods the standard library generates for a program's dataclass are
+    compiled under ``<string>``, and run in the program's module: a library's import
+    calling one (an options hook) ran program code (review 161)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "hooked", "_hooks = []\n")
+    _submodule(site, "hooked/modes.py", HOOKED_MODES)
+    _submodule(site, "hooked/a_options.py", HOOKED_OPTIONS)
+    _as_stock_in_b(site, HOOKED_PROG, tmp_path)

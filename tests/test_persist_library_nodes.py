@@ -365,7 +365,7 @@ def test_a_rule_an_installed_library_sets_on_jax_s_primitive_persists(tmp_path):
     one, other = filelock.Timeout.__str__, filelock.Timeout.__repr__
     assert fn(one, 0) is None and fn(other, 0) is None
     got = fn(one, 0, libs=True)
-    assert got.startswith("fn:lib:filelock-") and ".Timeout.__str__:" in got
+    assert got.startswith("fn:lib:filelock-") and ":Timeout.__str__:" in got
     assert fn(other, 0, libs=True) not in (None, got)
     ns: dict = {}
     exec(compile("def t(ct, x):\n    return (ct,)\n", "<rule>", "exec"), ns)
