@@ -247,13 +247,25 @@ def added() -> list:
     return [(_table_name(d), k, v) for d, k, v in got]
 
 
-def imported(name: Any) -> None:
-    """JAX's module ``name`` was imported, and no program code ran meanwhile
-    (`pcache._snapshots`): what the tables hold now that they did not is its
+def importing() -> None:
+    """A JAX module's import begins (the outermost one running): the tables read, so
+    what was registered before it (by the program, or while pcache was off) is no
+    first registration `imported` proves (review 163)."""
+    if OVERRIDES.version:
+        OVERRIDES((*_compat.rule_registries(), *_compat.type_handlers()))
+
+
+def imported(name: Any, clean: Callable[[], bool]) -> None:
+    """JAX's module ``name`` was imported, and no program code ran since the
+    outermost JAX import running began (`pcache._snapshots`, which read the tables
+    then: `importing`): what the tables hold now that they did not is its
     registrations (a first registration: in no key); one found later may be the
-    program's (`added`)."""
+    program's (`added`). ``clean``: asked again after the read (program code run
+    inside it, a key's ``__hash__``, takes it back)."""
     if is_jax_module(name) and OVERRIDES.version:
-        OVERRIDES.attested((*_compat.rule_registries(), *_compat.type_handlers()))
+        proved = OVERRIDES.attested((*_compat.rule_registries(), *_compat.type_handlers()))
+        if not clean():
+            OVERRIDES.unattest(proved)
 
 
 def describe(k: Any, v: Any) -> tuple[str | None, str | None]:

@@ -199,6 +199,7 @@ class Overrides:
         #: ``(dict, key)`` of each first registration (or dict first seen) taken into
         #: the baseline after the first read by a read no `attested` made
         self.unattested: list = []
+        self._approved: list = []  # (what the running `attested` read proved)
 
     def __call__(self, dicts: tuple) -> tuple:
         """``((dict, key, value or DELETED), ...)``, every entry overridden now."""
@@ -214,8 +215,10 @@ class Overrides:
                 if e is None or e[0] is not d:
                     self._base[id(d)] = (d, cur)
                     self._first[id(d)] = dict.copy(cur)
-                    if self.version and not self.attesting:
-                        self.unattested += [(d, k) for k in cur]
+                    if self.version:
+                        (self._approved if self.attesting else self.unattested).extend(
+                            (d, k) for k in cur
+                        )
                     continue
                 base = e[1]
                 for k, v in cur.items():
@@ -225,8 +228,7 @@ class Overrides:
                             out.append((d, k, v))
                     elif id(k) not in known and self._fresh(k):
                         base[k] = v  # (a first registration)
-                        if not self.attesting:
-                            self.unattested.append((d, k))
+                        (self._approved if self.attesting else self.unattested).append((d, k))
                     else:
                         out.append((d, k, v))  # (kept out of the baseline while held)
                 out += [(d, k, DELETED) for k in base if k not in cur]
@@ -235,17 +237,25 @@ class Overrides:
             self.version += 1
             return self._now
 
-    def attested(self, dicts: tuple) -> None:
+    def attested(self, dicts: tuple) -> list:
         """Read ``dicts`` now, each entry added since the last read a first
-        registration proven (the import of the module that registered it just
-        finished: `pcache._canon_rules.imported`). Only after a first read."""
+        registration proven (made by the import that just finished, a read having
+        been made as it began: `pcache._canon_rules.imported`); ``(dict, key)`` of
+        each (`unattest` takes them back). Only after a first read."""
         with self.lock:
-            if self.version:
-                self.attesting = True
-                try:
-                    self(dicts)
-                finally:
-                    self.attesting = False
+            if not self.version:
+                return []
+            self.attesting, self._approved = True, []
+            try:
+                self(dicts)
+            finally:
+                self.attesting = False
+            return self._approved
+
+    def unattest(self, entries: list) -> None:
+        """What an `attested` read proved, taken back (program code ran meanwhile)."""
+        with self.lock:
+            self.unattested.extend(entries)
 
     def added(self, d: dict) -> list:
         """``(key, value)`` of every entry ``d`` holds now under a key it did not

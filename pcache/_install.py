@@ -97,6 +97,7 @@ def install(rt) -> None:
                 if _canon_rules.imported not in _snapshots.IMPORTED:
                     # (JAX's modules imported later: their registrations, proven)
                     _snapshots.IMPORTED.append(_canon_rules.imported)
+                    _snapshots.BEGAN.append(_canon_rules.importing)
                 from pcache import _lib_callbacks  # noqa: F401
                 from pcache._compat import jaxpr_codec  # noqa: F401
             else:

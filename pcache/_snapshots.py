@@ -198,7 +198,7 @@ def _begin(spec: Any) -> list:
         origin = "namespace"  # (a namespace package: no body, no code runs)
     if not (_library_file(origin) or origin in ("built-in", "frozen", "namespace")):
         _program_ran()
-        frame = [None, True]
+        frame = [None, True, False]
     else:
         if here.get("stale", True) or not stack or stack[-1][0] is None:
             here["before"] = _Every()
@@ -210,7 +210,10 @@ def _begin(spec: Any) -> list:
         elif here.get("modules") != len(sys.modules) - 1:
             here["stale"] = True
             return _begin(spec)
-        frame = [here["before"], not _watching()]
+        frame = [here["before"], not _watching(), _is_jax(getattr(spec, "name", None))]
+        if frame[2] and not any(f[2] for f in stack):
+            for fn in BEGAN:  # (the outermost JAX import: what came before is not its)
+                fn()
     here["modules"] = len(sys.modules)  # (this module is in it while its body runs)
     stack.append(frame)
     return frame
@@ -284,15 +287,16 @@ _FILES: dict = {}  # file -> whether a library's (the path rule's verdict: fixed
 
 
 def _generated_library(g: Any) -> bool:
-    """Code made from a string (``<string>``) is whose namespace it runs in: the
-    methods the standard library generates for a program's dataclass run in the
-    program's module (review 161: a dataclass's ``__init__`` as a library's hook).
-    An anonymous namespace (a namedtuple's methods; a program's own ``exec``: not
-    seen) counts as a library's."""
+    """Code made from a string (``<string>``) is a library's only where it runs in a
+    library module's namespace (a library's dataclass's generated methods) or is a
+    namedtuple's; any other is taken for the program's: the methods generated for a
+    program's dataclass run in the program's module (review 161), or in an anonymous
+    namespace (attrs' methods; a dataclass whose module is not imported: review 163)."""
     name = g.get("__name__") if type(g) is dict else None
     m = sys.modules.get(name) if type(name) is str else None
     if m is None or inst_dict(m) is not g:
-        return True
+        # (`collections.namedtuple`'s own: a namespace of its making, no builtins)
+        return type(name) is str and name.startswith("namedtuple_") and m is None
     file = g.get("__file__")
     got = _FILES.get(file) if type(file) is str else False
     if got is None:
@@ -343,16 +347,27 @@ def _copied(spec: Any, module: Any, frame: list) -> None:
             ids = _copy(name, module, late=late, library=library)
             if frame[1] and not isinstance(late, _Every):
                 _distrust(name, ids)  # (program code ran while it copied, after all)
-            elif not frame[1]:
+            elif _clean() and frame[2]:
                 for fn in IMPORTED:
-                    fn(name)
+                    fn(name, _clean)
     except Exception:  # (never fail an import: the module just has no snapshot)
         pass
 
 
-#: Called with a module's name when its import finished, with no program code run
-#: (`pcache._canon_rules.imported`: JAX's modules' registrations)
+#: Called with a JAX module's name when its import finished, no program code run
+#: since the outermost JAX import running began, and `_clean` (`pcache._canon_rules.
+#: imported`: JAX's modules' registrations); and as that outermost one begins
 IMPORTED: list = []
+BEGAN: list = []
+
+
+def _clean() -> bool:
+    """No program code ran while any import on this thread's stack ran."""
+    return not any(f[1] for f in _LOCAL.__dict__.get("stack", ()))
+
+
+def _is_jax(name: Any) -> bool:
+    return type(name) is str and (name == "jax" or name.startswith(("jax.", "jaxlib.")))
 
 
 # `_Loader.exec_module` and `Finder.find_spec`, compiled under the file name of the

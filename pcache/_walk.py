@@ -121,10 +121,12 @@ MAX_NODES = 4096
 
 # Argument trees made only of tuples, lists, Nones and empty dicts (JAX's kinds with
 # no auxiliary data, whose ``PyTreeDef.__eq__`` compares kind and arity only, so it
-# is exact) -> their key; most argument trees are these, and walking one node by
-# node costs more than the rest of a reuse.
+# is exact: not dict keys, ``{2: a} == {2.0: a}``) -> their key; most argument trees
+# are these, and walking one node by node costs more than the rest of a reuse.
 _NONE_TYPE = type(None)
 _PLAIN_TREES: dict = _memos.memo("walk.plain_trees", {})
+#: The same, as a content walk (`pcache._persist_key.ContentWalker`) keys them
+_PLAIN_TREES_CONTENT: dict = _memos.memo("walk.plain_trees_content", {})
 MAX_PLAIN_TREES = 1024
 
 
@@ -415,17 +417,17 @@ class Walker:
         """A tree definition node by node: its node types and their auxiliary data
         by these rules (its own ``==`` says ``2 == 2.0`` and compares functions in
         aux data by identity). A tree of only tuples, lists, Nones and empty dicts
-        has no auxiliary data, so JAX's ``==`` is exact for it: its key is memoized."""
-        if self.content:  # (the memo holds identity keys)
-            return self._treedef(td)[0]
-        key = _PLAIN_TREES.get(td)
+        has no auxiliary data, so JAX's ``==`` is exact for it: its key is memoized
+        (per kind of walk)."""
+        memo = _PLAIN_TREES_CONTENT if self.content else _PLAIN_TREES
+        key = memo.get(td)
         if key is not None:
             return key
         key, plain = self._treedef(td)
         if plain:
-            if len(_PLAIN_TREES) >= MAX_PLAIN_TREES:
-                _PLAIN_TREES.clear()
-            _PLAIN_TREES[td] = key
+            if len(memo) >= MAX_PLAIN_TREES:
+                memo.clear()
+            memo[td] = key
         return key
 
     def _treedef(self, td: Any) -> tuple[Any, bool]:

@@ -1722,11 +1722,28 @@ show("p", lambda: jax.jit(partial(hooked.modes.pick, d=hooked.a_options.OPTS.d))
 """
 
 
-def test_a_program_s_dataclass_method_run_by_a_late_import_is_program_code(tmp_path):
-    """The methods the standard library generates for a program's dataclass are
-    compiled under ``<string>``, and run in the program's module: a library's import
-    calling one (an options hook) ran program code (review 161)."""
+HOOKED_ELSEWHERE = {
+    # (a dataclass named under a module not imported: its methods run in a namespace
+    # of their own)
+    "module-elsewhere": HOOKED_PROG.replace(
+        "        d: object", '        __module__ = "myapp.settings"\n        d: object'
+    ),
+    # (attrs compiles its methods in a namespace of its own)
+    "attrs": HOOKED_PROG.replace("from dataclasses import dataclass", "import attrs").replace(
+        "    @dataclass", "    @attrs.define(slots=False)"
+    ),
+}
+
+
+@pytest.mark.parametrize("prog", [HOOKED_PROG, *HOOKED_ELSEWHERE.values()],
+                         ids=["dataclass", *HOOKED_ELSEWHERE])  # fmt: skip
+def test_a_program_s_dataclass_method_run_by_a_late_import_is_program_code(tmp_path, prog):
+    """The methods the standard library (or attrs) generates for a program's class
+    are compiled under ``<string>``, and run in the program's module or a namespace
+    of their own: a library's import calling one (an options hook) ran program code
+    (reviews 161, 163). Only a library module's namespace, or a namedtuple's, makes
+    such code a library's."""
     site = libsite.install(tmp_path / "lib" / "site-packages", "hooked", "_hooks = []\n")
     _submodule(site, "hooked/modes.py", HOOKED_MODES)
     _submodule(site, "hooked/a_options.py", HOOKED_OPTIONS)
-    _as_stock_in_b(site, HOOKED_PROG, tmp_path)
+    _as_stock_in_b(site, prog, tmp_path)
