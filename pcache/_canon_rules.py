@@ -230,19 +230,26 @@ def added() -> list:
     with OVERRIDES.lock:
         found = OVERRIDES((*_compat.rule_registries(), *_compat.type_handlers()))
         tables = _compat.type_handlers()
-        got = [(d, k, v) for d in tables for k, v in OVERRIDES.added(d)]
+        got = [
+            (d, k, v)
+            for d in tables
+            for k, v in OVERRIDES.added(d)
+            if not OVERRIDES.proven(d, k, v)  # (a JAX import's own, unchanged)
+        ]
         got += [
             (d, k, v)
             for d, k, v in found
             if is_a(k, type) and any(d is t for t in tables) and k in OVERRIDES.first_seen(d)
         ]
-        # (a rule table's first registration no import is known to have made: a rule the
+        # (a table's first registration no import is known to have made: a rule the
         # program set for a JAX primitive made since pcache last read the tables, before
-        # it read them again; review 160)
+        # it read them again, review 160; what a table first met after the program
+        # changed it held then, review 164)
+        seen = {(id(d), id(k)) for d, k, _ in got}
         got += [
             (d, k, d.get(k, _dictwatch.DELETED))
             for d, k in OVERRIDES.unattested
-            if not any(d is t for t in tables) and _reaches_others(k, JAX_PRIMITIVE[0])
+            if (id(d), id(k)) not in seen and _reaches_others(k, JAX_PRIMITIVE[0])
         ]
     return [(_table_name(d), k, v) for d, k, v in got]
 

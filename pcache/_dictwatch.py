@@ -200,6 +200,7 @@ class Overrides:
         #: the baseline after the first read by a read no `attested` made
         self.unattested: list = []
         self._approved: list = []  # (what the running `attested` read proved)
+        self._proven: dict = {}  # id(dict) -> id(key) -> (key, value) proved
 
     def __call__(self, dicts: tuple) -> tuple:
         """``((dict, key, value or DELETED), ...)``, every entry overridden now."""
@@ -250,12 +251,22 @@ class Overrides:
                 self(dicts)
             finally:
                 self.attesting = False
+            for d, k in self._approved:
+                self._proven.setdefault(id(d), {})[id(k)] = (k, self._base[id(d)][1].get(k))
             return self._approved
+
+    def proven(self, d: dict, k: Any, v: Any) -> bool:
+        """Whether ``d[k]`` is ``v``, the very entry an `attested` read proved."""
+        with self.lock:
+            e = self._proven.get(id(d), {}).get(id(k))
+            return e is not None and e[0] is k and e[1] is v
 
     def unattest(self, entries: list) -> None:
         """What an `attested` read proved, taken back (program code ran meanwhile)."""
         with self.lock:
             self.unattested.extend(entries)
+            for d, k in entries:
+                self._proven.get(id(d), {}).pop(id(k), None)
 
     def added(self, d: dict) -> list:
         """``(key, value)`` of every entry ``d`` holds now under a key it did not

@@ -275,7 +275,7 @@ def _watch(frame: Any, event: str, arg: Any) -> None:
         if library is None:
             with collector_paused():  # (a finalizer run in here would go unseen)
                 library = _FILES[file] = file[:1] == "<" or _library_file(file)
-        if library and file[:1] == "<" and not _generated_library(frame.f_globals):
+        if library and file[:1] == "<" and not _generated_library(frame):
             library = False
         if not library:
             _program_ran()
@@ -286,16 +286,39 @@ def _watch(frame: Any, event: str, arg: Any) -> None:
 _FILES: dict = {}  # file -> whether a library's (the path rule's verdict: fixed per path)
 
 
-def _generated_library(g: Any) -> bool:
-    """Code made from a string (``<string>``) is a library's only where it runs in a
-    library module's namespace (a library's dataclass's generated methods) or is a
-    namedtuple's; any other is taken for the program's: the methods generated for a
-    program's dataclass run in the program's module (review 161), or in an anonymous
-    namespace (attrs' methods; a dataclass whose module is not imported: review 163)."""
+def _library_path(dotted: str) -> bool:
+    """Whether a loaded library module holds ``dotted`` (``module.Class``): the
+    longest prefix that names a loaded module is one whose file is a library's."""
+    parts = dotted.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        m = sys.modules.get(".".join(parts[:i]))
+        if m is not None:
+            d = inst_dict(m)
+            f = d.get("__file__") if type(d) is dict else None
+            return type(f) is str and bool(_library_file(f))
+    return False
+
+
+def _generated_library(frame: Any) -> bool:
+    """Code made from a string (a ``<...>`` file) runs as whose? A library's where it
+    runs in a library module's namespace (a library dataclass's generated methods),
+    is the interpreter's frozen module, a snippet run at module level (an ``exec``:
+    the program's own call of it would be seen) or a namedtuple's methods; attrs'
+    methods are their class's module's (it names it in the file name). Any other is
+    the program's: a program dataclass's methods run in the program's module (review
+    161), or in a namespace of their own when its module is not imported (review 163)."""
+    g, code = frame.f_globals, frame.f_code
+    file = code.co_filename
+    if g is _space or file.startswith("<frozen "):  # (pcache's own finder: review 164)
+        return True
     name = g.get("__name__") if type(g) is dict else None
     m = sys.modules.get(name) if type(name) is str else None
     if m is None or inst_dict(m) is not g:
-        # (`collections.namedtuple`'s own: a namespace of its making, no builtins)
+        if code.co_name == "<module>" or file.startswith("<attrs generated "):
+            # (attrs: "<attrs generated NAME MODULE.QUALNAME>")
+            owner = file.rpartition(" ")[2][:-1] if file[-1:] == ">" else ""
+            return code.co_name == "<module>" or _library_path(owner)
+        # (`collections.namedtuple`'s own: a namespace of its making)
         return type(name) is str and name.startswith("namedtuple_") and m is None
     file = g.get("__file__")
     got = _FILES.get(file) if type(file) is str else False
