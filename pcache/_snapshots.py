@@ -303,10 +303,12 @@ def _generated_library(frame: Any) -> bool:
     """Code made from a string (a ``<...>`` file) runs as whose? A library's where it
     runs in a library module's namespace (a library dataclass's generated methods),
     is the interpreter's frozen module, a snippet run at module level (an ``exec``:
-    the program's own call of it would be seen) or a namedtuple's methods; attrs'
-    methods are their class's module's (it names it in the file name). Any other is
-    the program's: a program dataclass's methods run in the program's module (review
-    161), or in a namespace of their own when its module is not imported (review 163)."""
+    the program's own call of it would be seen), a namedtuple's methods, or a file a
+    library's code generator names (equinox's ``<generated_flatten_X>``: templates
+    that read, write nothing); attrs' methods are their class's module's (it names it
+    in the file name). The program's: a program dataclass's methods, run in the
+    program's module (review 161) or, ``<string>``, in a namespace of their own when
+    its module is not imported (review 163)."""
     g, code = frame.f_globals, frame.f_code
     file = code.co_filename
     if g is _space or file.startswith("<frozen "):  # (pcache's own finder: review 164)
@@ -319,7 +321,8 @@ def _generated_library(frame: Any) -> bool:
             owner = file.rpartition(" ")[2][:-1] if file[-1:] == ">" else ""
             return code.co_name == "<module>" or _library_path(owner)
         # (`collections.namedtuple`'s own: a namespace of its making)
-        return type(name) is str and name.startswith("namedtuple_") and m is None
+        named_tuple = type(name) is str and name.startswith("namedtuple_") and m is None
+        return named_tuple or file != "<string>"
     file = g.get("__file__")
     got = _FILES.get(file) if type(file) is str else False
     if got is None:

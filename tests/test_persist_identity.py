@@ -1747,3 +1747,45 @@ def test_a_program_s_dataclass_method_run_by_a_late_import_is_program_code(tmp_p
     _submodule(site, "hooked/modes.py", HOOKED_MODES)
     _submodule(site, "hooked/a_options.py", HOOKED_OPTIONS)
     _as_stock_in_b(site, prog, tmp_path)
+
+
+GENERATED = """
+from functools import partial
+
+
+class Mode:
+    pass
+
+
+MODE_A, MODE_B = Mode(), Mode()
+# (a code generator's template, as equinox makes each Module's flatten: a file name of
+# its own, a namespace of its own; run while the library is imported)
+_ns = {}
+exec(compile("def flatten(o):\\n    return (o,)\\n", "<generated_flatten_Mode>", "exec"), _ns)
+_ns["flatten"](MODE_A)
+
+
+def pick(v, d):
+    return v * (2.0 if d is MODE_A else 3.0)
+"""
+
+GENERATED_PROG = """
+from functools import partial
+
+import generated
+
+show("p", lambda: jax.jit(partial(generated.pick, d=generated.MODE_A))(x))
+"""
+
+
+def test_a_library_s_generated_code_run_while_it_is_imported_is_its_own(tmp_path):
+    """Code a library's generator compiles under a file name of its own and runs in a
+    namespace of its own (equinox's ``<generated_flatten_X>``) is the library's: the
+    late import stays trusted and its objects keep their names across processes (its
+    being taken for the program's made enable()-first diffrax trace everything)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "generated", GENERATED)
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(GENERATED_PROG))
+    _, stock, b = phases(prog, site, tmp_path / "c")
+    assert b["digests"]["shown"] == stock["digests"]["shown"]
+    assert b["digests"]["served"]["prog.py"] >= 1, b["stats"]
