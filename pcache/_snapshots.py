@@ -284,6 +284,7 @@ def _watch(frame: Any, event: str, arg: Any) -> None:
 
 
 _FILES: dict = {}  # file -> whether a library's (the path rule's verdict: fixed per path)
+_NEWLOCALS = 0x0002  # CO_NEWLOCALS: a function's code (a module-level snippet has none)
 
 
 def _library_path(dotted: str) -> bool:
@@ -311,15 +312,23 @@ def _generated_library(frame: Any) -> bool:
     its module is not imported (review 163)."""
     g, code = frame.f_globals, frame.f_code
     file = code.co_filename
-    if g is _space or file.startswith("<frozen "):  # (pcache's own finder: review 164)
+    if g is _space:  # (pcache's own finder: review 164)
         return True
     name = g.get("__name__") if type(g) is dict else None
     m = sys.modules.get(name) if type(name) is str else None
+    if file.startswith("<frozen "):  # (the interpreter's: in a module it holds frozen,
+        # under its name or the file's: ``_collections_abc`` names itself collections.abc)
+        for f in (m, sys.modules.get(file[len("<frozen ") : -1])):
+            d = inst_dict(f) if f is not None else None
+            if d is g and getattr(d.get("__spec__"), "origin", None) == "frozen":
+                return True
+        return False
     if m is None or inst_dict(m) is not g:
-        if code.co_name == "<module>" or file.startswith("<attrs generated "):
+        snippet = code.co_name == "<module>" and not code.co_flags & _NEWLOCALS
+        if snippet or file.startswith("<attrs generated "):
             # (attrs: "<attrs generated NAME MODULE.QUALNAME>")
             owner = file.rpartition(" ")[2][:-1] if file[-1:] == ">" else ""
-            return code.co_name == "<module>" or _library_path(owner)
+            return snippet or _library_path(owner)
         # (`collections.namedtuple`'s own: a namespace of its making)
         named_tuple = type(name) is str and name.startswith("namedtuple_") and m is None
         return named_tuple or file != "<string>"
