@@ -101,13 +101,20 @@ _ENVIRON: dict = _memos.memo("persist.environ", {})  # last: (its dict, tag, ign
 def library_flags() -> tuple:
     """absl's flags, by name, type and value, when ``absl.flags`` is loaded: a
     library object programs read while tracing (``FLAGS.scale``), set from the
-    command line, that no walk keys (review 56)."""
+    command line, that no walk keys (review 56); and what else of a flag a program
+    can read (whether the command line gave it, its default), and whether the flags
+    were parsed at all (an unparsed read raises: review 168)."""
     flags = sys.modules.get("absl.flags")
     if flags is None:
         return ()
     try:
-        values = module_dict(flags)["FLAGS"].flag_values_dict()
-        return tuple(sorted((k, type(v).__qualname__, repr(v)) for k, v in values.items()))
+        fv = module_dict(flags)["FLAGS"]
+        out = []
+        for name, v in sorted(fv.flag_values_dict().items()):
+            f = fv[name]
+            out.append((name, type(v).__qualname__, repr(v), int(f.present),
+                        bool(f.using_default_value), repr(f.default)))  # fmt: skip
+        return (bool(fv.is_parsed()), tuple(out))
     except Exception:  # noqa: BLE001 (whatever a changed absl raises: not persisted)
         raise NoReuse("persist-absl-flags-unreadable") from None
 
@@ -265,6 +272,18 @@ def _library_holds_no_user_code(name: str, m: Any, homes: tuple, seen: dict) -> 
                 user = seen[home] = _user_home(home, homes)
             if user:
                 raise NoReuse(f"persist-library-holds-user-code:{name}.{qualname(v)}")
+
+
+def library_stand_in(name: Any, m: Any) -> bool:
+    """Whether ``m``, no module, in ``sys.modules`` under ``name``, is one the
+    standard library or a library package put there (``typing.io``); not the
+    program's own file that replaced itself there (``sys.modules[__name__] =
+    Facade()``), whose source nothing would key (review 168)."""
+    top = name.partition(".")[0] if type(name) is str else ""
+    tm = sys.modules.get(top)
+    if top in sys.stdlib_module_names:
+        return True
+    return tm is not m and module_dict(tm) is not None and not user_module(top, tm)
 
 
 def user_module(name: str, m: Any) -> bool:

@@ -381,6 +381,8 @@ def _user_code() -> str:
             out.append((name, "blocked"))
             continue
         d = module_dict(m)
+        if d is None and not _persist_env.library_stand_in(name, m):
+            raise NoReuse(f"persist-non-module:{name}")
         if d is None or not _persist_env.user_module(name, m):
             continue
         spec = d.get("__spec__")

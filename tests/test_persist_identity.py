@@ -1789,3 +1789,42 @@ def test_a_library_s_generated_code_run_while_it_is_imported_is_its_own(tmp_path
     _, stock, b = phases(prog, site, tmp_path / "c")
     assert b["digests"]["shown"] == stock["digests"]["shown"]
     assert b["digests"]["served"]["prog.py"] >= 1, b["stats"]
+
+
+FACADE_LIB = """
+import facade_helper as _h
+
+TABLE = {"scale": _h.scale}  # (a user function held in a dict: no walk reaches it)
+del _h
+
+
+def apply(a):
+    return TABLE["scale"](a)
+"""
+
+FACADE_PROG = """
+import os
+import sys
+
+d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user")
+os.makedirs(d, exist_ok=True)
+with open(os.path.join(d, "facade_helper.py"), "w") as fh:
+    fh.write(
+        "import sys\\n\\n\\ndef scale(a):\\n    return a * %s\\n\\n\\nclass _Facade:\\n"
+        "    scale = staticmethod(scale)\\n\\n\\nsys.modules[__name__] = _Facade()\\n"
+        % ("2.0" if os.environ["PHASE"] == "A" else "3.0")
+    )
+sys.path.insert(0, d)
+import facade
+
+show("p1", lambda: jax.jit(lambda a: facade.apply(a))(x))
+"""
+
+
+def test_a_user_module_that_replaced_its_sys_modules_entry_is_not_left_out(tmp_path):
+    """A user module that puts an object of its own in its place in ``sys.modules``
+    (``sys.modules[__name__] = Facade()``) has its source in no key: refused, not
+    skipped (review 168; its function here is held by a library's dict)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "facade", FACADE_LIB)
+    b = _as_stock_in_b(site, FACADE_PROG, tmp_path)
+    assert "persist-non-module:facade_helper" in b["stats"]["trace_persist_misses"], b["stats"]
