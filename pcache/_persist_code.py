@@ -20,6 +20,7 @@ from pcache._persist_pack import packed as _packed
 from pcache._usercode import NoReuse
 
 _CODE: dict = _memos.memo("persist.code", {})  # id(code) -> (code, its digest)
+_SOURCES: dict = _memos.memo("persist.sources", {})  # file -> (stamp, digest)
 
 
 def code_digest(code: types.CodeType) -> str:
@@ -116,4 +117,24 @@ def _const(x: Any) -> Any:
     raise NoReuse(f"persist-code-constant:{t.__name__}")
 
 
-__all__ = ["HASH_SEED", "code_digest"]
+def source_digest(file: str, name: str) -> str:
+    """User module ``name``'s source, compiled, by `code_digest` (not its bytecode
+    cache: the program runs what its source says); memoized per file stamp."""
+    if not file.endswith(".py"):
+        raise NoReuse(f"persist-sourceless-module:{name}")
+    try:
+        st = os.stat(file)
+        stamp = (st.st_mtime_ns, st.st_size)
+        e = _SOURCES.get(file)
+        if e is not None and e[0] == stamp:
+            return e[1]
+        with open(file, "rb") as fh:
+            code = compile(fh.read(), file, "exec", dont_inherit=True)
+    except (OSError, SyntaxError, ValueError):
+        raise NoReuse(f"persist-unreadable-module:{name}") from None
+    got = code_digest(code)
+    _SOURCES[file] = (stamp, got)
+    return got
+
+
+__all__ = ["HASH_SEED", "code_digest", "source_digest"]

@@ -29,7 +29,7 @@ import pcache.store.schemas as _schemas
 from pcache import _memos
 from pcache._dictwatch import tag
 from pcache._hoststate import modules_stamp
-from pcache._introspect import items
+from pcache._introspect import cdict, is_a, items
 from pcache._records import recorded
 from pcache._usercode import (
     NoReuse,
@@ -274,6 +274,23 @@ def _library_holds_no_user_code(name: str, m: Any, homes: tuple, seen: dict) -> 
                 raise NoReuse(f"persist-library-holds-user-code:{name}.{qualname(v)}")
 
 
+def own_code(d: Any) -> bool:
+    """Whether namespace ``d`` holds Python code made in it: a function whose globals
+    it is, or a class holding one (a file-less module the program filled with
+    ``exec`` of a file's text: review 169; not a namespace package, nor Cython's
+    runtime)."""
+    if type(d) is not dict:
+        return False
+    for _, v in items(d):
+        if type(v) is types.FunctionType and v.__globals__ is d:
+            return True
+        if is_a(v, type) and any(
+            type(f) is types.FunctionType and f.__globals__ is d for f in cdict(v).values()
+        ):
+            return True
+    return False
+
+
 def library_stand_in(name: Any, m: Any) -> bool:
     """Whether ``m``, no module, in ``sys.modules`` under ``name``, is one the
     standard library or a library package put there (``typing.io``); not the
@@ -296,9 +313,10 @@ def user_module(name: str, m: Any) -> bool:
         return False
     if top in ("pcache", "builtins", "cython_runtime") or top.startswith("_cython_"):
         # (Cython's shared runtime, made by its extensions, has no file; a module of
-        # the program's own under such a name is the program's: review 70)
+        # the program's own under such a name is the program's: review 70, also one
+        # with no file whose code the program made, review 169)
         own = top == "pcache" and type(file) is str and file.startswith(_PCACHE_HOMES)
-        if type(file) is not str or own:
+        if (type(file) is not str and not own_code(module_dict(m))) or own:
             return False
     if type(file) is str:
         if file.startswith(_provided()[1]):

@@ -62,11 +62,11 @@ from pcache._holders import library_holders
 from pcache._holders import resolve as _resolve
 from pcache._introspect import cdict, is_a, items, mro, names
 from pcache._persist_abcs import abc_registrations, library_rules
-from pcache._persist_code import HASH_SEED, code_digest
+from pcache._persist_code import HASH_SEED, code_digest, source_digest
 from pcache._persist_env import attributed
 from pcache._persist_pack import packed as _packed
 from pcache._provenance import rebinds_global
-from pcache._snapshots import unchanged
+from pcache._snapshots import reloaded, unchanged
 from pcache._usercode import NoReuse, is_library_module, module_dict, qualname
 from pcache._walk import Walker, plain_array
 from pcache._walk_kinds import is_library_float
@@ -83,7 +83,7 @@ _MISSING = object()
 _HEAPTYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class made by a class statement)
 _FLAGS = type.__dict__["__flags__"].__get__
 _ENV: dict = _memos.memo("persist.environment", {})  # what can change -> digest
-_USER_CODE: dict = _memos.memo("persist.user_code", {})  # file -> (stamp, digest); "all"
+_USER_CODE: dict = _memos.memo("persist.user_code", {})  # "all" -> (stamp, digest)
 
 
 class ContentWalker(Walker):
@@ -188,7 +188,12 @@ def named(v: Any) -> tuple:
         raise NoReuse("persist-jax-array")
     if is_a(v, type):
         _, qual, mod = names(v)
-        if type(mod) is str and type(qual) is str and _resolve(mod, qual) is v:
+        if (
+            type(mod) is str
+            and type(qual) is str
+            and _resolve(mod, qual) is v
+            and _bound(mod, qual)
+        ):
             got = ("cls", *_module_name(sys.modules[mod]), qual)
             if not got[2] and not _FLAGS(v) & _HEAPTYPE:
                 raise NoReuse("persist-user-extension")  # (review 54)
@@ -291,6 +296,17 @@ def _lib_node(names: tuple) -> tuple:
     return ("lib", m, a, _provider(m))
 
 
+def _bound(module: str, qual: str) -> bool:
+    """A library class's module and qualified name name it in any process only while
+    they hold what the module's import bound them to and no code of the library's
+    rebinds them (two class statements of one name, the library's API pointing the
+    name at the other, another module's assignment: review 170). A program's class
+    is keyed by its content besides."""
+    if not is_library_module(sys.modules.get(module)):
+        return True
+    return unchanged(module, qual) and not _rebinds(module, qual, {_file(module)})
+
+
 def _rebinds(module: str, path: str, files: set) -> bool:
     """Whether library code may rebind a part of ``path`` (``global X; X = ...``,
     ``H.x = ...``, ``setattr`` by name: `rebinds_global`): a rebinding made before
@@ -385,37 +401,20 @@ def _user_code() -> str:
             raise NoReuse(f"persist-non-module:{name}")
         if d is None or not _persist_env.user_module(name, m):
             continue
+        if reloaded(name, m):  # (its source says what it holds now, not what it held)
+            raise NoReuse(f"persist-reloaded-module:{name}")
         spec = d.get("__spec__")
         if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
             raise NoReuse(f"persist-module-initializing:{name}")
         file = d.get("__file__")
         if type(file) is not str:
-            if "__path__" in d or name == "__main__":
+            if ("__path__" in d and not _persist_env.own_code(d)) or name == "__main__":
                 continue  # (a namespace package; an interactive session's main)
             raise NoReuse(f"persist-sourceless-module:{name}")
-        out.append((name, _source_digest(file, name)))
+        out.append((name, source_digest(file, name)))
     res = digest(("user-code", tuple(sorted(out))))
     _USER_CODE["all"] = (stamp, res)
     return res
-
-
-def _source_digest(file: str, name: str) -> str:
-    """A user module's source compiled, by `code_digest`; memoized per file stamp."""
-    if not file.endswith(".py"):
-        raise NoReuse(f"persist-sourceless-module:{name}")
-    try:
-        st = os.stat(file)
-        stamp = (st.st_mtime_ns, st.st_size)
-        e = _USER_CODE.get(file)
-        if e is not None and e[0] == stamp:
-            return e[1]
-        with open(file, "rb") as fh:
-            code = compile(fh.read(), file, "exec", dont_inherit=True)
-    except (OSError, SyntaxError, ValueError):
-        raise NoReuse(f"persist-unreadable-module:{name}") from None
-    got = code_digest(code)
-    _USER_CODE[file] = (stamp, got)
-    return got
 
 
 def _namedtuple_globals(g: dict) -> bool:

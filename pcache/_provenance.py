@@ -133,9 +133,12 @@ def _facts(file: str) -> tuple:
         escaped: set = set()
         strings: list = []
         for c in codes:
-            stored.update(_stored_names(c))
+            if c.co_flags & inspect.CO_NEWLOCALS:  # (a body runs once, at import: what
+                stored.update(_stored_names(c))  # it binds is in the import's copy)
             if c.co_name == "<module>":  # (its body runs once, at import: ``__all__``)
                 escaped |= _escaping_writer(c, _WRITERS | dynamic)
+            elif not c.co_flags & inspect.CO_NEWLOCALS:
+                pass  # (a class body: runs once, at import; its qualified name a string)
             elif dynamic.intersection(c.co_names) or c.co_name in dynamic:
                 strings += _strings(c.co_consts)
         if len(_FACTS) > 1024:

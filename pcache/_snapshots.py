@@ -600,6 +600,18 @@ _PLAIN = frozenset(
 _IMPORT_STATE = frozenset({"__spec__", "__loader__", "__builtins__"})
 
 
+def reloaded(name: str, m: Any) -> bool:
+    """Whether module ``m`` was executed again since pcache copied it
+    (``importlib.reload`` gives it a new ``__spec__``): functions made from what it
+    ran before may be held elsewhere, which its source now says nothing of (review
+    169)."""
+    got = _SNAPSHOTS.get(name)
+    if got is None or got[0] is not m:
+        return False
+    d = inst_dict(m)
+    return type(d) is dict and d.get("__spec__") is not got[1].get("__spec__")
+
+
 def started() -> bool:
     return any(f is FINDER for f in sys.meta_path)
 

@@ -1828,3 +1828,111 @@ def test_a_user_module_that_replaced_its_sys_modules_entry_is_not_left_out(tmp_p
     site = libsite.install(tmp_path / "lib" / "site-packages", "facade", FACADE_LIB)
     b = _as_stock_in_b(site, FACADE_PROG, tmp_path)
     assert "persist-non-module:facade_helper" in b["stats"]["trace_persist_misses"], b["stats"]
+
+
+TWO_MODES = """
+class Mode:
+    k = 1.0
+
+
+_FIRST = Mode
+
+
+class Mode:  # noqa: F811  (another class statement of that name)
+    k = 2.0
+
+
+_SECOND = Mode
+Mode = _FIRST
+
+
+def use_second():  # (the library's API points the name at its other class)
+    global Mode
+    Mode = _SECOND
+"""
+
+TWO_MODES_PROG = """
+import os
+
+import twomodes
+
+if os.environ["PHASE"] == "B":
+    twomodes.use_second()
+M = twomodes.Mode
+OBJ = twomodes.Mode()
+show("global", lambda: jax.jit(lambda a: a * M.k)(x))
+show("made", lambda: jax.jit(lambda a: a * OBJ.k)(x))
+show("static", lambda: jax.jit(lambda c, a: a * c.k, static_argnums=0)(twomodes.Mode, x))
+"""
+
+
+def test_a_library_class_is_named_only_by_what_its_import_bound(tmp_path):
+    """A library class's module and qualified name name it across processes only while
+    they hold what the import bound and no code of the library rebinds them: the
+    library's API may point the name at its other class of that name (review 170), as
+    a captured class, the class of an instance the program made, a static argument."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "twomodes", TWO_MODES)
+    _as_stock_in_b(site, TWO_MODES_PROG, tmp_path)
+
+
+HOLDER = """
+import held_helper as _h
+
+TABLE = {"scale": _h.scale}  # (the program's function, kept in a dict at import)
+del _h
+
+
+def apply(a):
+    return TABLE["scale"](a)
+"""
+
+RELOADED_PROG = """
+import importlib
+import os
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+for sub, k in (("u1", "3.0"), ("u2", "2.0")):
+    os.makedirs(os.path.join(here, sub), exist_ok=True)
+    with open(os.path.join(here, sub, "held_helper.py"), "w") as fh:
+        fh.write(f"def scale(a):\\n    return a * {k}\\n")
+u1, u2 = os.path.join(here, "u1"), os.path.join(here, "u2")
+if os.environ["PHASE"] == "B":  # (first from u1; then reloaded from A's file)
+    sys.path.insert(0, u1)
+    import held_helper
+    import holder
+
+    sys.path.remove(u1)
+    sys.path.insert(0, u2)
+    importlib.invalidate_caches()
+    importlib.reload(held_helper)
+else:
+    sys.path.insert(0, u2)
+    import held_helper
+    import holder
+show("p1", lambda: jax.jit(lambda a: holder.apply(a))(x))
+"""
+
+PATHMOD_PROG = """
+import os
+import sys
+import types
+
+m = types.ModuleType("held_helper")
+m.__path__ = []  # (file-less, with a path: as a namespace package is)
+exec("def scale(a):\\n    return a * %s\\n" % ("2.0" if os.environ["PHASE"] == "A" else "3.0"), vars(m))
+sys.modules["held_helper"] = m
+import holder
+
+show("p1", lambda: jax.jit(lambda a: holder.apply(a))(x))
+"""
+
+
+@pytest.mark.parametrize("prog", [RELOADED_PROG, PATHMOD_PROG], ids=["reloaded", "file-less"])
+def test_user_code_a_library_holds_whose_source_no_key_reads_refuses(tmp_path, prog):
+    """The program's function an installed library holds is keyed through its
+    module's source: a module executed again since (``importlib.reload``, from
+    another file) or with no file, whatever its shape (a ``__path__``), refuses
+    (review 169)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "holder", HOLDER)
+    _as_stock_in_b(site, prog, tmp_path)
