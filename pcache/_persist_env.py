@@ -17,11 +17,13 @@ import fnmatch
 import functools
 import hashlib
 import os
+import struct
 import sys
 import sysconfig
 import time
 import types
 import zipfile
+from importlib.machinery import ModuleSpec
 from typing import Any
 
 import pcache.store as _store
@@ -112,11 +114,21 @@ def library_flags() -> tuple:
         out = []
         for name, v in sorted(fv.flag_values_dict().items()):
             f = fv[name]
-            out.append((name, type(v).__qualname__, repr(v), int(f.present),
-                        bool(f.using_default_value), repr(f.default)))  # fmt: skip
+            out.append((name, type(v).__qualname__, _exact(v), int(f.present),
+                        bool(f.using_default_value), _exact(f.default)))  # fmt: skip
         return (bool(fv.is_parsed()), tuple(out))
     except Exception:  # noqa: BLE001 (whatever a changed absl raises: not persisted)
         raise NoReuse("persist-absl-flags-unreadable") from None
+
+
+def _exact(v: Any) -> str:
+    """A flag's value: a float by its bits (``repr`` prints every NaN alike: review
+    172), in lists and tuples too; anything else by ``repr``."""
+    if type(v) is float:
+        return "f:" + struct.pack("<d", v).hex()
+    if type(v) in (list, tuple):
+        return f"{type(v).__name__}({','.join(map(_exact, v))})"
+    return repr(v)
 
 
 @functools.lru_cache(maxsize=1)
@@ -272,6 +284,20 @@ def _library_holds_no_user_code(name: str, m: Any, homes: tuple, seen: dict) -> 
                 user = seen[home] = _user_home(home, homes)
             if user:
                 raise NoReuse(f"persist-library-holds-user-code:{name}.{qualname(v)}")
+
+
+def namespace_package(d: dict) -> bool:
+    """Whether a file-less module's namespace ``d`` is a namespace package's, as the
+    import system makes one (its spec has no origin, only search locations): not a
+    module the program made and filled, whatever its shape (a ``__path__``: review
+    169; its code since deleted, or in a static method: review 171)."""
+    spec = d.get("__spec__")
+    return (
+        type(spec) is ModuleSpec
+        and spec.origin is None
+        and spec.submodule_search_locations is not None
+        and not own_code(d)
+    )
 
 
 def own_code(d: Any) -> bool:

@@ -65,7 +65,7 @@ from pcache._persist_abcs import abc_registrations, library_rules
 from pcache._persist_code import HASH_SEED, code_digest, source_digest
 from pcache._persist_env import attributed
 from pcache._persist_pack import packed as _packed
-from pcache._provenance import rebinds_global
+from pcache._provenance import rebinds_global, stores_global
 from pcache._snapshots import reloaded, unchanged
 from pcache._usercode import NoReuse, is_library_module, module_dict, qualname
 from pcache._walk import Walker, plain_array
@@ -304,7 +304,8 @@ def _bound(module: str, qual: str) -> bool:
     is keyed by its content besides."""
     if not is_library_module(sys.modules.get(module)):
         return True
-    return unchanged(module, qual) and not _rebinds(module, qual, {_file(module)})
+    file = _file(module)
+    return unchanged(module, qual) and not (file and stores_global(file, qual.split(".")[0]))
 
 
 def _rebinds(module: str, path: str, files: set) -> bool:
@@ -408,7 +409,7 @@ def _user_code() -> str:
             raise NoReuse(f"persist-module-initializing:{name}")
         file = d.get("__file__")
         if type(file) is not str:
-            if ("__path__" in d and not _persist_env.own_code(d)) or name == "__main__":
+            if _persist_env.namespace_package(d) or name == "__main__":
                 continue  # (a namespace package; an interactive session's main)
             raise NoReuse(f"persist-sourceless-module:{name}")
         out.append((name, source_digest(file, name)))

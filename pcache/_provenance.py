@@ -120,6 +120,16 @@ def rebinds_global(file: str, name: str) -> bool:
     return got
 
 
+def stores_global(file: str, name: str) -> bool:
+    """`rebinds_global` by what the code visibly stores (``global X; X = ...``,
+    ``anything.X = ...``, a writer passed on at import), not by strings a namespace
+    writer may be handed: a class is named so (`pcache._persist_key`), as a string in
+    code is what a library names its classes by (``dataclasses`` builds code naming
+    ``FrozenInstanceError``)."""
+    stored, escaped, _ = _facts(file)
+    return name in stored or name in escaped
+
+
 def _facts(file: str) -> tuple:
     """What `rebinds_global` asks of ``file``, read once for all its names: the names
     its code stores or deletes as a global or an attribute; the strings its module
@@ -132,19 +142,34 @@ def _facts(file: str) -> tuple:
         stored: set = set()
         escaped: set = set()
         strings: list = []
+        once = _at_import(codes)
         for c in codes:
-            if c.co_flags & inspect.CO_NEWLOCALS:  # (a body runs once, at import: what
-                stored.update(_stored_names(c))  # it binds is in the import's copy)
-            if c.co_name == "<module>":  # (its body runs once, at import: ``__all__``)
+            if id(c) in once:  # (runs once, at import: what it binds is in the import's
+                # copy; not a writer it passes on, ``__all__``, ``partial(setattr, ...)``)
                 escaped |= _escaping_writer(c, _WRITERS | dynamic)
-            elif not c.co_flags & inspect.CO_NEWLOCALS:
-                pass  # (a class body: runs once, at import; its qualified name a string)
-            elif dynamic.intersection(c.co_names) or c.co_name in dynamic:
+                continue
+            stored.update(_stored_names(c))
+            if dynamic.intersection(c.co_names) or c.co_name in dynamic:
                 strings += _strings(c.co_consts)
         if len(_FACTS) > 1024:
             _FACTS.clear()
         got = _FACTS[file] = (frozenset(stored), frozenset(escaped), tuple(strings))
     return got
+
+
+def _at_import(codes: list) -> set:
+    """The ids of the bodies that run once, as the module is imported: the module's,
+    and the class bodies only class bodies hold from it (optimistix's ``FunctionInfo.
+    Eval = Eval``); not a class statement in a function, run at each call (review 171)."""
+    todo = [c for c in codes if c.co_name == "<module>" and not c.co_flags & inspect.CO_NEWLOCALS]
+    out: set = set()
+    while todo:
+        c = todo.pop()
+        out.add(id(c))
+        todo += [
+            k for k in c.co_consts if type(k) is _CODE and not k.co_flags & inspect.CO_NEWLOCALS
+        ]
+    return out
 
 
 def _stored_names(c: _CODE) -> set:

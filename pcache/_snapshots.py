@@ -609,7 +609,14 @@ def reloaded(name: str, m: Any) -> bool:
     if got is None or got[0] is not m:
         return False
     d = inst_dict(m)
-    return type(d) is dict and d.get("__spec__") is not got[1].get("__spec__")
+    if type(d) is not dict or d.get("__spec__") is not got[1].get("__spec__"):
+        return True
+    # (its code run again into it, a loader's ``exec_module``: functions made anew,
+    # review 171; or rebound by the program, as good as new to whoever held the old)
+    return any(
+        (type(v) is types.FunctionType or is_a(v, type)) and d.get(k) is not v
+        for k, v in got[1].items()
+    )
 
 
 def started() -> bool:

@@ -1530,7 +1530,8 @@ def test_an_override_under_a_library_class_is_named_by_what_its_import_bound(tmp
     assert misses.get("persist-added-handler", 0) >= 1, misses
 
 
-PLUGGED = """
+# (a library class holding two equal marks its code tells apart by identity)
+TWO_MARKS = """
 from functools import partial
 
 
@@ -1538,10 +1539,14 @@ def _g(a, b):
     return a
 
 
-class K:
+class {name}:
     ma = partial(_g, 1)
     mb = partial(_g, 1)
-    cur = ma
+"""
+
+PLUGGED = (
+    TWO_MARKS.format(name="K")
+    + """    cur = ma
 
 
 def configure(**kw):
@@ -1552,8 +1557,31 @@ def configure(**kw):
 def pick(v, d):
     return v * (2.0 if d is K.ma else 3.0)
 """
+)
 
-PLUGGED_PROG = """
+# (a plugin directory first on ``sys.path`` while the library is imported, taken off
+# after; then the call)
+PLUGIN_TAIL = """
+
+def hook(entry):
+    if entry == "plugins:":
+        return PluginFinder()
+    raise ImportError
+
+
+sys.path_hooks.insert(0, hook)
+sys.path.insert(0, "plugins:")
+import plugged
+
+sys.path_hooks.remove(hook)
+sys.path.remove("plugins:")
+sys.path_importer_cache.pop("plugins:", None)
+settings()
+show("p", lambda: jax.jit(partial(plugged.pick, d=plugged.K.cur))(x))
+"""
+
+PLUGGED_PROG = (
+    """
 import os
 import sys
 from functools import partial
@@ -1573,26 +1601,13 @@ class PluginFinder:  # (a plugin directory's: applies the settings when asked)
     def invalidate_caches(self):
         pass
 
-
-def hook(entry):
-    if entry == "plugins:":
-        return PluginFinder()
-    raise ImportError
-
-
-sys.path_hooks.insert(0, hook)
-sys.path.insert(0, "plugins:")
-import plugged
-
-sys.path_hooks.remove(hook)  # (gone once the libraries are imported)
-sys.path.remove("plugins:")
-sys.path_importer_cache.pop("plugins:", None)
-settings()
-show("p", lambda: jax.jit(partial(plugged.pick, d=plugged.K.cur))(x))
 """
+    + PLUGIN_TAIL
+)
 
 
-SPEC_PROG = """
+SPEC_PROG = (
+    """
 import importlib.machinery as M
 import os
 import sys
@@ -1631,23 +1646,9 @@ class PluginFinder:  # (hands the library's own file to the interpreter's loader
     def invalidate_caches(self):
         pass
 
-
-def hook(entry):
-    if entry == "plugins:":
-        return PluginFinder()
-    raise ImportError
-
-
-sys.path_hooks.insert(0, hook)
-sys.path.insert(0, "plugins:")
-import plugged
-
-sys.path_hooks.remove(hook)
-sys.path.remove("plugins:")
-sys.path_importer_cache.pop("plugins:", None)
-settings()
-show("p", lambda: jax.jit(partial(plugged.pick, d=plugged.K.cur))(x))
 """
+    + PLUGIN_TAIL
+)
 
 
 @pytest.mark.parametrize("prog", [PLUGGED_PROG, SPEC_PROG], ids=["path-finder", "spec-name"])
@@ -1680,22 +1681,15 @@ OPTS = Options(d=_modes.Modes.ma)
 _run_hooks(OPTS)
 """
 
-HOOKED_MODES = """
-from functools import partial
-
-
-def _g(a, b):
-    return a
-
-
-class Modes:
-    ma = partial(_g, 1)
-    mb = partial(_g, 1)
+HOOKED_MODES = (
+    TWO_MARKS.format(name="Modes")
+    + """
 
 
 def pick(v, d):
     return v * (2.0 if d is Modes.ma else 3.0)
 """
+)
 
 HOOKED_PROG = """
 import os
@@ -1928,11 +1922,96 @@ show("p1", lambda: jax.jit(lambda a: holder.apply(a))(x))
 """
 
 
-@pytest.mark.parametrize("prog", [RELOADED_PROG, PATHMOD_PROG], ids=["reloaded", "file-less"])
+EXECUTED_AGAIN_PROG = """
+import importlib.util
+import os
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+for sub, k in (("u1", "3.0"), ("u2", "2.0")):
+    os.makedirs(os.path.join(here, sub), exist_ok=True)
+    with open(os.path.join(here, sub, "held_helper.py"), "w") as fh:
+        fh.write(f"class C:\\n    @staticmethod\\n    def scale(a):\\n        return a * {k}\\n")
+sys.path.insert(0, os.path.join(here, "u1"))
+import held_helper
+
+if os.environ["PHASE"] == "B":  # (u2's code run into u1's module: no new spec)
+    f = os.path.join(here, "u2", "held_helper.py")
+    importlib.util.spec_from_file_location("held_helper", f).loader.exec_module(held_helper)
+held_helper.scale = held_helper.C.scale
+import holder
+
+show("p1", lambda: jax.jit(lambda a: holder.apply(a))(x))
+"""
+
+STATIC_PATHMOD_PROG = PATHMOD_PROG.replace(
+    '"def scale(a):\\n    return a * %s\\n"',
+    '"class C:\\n    @staticmethod\\n    def scale(a):\\n        return a * %s\\n"',
+).replace('sys.modules["held_helper"] = m', 'm.scale = m.C.scale\nsys.modules["held_helper"] = m')
+STATIC_PATHMOD_PROG = STATIC_PATHMOD_PROG.replace(
+    "import holder\n", "import holder\n\ndel m.scale  # (its code now only in a static method)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "prog",
+    [RELOADED_PROG, PATHMOD_PROG, EXECUTED_AGAIN_PROG, STATIC_PATHMOD_PROG],
+    ids=["reloaded", "file-less", "executed-again", "file-less-static"],
+)
 def test_user_code_a_library_holds_whose_source_no_key_reads_refuses(tmp_path, prog):
     """The program's function an installed library holds is keyed through its
-    module's source: a module executed again since (``importlib.reload``, from
-    another file) or with no file, whatever its shape (a ``__path__``), refuses
-    (review 169)."""
+    module's source: a module executed again since (``importlib.reload`` from another
+    file; a loader's ``exec_module`` into it) or with no file, whatever its shape (a
+    ``__path__``, its code in a static method), refuses (reviews 169, 171)."""
     site = libsite.install(tmp_path / "lib" / "site-packages", "holder", HOLDER)
     _as_stock_in_b(site, prog, tmp_path)
+
+
+SWITCHED = TWO_MODES.replace(
+    "def use_second():  # (the library's API points the name at its other class)\n"
+    "    global Mode\n    Mode = _SECOND\n",
+    "def use_second():  # (a class statement in a function: its body runs at each call)\n"
+    "    class _Switch:\n        global Mode\n        Mode = _SECOND\n",
+)
+
+SWITCHED_PROG = """
+import json
+import os
+
+import twomodes
+
+if os.environ["PHASE"] == "B":
+    twomodes.use_second()  # (before pcache starts: its copy holds the other class)
+import jax
+import jax.numpy as jnp
+
+import pcache
+
+if os.environ.get("CACHE"):
+    pcache.enable(os.environ["CACHE"], trace_persist=True)
+M = twomodes.Mode
+x = jnp.arange(3, dtype=jnp.float32)
+print(json.dumps(jax.jit(lambda a: a * M.k)(x).tolist()))
+"""
+
+
+def test_a_class_statement_in_a_library_function_may_rebind_a_name(tmp_path):
+    """A class body runs once, at import, only where class bodies alone hold it from
+    the module's: one in a function runs at each call and may rebind the module's
+    name (``global Mode`` in its body) before pcache copies the namespace (review
+    171)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "twomodes", SWITCHED)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
+    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu")
+    env["JAX_PCACHE_TRACE_PERSIST_MIN_GAIN"] = "0"
+    env["JAX_PCACHE_TRACE_PERSIST_ENV_IGNORE"] = "PHASE,CACHE"
+    got = []
+    for phase, cache in (("A", str(tmp_path / "c")), ("B", ""), ("B", str(tmp_path / "c"))):
+        out = subprocess.run(
+            [sys.executable, "-c", SWITCHED_PROG], env={**env, "PHASE": phase, "CACHE": cache},
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+        got.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    a, stock, b = got
+    assert b == stock != a

@@ -12,10 +12,8 @@ if os.environ["PHASE"] == "B":
     del batching.vmappables[sparse.BCOO]
 
 
-def f(v):
-    data = jnp.stack([v, v * 2.0])
-    idx = jnp.zeros((2, 3, 1), jnp.int32) + v.astype(jnp.int32)[None, :, None]
-    s = sparse.BCOO((data, idx), shape=(2, 3))
+def f(v):  # (a BCOO of two rows, vmapped over them)
+    s = sparse.BCOO.fromdense(jnp.stack([v, 2.0 * v]), nse=3)
     return jax.vmap(lambda e: e.data * e.shape[0])(s)
 
 
