@@ -1880,8 +1880,13 @@ def apply(a):
     return TABLE["scale"](a)
 """
 
-RELOADED_PROG = """
+
+def _two_helpers(body: str) -> str:
+    """A program's opening lines: its helper module ``held_helper`` written in two
+    directories beside it, ``u1`` scaling by 3 and ``u2`` by 2 (``body``, with ``{k}``)."""
+    return f"""
 import importlib
+import importlib.util
 import os
 import sys
 
@@ -1889,7 +1894,13 @@ here = os.path.dirname(os.path.abspath(__file__))
 for sub, k in (("u1", "3.0"), ("u2", "2.0")):
     os.makedirs(os.path.join(here, sub), exist_ok=True)
     with open(os.path.join(here, sub, "held_helper.py"), "w") as fh:
-        fh.write(f"def scale(a):\\n    return a * {k}\\n")
+        fh.write({body!r}.format(k=k))
+"""
+
+
+RELOADED_PROG = (
+    _two_helpers("def scale(a):\n    return a * {k}\n")
+    + """
 u1, u2 = os.path.join(here, "u1"), os.path.join(here, "u2")
 if os.environ["PHASE"] == "B":  # (first from u1; then reloaded from A's file)
     sys.path.insert(0, u1)
@@ -1906,6 +1917,7 @@ else:
     import holder
 show("p1", lambda: jax.jit(lambda a: holder.apply(a))(x))
 """
+)
 
 PATHMOD_PROG = """
 import os
@@ -1922,16 +1934,9 @@ show("p1", lambda: jax.jit(lambda a: holder.apply(a))(x))
 """
 
 
-EXECUTED_AGAIN_PROG = """
-import importlib.util
-import os
-import sys
-
-here = os.path.dirname(os.path.abspath(__file__))
-for sub, k in (("u1", "3.0"), ("u2", "2.0")):
-    os.makedirs(os.path.join(here, sub), exist_ok=True)
-    with open(os.path.join(here, sub, "held_helper.py"), "w") as fh:
-        fh.write(f"class C:\\n    @staticmethod\\n    def scale(a):\\n        return a * {k}\\n")
+EXECUTED_AGAIN_PROG = (
+    _two_helpers("class C:\n    @staticmethod\n    def scale(a):\n        return a * {k}\n")
+    + """
 sys.path.insert(0, os.path.join(here, "u1"))
 import held_helper
 
@@ -1943,6 +1948,7 @@ import holder
 
 show("p1", lambda: jax.jit(lambda a: holder.apply(a))(x))
 """
+)
 
 STATIC_PATHMOD_PROG = PATHMOD_PROG.replace(
     '"def scale(a):\\n    return a * %s\\n"',
