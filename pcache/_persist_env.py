@@ -23,7 +23,7 @@ import sysconfig
 import time
 import types
 import zipfile
-from importlib.machinery import ModuleSpec
+from importlib.machinery import ModuleSpec, NamespaceLoader
 from typing import Any
 
 import pcache.store as _store
@@ -296,8 +296,12 @@ def namespace_package(d: dict) -> bool:
         type(spec) is ModuleSpec
         and spec.origin is None
         and spec.submodule_search_locations is not None
+        and type(spec.loader) is _NAMESPACE_LOADER  # (a spec of the program's: review 173)
         and not own_code(d)
     )
+
+
+_NAMESPACE_LOADER = NamespaceLoader
 
 
 def own_code(d: Any) -> bool:
@@ -308,13 +312,16 @@ def own_code(d: Any) -> bool:
     if type(d) is not dict:
         return False
     for _, v in items(d):
-        if type(v) is types.FunctionType and v.__globals__ is d:
-            return True
-        if is_a(v, type) and any(
-            type(f) is types.FunctionType and f.__globals__ is d for f in cdict(v).values()
-        ):
+        if _made_in(v, d) or (is_a(v, type) and any(_made_in(f, d) for f in cdict(v).values())):
             return True
     return False
+
+
+def _made_in(f: Any, d: dict) -> bool:
+    """A function whose globals are ``d``, also wrapped (a static or class method)."""
+    if type(f) in (staticmethod, classmethod):
+        f = f.__func__
+    return type(f) is types.FunctionType and f.__globals__ is d
 
 
 def library_stand_in(name: Any, m: Any) -> bool:

@@ -304,8 +304,10 @@ def _bound(module: str, qual: str) -> bool:
     is keyed by its content besides."""
     if not is_library_module(sys.modules.get(module)):
         return True
-    file = _file(module)
-    return unchanged(module, qual) and not (file and stores_global(file, qual.split(".")[0]))
+    file = _file(module)  # (each part: ``Outer.Mode = ...`` rebinds the inner one, review 173)
+    return unchanged(module, qual) and not (
+        file and any(stores_global(file, p) for p in qual.split("."))
+    )
 
 
 def _rebinds(module: str, path: str, files: set) -> bool:

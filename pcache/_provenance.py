@@ -105,7 +105,7 @@ def rebinds_global(file: str, name: str) -> bool:
     key = (file, name)
     got = _REBINDS.get(key)
     if got is None:
-        stored, escaped, strings = _facts(file)
+        stored, escaped, strings, _ = _facts(file)
         got = name in stored or name in escaped
         if not got and strings:
             n = re.escape(name)  # (as a string, or assigned in source text for ``exec``)
@@ -122,12 +122,13 @@ def rebinds_global(file: str, name: str) -> bool:
 
 def stores_global(file: str, name: str) -> bool:
     """`rebinds_global` by what the code visibly stores (``global X; X = ...``,
-    ``anything.X = ...``, a writer passed on at import), not by strings a namespace
-    writer may be handed: a class is named so (`pcache._persist_key`), as a string in
-    code is what a library names its classes by (``dataclasses`` builds code naming
-    ``FrozenInstanceError``)."""
-    stored, escaped, _ = _facts(file)
-    return name in stored or name in escaped
+    ``anything.X = ...``, a writer passed on at import, the name as a string in a
+    function that calls ``globals``, ``setattr`` and the like itself: review 173), not
+    by strings a helper that writes namespaces may be handed: a class is named so
+    (`pcache._persist_key`), as such strings are how a library names its classes in
+    code it generates (``dataclasses`` names ``FrozenInstanceError``)."""
+    stored, escaped, _, direct = _facts(file)
+    return name in stored or name in escaped or name in direct
 
 
 def _facts(file: str) -> tuple:
@@ -142,6 +143,7 @@ def _facts(file: str) -> tuple:
         stored: set = set()
         escaped: set = set()
         strings: list = []
+        direct: set = set()
         once = _at_import(codes)
         for c in codes:
             if id(c) in once:  # (runs once, at import: what it binds is in the import's
@@ -151,9 +153,12 @@ def _facts(file: str) -> tuple:
             stored.update(_stored_names(c))
             if dynamic.intersection(c.co_names) or c.co_name in dynamic:
                 strings += _strings(c.co_consts)
+            if _DYNAMIC.intersection(c.co_names):  # (a writer it calls itself)
+                direct.update(x for x in _strings(c.co_consts) if x.isidentifier())
         if len(_FACTS) > 1024:
             _FACTS.clear()
-        got = _FACTS[file] = (frozenset(stored), frozenset(escaped), tuple(strings))
+        got = _FACTS[file] = (frozenset(stored), frozenset(escaped), tuple(strings),
+                              frozenset(direct))  # fmt: skip
     return got
 
 

@@ -1959,10 +1959,30 @@ STATIC_PATHMOD_PROG = STATIC_PATHMOD_PROG.replace(
 )
 
 
+NAMESPACE_SHAPED_PROG = (
+    _two_helpers("class C:\n    @staticmethod\n    def scale(a):\n        return a * {k}\n")
+    + """
+import importlib.machinery as M
+
+path = os.path.join(here, "u1" if os.environ["PHASE"] == "A" else "u2", "held_helper.py")
+spec = M.ModuleSpec("held_helper", M.SourceFileLoader("held_helper", path), is_package=True)
+spec.submodule_search_locations = []  # (no origin, search locations: a namespace's shape)
+m = importlib.util.module_from_spec(spec)
+sys.modules["held_helper"] = m
+spec.loader.exec_module(m)
+m.scale = m.C.scale
+import holder
+
+del m.scale
+show("p1", lambda: jax.jit(lambda a: holder.apply(a))(x))
+"""
+)
+
+
 @pytest.mark.parametrize(
     "prog",
-    [RELOADED_PROG, PATHMOD_PROG, EXECUTED_AGAIN_PROG, STATIC_PATHMOD_PROG],
-    ids=["reloaded", "file-less", "executed-again", "file-less-static"],
+    [RELOADED_PROG, PATHMOD_PROG, EXECUTED_AGAIN_PROG, STATIC_PATHMOD_PROG, NAMESPACE_SHAPED_PROG],
+    ids=["reloaded", "file-less", "executed-again", "file-less-static", "namespace-shaped"],
 )
 def test_user_code_a_library_holds_whose_source_no_key_reads_refuses(tmp_path, prog):
     """The program's function an installed library holds is keyed through its
@@ -1995,18 +2015,49 @@ import pcache
 
 if os.environ.get("CACHE"):
     pcache.enable(os.environ["CACHE"], trace_persist=True)
-M = twomodes.Mode
+M = twomodes.Outer.Mode if hasattr(twomodes, "Outer") else twomodes.Mode
 x = jnp.arange(3, dtype=jnp.float32)
 print(json.dumps(jax.jit(lambda a: a * M.k)(x).tolist()))
 """
 
+NESTED_MODES = """
+class Outer:
+    class Mode:
+        k = 1.0
 
-def test_a_class_statement_in_a_library_function_may_rebind_a_name(tmp_path):
-    """A class body runs once, at import, only where class bodies alone hold it from
-    the module's: one in a function runs at each call and may rebind the module's
-    name (``global Mode`` in its body) before pcache copies the namespace (review
-    171)."""
-    site = libsite.install(tmp_path / "lib" / "site-packages", "twomodes", SWITCHED)
+
+_FIRST = Outer.Mode
+
+
+class Outer:  # noqa: F811
+    class Mode:
+        k = 2.0
+
+
+_SECOND = Outer.Mode
+Outer.Mode = _FIRST
+
+
+def use_second():  # (the inner name, by an attribute store)
+    Outer.Mode = _SECOND
+"""
+
+BY_STRING = TWO_MODES.replace(
+    "    global Mode\n    Mode = _SECOND\n",
+    '    globals()["Mode"] = _SECOND  # (by its name as a string)\n',
+)
+
+
+@pytest.mark.parametrize(
+    "lib", [SWITCHED, NESTED_MODES, BY_STRING], ids=["class-in-function", "nested", "by-string"]
+)
+def test_a_library_function_may_rebind_a_class_name_before_pcache_starts(tmp_path, lib):
+    """The library's API, called before pcache copies its namespace, points a class
+    name at the other class of that name: a class statement in a function (its body
+    runs at each call, not once at import: review 171), an inner class's name
+    (``Outer.Mode = ...``), the name as a string (``globals()["Mode"]``: review 173).
+    No such name names the class across processes."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "twomodes", lib)
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
     env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu")
     env["JAX_PCACHE_TRACE_PERSIST_MIN_GAIN"] = "0"
