@@ -297,8 +297,14 @@ def namespace_package(d: dict) -> bool:
         and spec.origin is None
         and spec.submodule_search_locations is not None
         and type(spec.loader) is _NAMESPACE_LOADER  # (a spec of the program's: review 173)
-        and not own_code(d)
+        # (it holds its submodules and the import system's names, nothing else: a
+        # loader swapped after code ran into it, review 175)
+        and all(type(v) is types.ModuleType or _dunder(k) for k, v in items(d))
     )
+
+
+def _dunder(k: Any) -> bool:
+    return type(k) is str and k.startswith("__") and k.endswith("__")
 
 
 _NAMESPACE_LOADER = NamespaceLoader

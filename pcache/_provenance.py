@@ -145,16 +145,21 @@ def _facts(file: str) -> tuple:
         strings: list = []
         direct: set = set()
         once = _at_import(codes)
+        # (the module's names for a namespace, not its helpers that write one: a string
+        # handed to ``dataclasses._create_fn`` names a class, it rebinds nothing)
+        values = dynamic - _DYNAMIC - {c.co_name for c in codes if _DYNAMIC & set(c.co_names)}
         for c in codes:
             if id(c) in once:  # (runs once, at import: what it binds is in the import's
                 # copy; not a writer it passes on, ``__all__``, ``partial(setattr, ...)``)
                 escaped |= _escaping_writer(c, _WRITERS | dynamic)
                 continue
             stored.update(_stored_names(c))
-            if dynamic.intersection(c.co_names) or c.co_name in dynamic:
-                strings += _strings(c.co_consts)
-            if _DYNAMIC.intersection(c.co_names):  # (a writer it calls itself)
-                direct.update(x for x in _strings(c.co_consts) if x.isidentifier())
+            names, consts = _unit(c)  # (with its comprehensions and lambdas: review 175)
+            if dynamic.intersection(names) or c.co_name in dynamic:
+                strings += _strings(consts)
+            if (_DYNAMIC | values).intersection(names):  # (a writer it calls itself, or
+                # the module's alias of a namespace, ``_G = globals()``: review 175)
+                direct.update(x for x in _strings(consts) if x.isidentifier())
         if len(_FACTS) > 1024:
             _FACTS.clear()
         got = _FACTS[file] = (frozenset(stored), frozenset(escaped), tuple(strings),
@@ -175,6 +180,19 @@ def _at_import(codes: list) -> set:
             k for k in c.co_consts if type(k) is _CODE and not k.co_flags & inspect.CO_NEWLOCALS
         ]
     return out
+
+
+def _unit(c: _CODE) -> tuple[set, tuple]:
+    """The names and constants of ``c`` with those of the code objects it holds (a
+    comprehension, a lambda: in 3.11 each its own code object, the writer in one and
+    the name in the other)."""
+    names, consts, todo = set(), [], [c]
+    while todo:
+        k = todo.pop()
+        names.update(k.co_names)
+        consts += k.co_consts
+        todo += [x for x in k.co_consts if type(x) is _CODE]
+    return names, tuple(consts)
 
 
 def _stored_names(c: _CODE) -> set:

@@ -1979,11 +1979,22 @@ show("p1", lambda: jax.jit(lambda a: holder.apply(a))(x))
 )
 
 
+# (its loader swapped for a namespace package's after its code ran; that code in a
+# nested class: review 175)
+NAMESPACE_DISGUISED_PROG = NAMESPACE_SHAPED_PROG.replace(
+    "m.scale = m.C.scale\n",
+    "spec.loader = m.__loader__ = M.NamespaceLoader('held_helper', [], None)\n"
+    "m.D = type('D', (), {'C': m.C})\ndel m.C\nm.scale = m.D.C.scale\n",
+)
+
+
 @pytest.mark.parametrize(
     "prog",
-    [RELOADED_PROG, PATHMOD_PROG, EXECUTED_AGAIN_PROG, STATIC_PATHMOD_PROG, NAMESPACE_SHAPED_PROG],
-    ids=["reloaded", "file-less", "executed-again", "file-less-static", "namespace-shaped"],
-)
+    [RELOADED_PROG, PATHMOD_PROG, EXECUTED_AGAIN_PROG, STATIC_PATHMOD_PROG, NAMESPACE_SHAPED_PROG,
+     NAMESPACE_DISGUISED_PROG],
+    ids=["reloaded", "file-less", "executed-again", "file-less-static", "namespace-shaped",
+         "namespace-disguised"],
+)  # fmt: skip
 def test_user_code_a_library_holds_whose_source_no_key_reads_refuses(tmp_path, prog):
     """The program's function an installed library holds is keyed through its
     module's source: a module executed again since (``importlib.reload`` from another
@@ -2048,14 +2059,28 @@ BY_STRING = TWO_MODES.replace(
 )
 
 
+BY_ALIAS = TWO_MODES.replace("_SECOND = Mode\n", "_SECOND = Mode\n_G = globals()\n").replace(
+    "    global Mode\n    Mode = _SECOND\n",
+    '    _G["Mode"] = _SECOND  # (the module\'s alias of its globals)\n',
+)
+
+IN_COMPREHENSION = TWO_MODES.replace(
+    "    global Mode\n    Mode = _SECOND\n",
+    '    import sys\n\n    [setattr(sys.modules[__name__], n, _SECOND) for n in ("Mode",)]\n',
+)
+
+
 @pytest.mark.parametrize(
-    "lib", [SWITCHED, NESTED_MODES, BY_STRING], ids=["class-in-function", "nested", "by-string"]
+    "lib",
+    [SWITCHED, NESTED_MODES, BY_STRING, BY_ALIAS, IN_COMPREHENSION],
+    ids=["class-in-function", "nested", "by-string", "by-alias", "in-comprehension"],
 )
 def test_a_library_function_may_rebind_a_class_name_before_pcache_starts(tmp_path, lib):
     """The library's API, called before pcache copies its namespace, points a class
     name at the other class of that name: a class statement in a function (its body
     runs at each call, not once at import: review 171), an inner class's name
-    (``Outer.Mode = ...``), the name as a string (``globals()["Mode"]``: review 173).
+    (``Outer.Mode = ...``), the name as a string (``globals()["Mode"]``: review 173;
+    through the module's alias of its globals, in a comprehension: review 175).
     No such name names the class across processes."""
     site = libsite.install(tmp_path / "lib" / "site-packages", "twomodes", lib)
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
