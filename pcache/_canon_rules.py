@@ -374,8 +374,15 @@ def _describe_function(obj, depth: int, libs: bool) -> str | None:
     if None in items or any(d is None for _, d in kws):
         return None
     body = ",".join(items) + ";" + ",".join(f"{k}={d}" for k, d in kws)
-    # (and by its bytecode: two lambdas on one line share a name and a line)
-    ops = hashlib.sha256(code.co_code).hexdigest()[:12]
+    # (and by its code's content, constants and names too: two lambdas on one line
+    # share a name and a line, and two functions may differ in a constant alone)
+    from pcache._persist_code import code_digest
+    from pcache._usercode import NoReuse
+
+    try:
+        ops = code_digest(code)[:16]
+    except NoReuse:
+        return None
     return f"fn:{where}:{code.co_qualname}:{code.co_firstlineno}:{ops}({body})"
 
 

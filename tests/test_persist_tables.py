@@ -96,3 +96,28 @@ def test_library_primitives_of_one_name_with_other_rules_are_not_persisted(tmp_p
     site = libsite.install(tmp_path / "lib" / "site-packages", "cprims", LISTED)
     b = _as_stock_in_b(site, LISTED_PROG, tmp_path)
     assert b["stats"]["trace_persist_misses"].get("persist-ambiguous-primitives"), b["stats"]
+
+
+def test_a_jax_function_in_a_table_is_described_by_its_constants_too(monkeypatch):
+    """Two of JAX's functions at one line with one bytecode and other constants
+    (``lambda x: x * 2, lambda x: x * 3``) are other rules: a description by the
+    bytecode alone named both alike. (Code JAX's file does not define is no JAX
+    function at all, `is_library_code`: stood in for here, where the two are made.)"""
+    import types
+
+    from jax._src.lax import lax
+
+    from pcache import _canon_rules
+    from pcache._canon_rules import _describe_function
+
+    monkeypatch.setattr(_canon_rules, "is_library_code", lambda g, code: True)
+
+    code = lax.concatenate.__code__  # (JAX's own code: a copy compiled here is not)
+    ints = [i for i, c in enumerate(code.co_consts) if type(c) is int]
+    consts = list(code.co_consts)
+    consts[ints[0]] += 1
+    one = types.FunctionType(code, lax.__dict__)
+    other = types.FunctionType(code.replace(co_consts=tuple(consts)), lax.__dict__)
+    assert other.__code__.co_code == one.__code__.co_code
+    a, b = _describe_function(one, 0, False), _describe_function(other, 0, False)
+    assert a is not None and b is not None and a != b
