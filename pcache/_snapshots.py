@@ -30,6 +30,8 @@ from __future__ import annotations
 import sys
 import threading
 import types
+import zipimport
+from importlib import _bootstrap_external, machinery
 from importlib.machinery import ModuleSpec
 from typing import Any
 
@@ -151,6 +153,36 @@ def _running(name: str) -> bool:
         return False
     spec = d.get("__spec__") if type(d) is dict else None
     return type(spec) is ModuleSpec and vars(spec).get("_initializing") is True
+
+
+_C_LOADERS = (machinery.ExtensionFileLoader, machinery.BuiltinImporter, machinery.FrozenImporter)
+_SYSTEM_CREATE = frozenset(
+    getattr(c.create_module, "__func__", c.create_module)
+    for c in (*_C_LOADERS, machinery.SourceFileLoader, machinery.SourcelessFileLoader,
+              zipimport.zipimporter, _bootstrap_external._NamespaceLoader)
+)  # fmt: skip
+#: what the import system binds in a module before its body runs (`module_from_spec`)
+_SYSTEM_NAMES = frozenset(
+    ("__name__", "__doc__", "__package__", "__loader__", "__spec__", "__path__", "__file__",
+     "__cached__")
+)  # fmt: skip
+
+
+def _prefilled(loader: Any, module: Any) -> bool:
+    """Whether code not the interpreter's may have bound names in ``module`` before
+    its body runs: the loader's own ``create_module`` (a program's loader handing the
+    import a module holding a name of its choice, review 177), or anything beyond the
+    import system's names in a namespace no C initialization filled. Its names are
+    then no import's state."""
+    if not loader.__dict__.get("_pcache_created", False):
+        return True
+    if type(loader._inner) in _C_LOADERS:
+        return False
+    try:
+        d = inst_dict(module)
+    except Override:
+        return True
+    return type(d) is not dict or any(k not in _SYSTEM_NAMES for k in d)
 
 
 def _restore(loader: Any, module: Any) -> Any:
@@ -416,6 +448,8 @@ def exec_module(self, module):
     spec = _restore(self, module)
     frame = _began(spec)
     try:
+        if _prefilled(self, module):
+            _program_ran()
         self._inner.exec_module(module)
         _copied(spec, module, frame)
     finally:
@@ -455,7 +489,8 @@ def find_spec(self, name, path=None, target=None):
     return spec
 """
 _space: dict = {"sys": sys, "_LOCAL": _LOCAL, "_restore": _restore, "_copied": _copied,
-               "_began": _began, "_ended": _ended}  # fmt: skip
+               "_began": _began, "_ended": _ended, "_prefilled": _prefilled,
+               "_program_ran": _program_ran}  # fmt: skip
 exec(compile(_EXEC, "<frozen importlib._bootstrap_external>", "exec"), _space)
 for _name, _owner in (("exec_module", "_Loader"), ("find_spec", "Finder")):
     _f = _space[_name]
@@ -469,7 +504,9 @@ class _Loader:
         self._inner = inner
 
     def create_module(self, spec: Any) -> Any:
-        return self._inner.create_module(spec)
+        create = self._inner.create_module
+        self._pcache_created = getattr(create, "__func__", create) in _SYSTEM_CREATE
+        return create(spec)
 
     exec_module = _space["exec_module"]
 
