@@ -57,6 +57,7 @@ from pcache import (
     _persist_env,
     _usercode,
 )
+from pcache._class_shape import shape
 from pcache._errors import Uncacheable
 from pcache._holders import library_holders
 from pcache._holders import resolve as _resolve
@@ -197,7 +198,8 @@ def named(v: Any) -> tuple:
             got = ("cls", *_module_name(sys.modules[mod]), qual)
             if not got[2] and not _FLAGS(v) & _HEAPTYPE:
                 raise NoReuse("persist-user-extension")  # (review 54)
-            return got
+            # (a library's with what it is, however its name was rebound: review 176)
+            return (*got, shape(v, module_dict(sys.modules[mod]))) if got[2] else got
         lib = _library_names(v)  # (a class whose names say otherwise: ``jax.Array``)
         if lib:
             return _lib_node(lib)

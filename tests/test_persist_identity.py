@@ -11,6 +11,7 @@ import importlib
 import importlib.machinery
 import json
 import os
+import py_compile
 import subprocess
 import sys
 import textwrap
@@ -120,6 +121,7 @@ def literal(x):
 
 PROG = """
 import os
+import py_compile
 
 import idlib
 
@@ -669,6 +671,7 @@ def _told_apart(a, b) -> bool:
 
 PAIRS_PROG = """
 import os
+import py_compile
 
 import proplib
 
@@ -879,6 +882,7 @@ def pick(v, d, name):
 
 HIDDEN_PROG = """
 import os
+import py_compile
 
 import hidden
 
@@ -1084,6 +1088,7 @@ if TYPE_CHECKING:  # (a class statement that never runs)
 
 LATE_PROG = """
 import os
+import py_compile
 from functools import partial
 
 import late
@@ -1112,6 +1117,7 @@ show("factory", lambda: jax.jit(partial(late.extra.pick3, d=late.extra.TOKEN.mt)
 
 DISABLED_PROG = """
 import os
+import py_compile
 from functools import partial
 
 import pcache
@@ -1192,6 +1198,7 @@ def test_a_module_imported_while_pcache_was_off_is_a_late_import(tmp_path):
 
 NESTED_PROG = """
 import os
+import py_compile
 import sys
 import tempfile
 from functools import partial
@@ -1217,6 +1224,7 @@ show("called", lambda: jax.jit(partial(late.conf.pick, d=late.conf.Made3.cur))(x
 
 CONF = """
 import os
+import py_compile
 
 
 def configure(k):  # (called by the library while its import runs)
@@ -1253,6 +1261,7 @@ if "app_conf" in sys.modules:  # (Django's settings: the program's module, confi
 
 APP = """
 import os
+import py_compile
 
 import late
 
@@ -1264,6 +1273,7 @@ import late.hooked
 
 HOOK = """
 import os
+import py_compile
 import sys
 
 if os.environ["PHASE"] == "B":  # (the program's code, run inside the library's import)
@@ -1456,6 +1466,7 @@ def select(which):  # (the library's API: which scalar class it works with)
 
 SCALARS_PROG = """
 import os
+import py_compile
 
 import numpy as np
 from jax._src import dtypes
@@ -1583,6 +1594,7 @@ show("p", lambda: jax.jit(partial(plugged.pick, d=plugged.K.cur))(x))
 PLUGGED_PROG = (
     """
 import os
+import py_compile
 import sys
 from functools import partial
 
@@ -1610,6 +1622,7 @@ SPEC_PROG = (
     """
 import importlib.machinery as M
 import os
+import py_compile
 import sys
 from functools import partial
 
@@ -1693,6 +1706,7 @@ def pick(v, d):
 
 HOOKED_PROG = """
 import os
+import py_compile
 from dataclasses import dataclass
 from functools import partial
 
@@ -1798,6 +1812,7 @@ def apply(a):
 
 FACADE_PROG = """
 import os
+import py_compile
 import sys
 
 d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user")
@@ -1847,6 +1862,7 @@ def use_second():  # (the library's API points the name at its other class)
 
 TWO_MODES_PROG = """
 import os
+import py_compile
 
 import twomodes
 
@@ -1888,6 +1904,7 @@ def _two_helpers(body: str) -> str:
 import importlib
 import importlib.util
 import os
+import py_compile
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -1921,6 +1938,7 @@ show("p1", lambda: jax.jit(lambda a: holder.apply(a))(x))
 
 PATHMOD_PROG = """
 import os
+import py_compile
 import sys
 import types
 
@@ -2011,25 +2029,6 @@ SWITCHED = TWO_MODES.replace(
     "    class _Switch:\n        global Mode\n        Mode = _SECOND\n",
 )
 
-SWITCHED_PROG = """
-import json
-import os
-
-import twomodes
-
-if os.environ["PHASE"] == "B":
-    twomodes.use_second()  # (before pcache starts: its copy holds the other class)
-import jax
-import jax.numpy as jnp
-
-import pcache
-
-if os.environ.get("CACHE"):
-    pcache.enable(os.environ["CACHE"], trace_persist=True)
-M = twomodes.Outer.Mode if hasattr(twomodes, "Outer") else twomodes.Mode
-x = jnp.arange(3, dtype=jnp.float32)
-print(json.dumps(jax.jit(lambda a: a * M.k)(x).tolist()))
-"""
 
 NESTED_MODES = """
 class Outer:
@@ -2053,47 +2052,156 @@ def use_second():  # (the inner name, by an attribute store)
     Outer.Mode = _SECOND
 """
 
-BY_STRING = TWO_MODES.replace(
-    "    global Mode\n    Mode = _SECOND\n",
-    '    globals()["Mode"] = _SECOND  # (by its name as a string)\n',
-)
+
+def _rebound(form: str) -> str:
+    return TWO_MODES.replace("def use_second():  # (the library's API points the name at its "
+                             "other class)\n    global Mode\n    Mode = _SECOND\n", form)  # fmt: skip
 
 
-BY_ALIAS = TWO_MODES.replace("_SECOND = Mode\n", "_SECOND = Mode\n_G = globals()\n").replace(
-    "    global Mode\n    Mode = _SECOND\n",
-    '    _G["Mode"] = _SECOND  # (the module\'s alias of its globals)\n',
-)
+#: How a library's own code may point ``Mode`` at its other class of that name, each
+#: a library of its own (``twomodes_<form>``).
+REBINDINGS = {
+    "global": TWO_MODES,
+    "class-in-function": SWITCHED,  # (a class body run at each call: review 171)
+    "nested": NESTED_MODES,  # (an inner class's name, ``Outer.Mode = ...``: review 173)
+    "by-string": _rebound('def use_second():\n    globals()["Mode"] = _SECOND\n'),
+    "by-alias": "_G = globals()\n" + _rebound('def use_second():\n    _G["Mode"] = _SECOND\n'),
+    "in-comprehension": _rebound(
+        "def use_second():\n    import sys\n\n"
+        '    [setattr(sys.modules[__name__], n, _SECOND) for n in ("Mode",)]\n'
+    ),  # (review 175; the rest, review 176:)
+    "locals-alias": "_NS = locals()\n" + _rebound('def use_second():\n    _NS["Mode"] = _SECOND\n'),
+    "helper": _rebound(
+        'def _ns():\n    return globals()\n\n\ndef use_second():\n    _ns()["Mode"] = _SECOND\n'
+    ),
+    "two-line-alias": "_G = (\n    globals()\n)\n"
+    + _rebound('def use_second():\n    _G["Mode"] = _SECOND\n'),
+    "partial-update": "import functools\n"
+    + _rebound("use_second = functools.partial(globals().update, Mode=_SECOND)\n"),
+    "partial-setitem": "import functools\nimport operator\n"
+    + _rebound('use_second = functools.partial(operator.setitem, globals(), "Mode", _SECOND)\n'),
+}
 
-IN_COMPREHENSION = TWO_MODES.replace(
-    "    global Mode\n    Mode = _SECOND\n",
-    '    import sys\n\n    [setattr(sys.modules[__name__], n, _SECOND) for n in ("Mode",)]\n',
-)
+REBOUND_PROG = """
+import importlib
+import json
+import os
+import py_compile
+
+LIBS = [importlib.import_module(n) for n in os.environ["LIBS"].split(",")]
+if os.environ["PHASE"] == "B":
+    for lib in LIBS:
+        lib.use_second()  # (before pcache starts: its copy holds the other class)
+import jax
+import jax.numpy as jnp
+
+import pcache
+
+if os.environ.get("CACHE"):
+    pcache.enable(os.environ["CACHE"], trace_persist=True)
+x = jnp.arange(3, dtype=jnp.float32)
+MODES = [lib.Outer.Mode if hasattr(lib, "Outer") else lib.Mode for lib in LIBS]
+got = []
+"""
+#: one function of its own per library (one code object met again is not looked up)
+REBOUND_CALL = "M{i} = MODES[{i}]\ngot.append(jax.jit(lambda a: a * M{i}.k)(x).tolist())\n"
 
 
-@pytest.mark.parametrize(
-    "lib",
-    [SWITCHED, NESTED_MODES, BY_STRING, BY_ALIAS, IN_COMPREHENSION],
-    ids=["class-in-function", "nested", "by-string", "by-alias", "in-comprehension"],
-)
-def test_a_library_function_may_rebind_a_class_name_before_pcache_starts(tmp_path, lib):
+def _sourceless(site, name: str) -> None:
+    """Library ``name`` installed as its bytecode alone (no source to read)."""
+    src = site / name / "__init__.py"
+    py_compile.compile(str(src), cfile=str(site / name / "__init__.pyc"), doraise=True)
+    src.unlink()
+    (site / f"{name}-1.0.dist-info" / "RECORD").write_text(f"{name}/__init__.pyc,,\n")
+
+
+def test_a_library_function_may_rebind_a_class_name_before_pcache_starts(tmp_path):
     """The library's API, called before pcache copies its namespace, points a class
-    name at the other class of that name: a class statement in a function (its body
-    runs at each call, not once at import: review 171), an inner class's name
-    (``Outer.Mode = ...``), the name as a string (``globals()["Mode"]``: review 173;
-    through the module's alias of its globals, in a comprehension: review 175).
-    No such name names the class across processes."""
-    site = libsite.install(tmp_path / "lib" / "site-packages", "twomodes", lib)
+    name at the other class of that name, in any of the forms of `REBINDINGS` or from
+    bytecode with no source (reviews 170-176): no reading of the library's code
+    enumerates them all, so a library class is keyed with its shape (the names its
+    module holds it under, its own attributes: `pcache._class_shape`), and B computes
+    what stock JAX does with each."""
+    site = tmp_path / "lib" / "site-packages"
+    names = []
+    for form, lib in REBINDINGS.items():
+        names.append("twomodes_" + form.replace("-", "_"))
+        libsite.install(site, names[-1], lib)
+    names.append("twomodes_sourceless")
+    libsite.install(site, names[-1], TWO_MODES)
+    _sourceless(site, names[-1])
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
-    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu")
+    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu", LIBS=",".join(names))
     env["JAX_PCACHE_TRACE_PERSIST_MIN_GAIN"] = "0"
-    env["JAX_PCACHE_TRACE_PERSIST_ENV_IGNORE"] = "PHASE,CACHE"
+    env["JAX_PCACHE_TRACE_PERSIST_ENV_IGNORE"] = "PHASE,CACHE,LIBS"
+    prog = REBOUND_PROG + "".join(REBOUND_CALL.format(i=i) for i in range(len(names)))
     got = []
     for phase, cache in (("A", str(tmp_path / "c")), ("B", ""), ("B", str(tmp_path / "c"))):
         out = subprocess.run(
-            [sys.executable, "-c", SWITCHED_PROG], env={**env, "PHASE": phase, "CACHE": cache},
+            [sys.executable, "-c", prog + "print(json.dumps(got))\n"], env={**env, "PHASE": phase, "CACHE": cache},
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert out.returncode == 0, out.stderr[-3000:]
         got.append(json.loads(out.stdout.strip().splitlines()[-1]))
     a, stock, b = got
-    assert b == stock != a
+    wrong = [n for n, x, y, z in zip(names, a, stock, b, strict=True) if not z == y != x]
+    assert not wrong, (wrong, a, stock, b)
+
+
+PICKED = """
+from functools import partial
+
+
+def _g(a, v):
+    return v * a
+
+
+FAST = partial(_g, 1)
+SLOW = partial(_g, 1)
+
+
+def pick(v, d):
+    return v * (2.0 if d is FAST else 3.0)
+"""
+
+CREATED_PROG = """
+import importlib.machinery
+import os
+import sys
+import types
+from functools import partial
+
+import picked
+
+
+class PreLoader(importlib.machinery.SourceFileLoader):  # (an import hook's loader)
+    def create_module(self, spec):  # (the module comes with a setting bound)
+        m = types.ModuleType(spec.name)
+        m.a = picked.FAST if os.environ["PHASE"] == "A" else picked.SLOW
+        return m
+
+
+class Hook:
+    def find_spec(self, name, path, target=None):
+        if name == "opt":
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            spec.loader = PreLoader(spec.loader.name, spec.loader.path)
+            return spec
+
+
+hook = Hook()
+sys.meta_path.insert(1, hook)  # (after pcache's finder: it asks this one)
+import opt
+
+sys.meta_path.remove(hook)  # (one-shot: no hook is left when the call is keyed)
+show("pick", lambda: jax.jit(partial(picked.pick, d=opt.a))(x))
+"""
+
+
+def test_names_a_loader_binds_before_a_late_import_s_body_are_no_import_state(tmp_path):
+    """A program's loader may hand a library's import a module already holding names
+    (``create_module``): program code run inside the import before its body, whose
+    names are no import's (review 177)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "picked", PICKED)
+    libsite.install(site, "opt", "def double(v):\n    return v * 2\n")
+    _as_stock_in_b(site, CREATED_PROG, tmp_path)
