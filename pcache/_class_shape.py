@@ -15,7 +15,9 @@ its name, any other object by its type). Two classes of one name then share a ke
 only if their module holds both under the same names and their own attributes are
 alike to that depth: one the library re-creates from the same source at the same
 line, or that differ only in an object's state (a class attribute holding a mutable
-instance: state libraries hold, documented).
+instance: state libraries hold, documented). Any other library object named by a
+module attribute comes with the names its module holds it under and what it is
+(`looks`: ``CURRENT`` holding ``FAST`` against ``SLOW``).
 
 JAX-free.
 """
@@ -73,6 +75,12 @@ def _name(t: type) -> tuple:
     return (mod if type(mod) is str else "?", qual if type(qual) is str else "?")
 
 
+def looks(v: Any) -> tuple:
+    """What a library object named by a module attribute is, as a class attribute
+    is described (a function by its code and first line, a scalar by its value)."""
+    return _attr(v, 0)
+
+
 def _attr(v: Any, depth: int) -> tuple:
     t = type(v)
     if t in _SCALARS:
@@ -98,4 +106,4 @@ def _attr(v: Any, depth: int) -> tuple:
     return ("obj", _name(t))
 
 
-__all__ = ["shape"]
+__all__ = ["looks", "shape"]

@@ -10,11 +10,10 @@ or by a name that resolves back, in this process, to that very object:
   layout; not its file or line: moving code is not a change);
 * a function's globals by the name of the module whose namespace they are; builtins
   only as Python's own;
-* modules, classes (library and user), builtin functions, descriptors, ufuncs and
-  JAX's primitives by ``module:qualname`` (checked to resolve back to the object);
-  a library float constant (``np.inf``, compared by ``is``) by the least name a
-  library module holds it under; a NaN made by user code as such (its identity
-  inside the walk is a back-reference, as in process);
+* modules, classes (library and user; a library's with its shape), builtin
+  functions, descriptors, ufuncs and JAX's primitives by ``module:qualname`` (checked
+  to resolve back to the object); a library object (``np.inf``, a sentinel) by the
+  least name a library module holds it under; a NaN made by user code as such;
 * JAX's immutable values (shardings, meshes, devices, avals, the context mesh) by
   their canonical encoding (`pcache._canon.canonicalize`, the executable key's);
 * every JAX option by name, the host state, the registries' user rules and nodes,
@@ -23,8 +22,8 @@ or by a name that resolves back, in this process, to that very object:
   modes: `ContentWalker` overrides only how an identity is written, so the
   allowlist cannot drift between the two keys);
 * the environment: JAX, jaxlib, Python, platform, devices, pcache's version, XLA
-  flags, every installed distribution's name and version, ``PYTHONHASHSEED``, and
-  every ``JAX_*``/``XLA_*`` variable.
+  flags, installed distributions' names and versions, ``PYTHONHASHSEED``, ``JAX_*``
+  and ``XLA_*`` variables.
 
 What cannot be named is refused (`NoReuse` with a ``persist-`` reason): a captured
 JAX array, a user primitive, a local class, a function whose globals are not an
@@ -57,7 +56,7 @@ from pcache import (
     _persist_env,
     _usercode,
 )
-from pcache._class_shape import shape
+from pcache._class_shape import looks, shape
 from pcache._errors import Uncacheable
 from pcache._holders import library_holders
 from pcache._holders import resolve as _resolve
@@ -251,13 +250,6 @@ def _provider(module: str) -> str:
     return attributed(module) if m is not None and is_library_module(m) else ""
 
 
-def _library_name(v: Any, any_module: bool = False) -> tuple | None:
-    """The least (module, attribute) under which a loaded library module (or any
-    module) holds ``v``."""
-    got = _library_names(v, any_module)
-    return got[0] if got else None
-
-
 def _library_names(v: Any, any_module: bool = False) -> tuple:
     """Every (module, attribute) under which a loaded library module (or any module)
     holds ``v`` now, each read back to ``v``, sorted (`_lib_node` picks one)."""
@@ -287,15 +279,18 @@ def _lib_node(names: tuple) -> tuple:
     bound to it (`_snapshots.unchanged`: an alias the library, or a module imported
     in one process only, points elsewhere later, ``CURRENT = MODE_A`` then
     ``MODE_B``, names another object: review 144), a module attribute before a
-    class's or an instance's (whose rebinding the snapshot does not see). Not all
-    its names: which modules are loaded when a call is keyed differs between a
-    process that traced before it and one that was served."""
+    class's or an instance's (whose rebinding the snapshot does not see); with the
+    names that module holds it under and what it is (`looks`: a rebinding before
+    pcache started, in any form, review 176). Not its names in other modules: which
+    are loaded when a call is keyed differs between a process that traced and one
+    that was served."""
     files = {_file(m) for m, _ in names}  # (re-exported: ``pkg.H.CUR``, review 146)
     kept = [h for h in names if unchanged(*h) and not _rebinds(*h, files)]
     if not kept:
         raise NoReuse("persist-identity:rebound")
     m, a = min([h for h in kept if "." not in h[1]] or kept)
-    return ("lib", m, a, _provider(m))
+    same = tuple(sorted(x for k, x in names if k == m))
+    return ("lib", m, a, _provider(m), same, looks(_resolve(m, a)))
 
 
 def _bound(module: str, qual: str) -> bool:
@@ -658,7 +653,8 @@ def trace_key(
 
 def library_name(v: Any) -> tuple | None:
     """(module, attribute) a loaded library module holds ``v`` under (the least)."""
-    return _library_name(v)
+    got = _library_names(v)
+    return got[0] if got else None
 
 
 def resolve_name(module: str, qual: str) -> Any:
@@ -669,7 +665,7 @@ def resolve_name(module: str, qual: str) -> Any:
 def library_primitive_name(p: Any) -> str | None:
     """``lib:module:attribute`` of an installed library's primitive in a stored
     jaxpr (JAX's are named without the prefix: `pcache._compat.jaxpr_codec`)."""
-    lib = _library_name(p)
+    lib = library_name(p)
     if lib is None or not unchanged(*lib):  # (a name rebound since its import: `_snapshots`)
         return None
     return "lib:" + ":".join(lib)

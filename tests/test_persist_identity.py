@@ -2080,6 +2080,11 @@ REBINDINGS = {
     + _rebound("use_second = functools.partial(globals().update, Mode=_SECOND)\n"),
     "partial-setitem": "import functools\nimport operator\n"
     + _rebound('use_second = functools.partial(operator.setitem, globals(), "Mode", _SECOND)\n'),
+    # (not a class: an instance the library tells apart by identity, named by its module)
+    "instance": "class _Mode:\n    @property\n    def k(self):\n"
+    "        return 1.0 if self is _FIRST else 2.0\n\n\n"
+    "_FIRST = _Mode()\n_SECOND = _Mode()\nMode = _FIRST\n_NS = locals()\n\n\n"
+    'def use_second():\n    _NS["Mode"] = _SECOND\n',
 }
 
 REBOUND_PROG = """
@@ -2118,10 +2123,11 @@ def _sourceless(site, name: str) -> None:
 def test_a_library_function_may_rebind_a_class_name_before_pcache_starts(tmp_path):
     """The library's API, called before pcache copies its namespace, points a class
     name at the other class of that name, in any of the forms of `REBINDINGS` or from
-    bytecode with no source (reviews 170-176): no reading of the library's code
-    enumerates them all, so a library class is keyed with its shape (the names its
-    module holds it under, its own attributes: `pcache._class_shape`), and B computes
-    what stock JAX does with each."""
+    bytecode with no source (reviews 170-176), or an instance's name so: no reading of
+    the library's code enumerates them all, so a library class is keyed with its shape
+    (the names its module holds it under, its own attributes: `pcache._class_shape`),
+    any library object with the names its module holds it under, and B computes what
+    stock JAX does with each."""
     site = tmp_path / "lib" / "site-packages"
     names = []
     for form, lib in REBINDINGS.items():
