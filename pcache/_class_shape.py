@@ -24,16 +24,19 @@ JAX-free.
 
 from __future__ import annotations
 
+import functools
+import sys
 import types
 from typing import Any
 
 import numpy as np
 
-from pcache._introspect import cdict, is_a, items, names
+from pcache._introspect import Override, cdict, cell_bound, inst_dict, is_a, items, mro, names
 from pcache._memos import memo
 from pcache._persist_code import code_digest
 from pcache._persist_pack import packed
-from pcache._usercode import NoReuse
+from pcache._snapshots import unchanged
+from pcache._usercode import NoReuse, is_library_module, module_dict
 
 _FUNCTION = types.FunctionType
 _SHAPES: dict = memo("persist.class_shape", {})  # id -> (class, namespace, sizes, shape)
@@ -56,14 +59,38 @@ def shape(cls: type, namespace: dict) -> str:
     return got
 
 
+def stamp(cls: type, module: str, qual: str) -> str | None:
+    """What an output tree stores beside a class it names by ``module`` and ``qual``
+    (a NamedTuple, a registered node: `pcache._compat.traces`), compared where it is
+    read back: a library class's shape, only while the name holds what its import
+    bound (else None: not stored, not read back; review 179: a library's
+    ``P = namedtuple(...)`` rebound, the served tree built B's other class); "" for a
+    program's class (its module is keyed by content)."""
+    m = sys.modules.get(module)
+    if m is None or not is_library_module(m):
+        return ""
+    d = module_dict(m)
+    if type(d) is not dict or not unchanged(module, qual):
+        return None
+    return shape(cls, d)
+
+
 def _shape(cls: type, namespace: dict) -> str:
     holders = sorted(_key(k) for k, v in items(namespace) if v is cls)
     own = sorted(
-        ((_key(k), _attr(v, 0)) for k, v in items(cdict(cls)) if k != "__doc__"),
+        ((_key(k), _attr(v, 1)) for k, v in items(cdict(cls)) if k != "__doc__"),
         key=lambda kv: kv[0],
     )  # (not its docstring: a dataclass's holds its defaults' reprs, addresses in them)
-    bases = [_name(b) for b in cls.__bases__]
-    return packed(b"pcache-class-shape\n", (holders, own, bases, _name(type(cls))))
+    # (its bases and metaclass by their own shapes: what it inherits, review 178)
+    kin = [_class(b) for b in (*cls.__bases__, type(cls))]
+    return packed(b"pcache-class-shape\n", (holders, own, kin))
+
+
+def _class(t: type) -> tuple:
+    _, qual, mod = names(t)
+    m = sys.modules.get(mod) if type(mod) is str else None
+    d = module_dict(m) if m is not None and mod != "builtins" else None
+    return (*_name(t), shape(t, d) if type(d) is dict else "")
 
 
 def _key(k: Any) -> str:
@@ -77,33 +104,90 @@ def _name(t: type) -> tuple:
 
 def looks(v: Any) -> tuple:
     """What a library object named by a module attribute is, as a class attribute
-    is described (a function by its code and first line, a scalar by its value)."""
+    is described (`_attr`)."""
     return _attr(v, 0)
 
 
 def _attr(v: Any, depth: int) -> tuple:
+    """``v`` by what it is, to a bounded depth: a scalar (numpy's too) by its value;
+    a function by its code's content and first line, its closure, defaults and
+    globals' module; a builtin by its name and what it is bound to; a partial, a
+    static or class method, a property by what they hold; a class by its name (its
+    shape where it is held directly: `_class`); a tuple by its items; an instance
+    by its type and what its own dict or slots hold; any other object by its type
+    (two that differ only in what they hold beyond that: state, documented)."""
     t = type(v)
     if t in _SCALARS:
         return (t.__name__, v)
-    if t is float:
-        return ("f", np.float64(v).tobytes())  # (by its bits: every NaN, -0.0)
+    if t is float or t is complex or id(t) in _NP_SCALARS:
+        return (_name(t), np.asarray(v).tobytes())  # (by its bits: every NaN, -0.0)
+    if depth > 4:
+        return ("deep", _name(t))
     if t is _FUNCTION:
-        code = v.__code__
-        try:
-            digest = code_digest(code)
-        except NoReuse:  # (a constant with no content encoding: by its position)
-            digest = "?"
-        return ("fn", digest, code.co_firstlineno)
+        return _function(v, depth)
+    if t is types.BuiltinFunctionType or t is np.ufunc:
+        owner = getattr(v, "__self__", None)
+        bound = () if owner is None or is_a(owner, types.ModuleType) else _attr(owner, depth + 1)
+        return ("builtin", str(getattr(v, "__module__", "")), v.__name__, bound)
     if t is staticmethod or t is classmethod:
         return (t.__name__, _attr(v.__func__, depth + 1))
     if t is property:
         return ("prop", *(_attr(f, depth + 1) for f in (v.fget, v.fset, v.fdel)))
+    if t is functools.partial:
+        kw = sorted((_key(k), _attr(x, depth + 1)) for k, x in items(v.keywords))
+        return ("partial", _attr(v.func, depth + 1), _attr(v.args, depth + 1), tuple(kw))
     if is_a(v, type):
-        return ("cls", _name(v))
-    if (t is tuple or t is frozenset) and depth < 3 and len(v) <= 64:
+        return ("cls", *(_class(v) if depth == 0 else _name(v)))
+    if (t is tuple or t is frozenset) and len(v) <= 64:
         got = [_attr(x, depth + 1) for x in v]
         return (t.__name__, *(got if t is tuple else sorted(got, key=repr)))
-    return ("obj", _name(t))
+    if t is range or t is slice:
+        return (t.__name__, *(_attr(x, depth + 1) for x in _ends(v)))
+    return ("obj", _name(t), _held(v, depth))
 
 
-__all__ = ["looks", "shape"]
+def _function(f: types.FunctionType, depth: int) -> tuple:
+    code = f.__code__
+    try:
+        digest = code_digest(code)
+    except NoReuse:  # (a constant with no content encoding: by its position)
+        digest = "?"
+    cells = tuple(_attr(c.cell_contents, depth + 1) if cell_bound(c) else ("empty",)
+                  for c in f.__closure__ or ())  # fmt: skip
+    kwd = sorted((_key(k), _attr(x, depth + 1)) for k, x in items(f.__kwdefaults__ or {}))
+    g = f.__globals__
+    where = g.get("__name__") if type(g) is dict else None
+    return ("fn", digest, code.co_firstlineno, cells, _attr(f.__defaults__ or (), depth + 1),
+            tuple(kwd), where if type(where) is str else "?")  # fmt: skip
+
+
+def _ends(v: Any) -> tuple:
+    return (v.start, v.stop, v.step)
+
+
+def _held(v: Any, depth: int) -> tuple:
+    """What an instance holds in its own dict or slots, one level down (the values
+    by `_attr`); () for objects of C types (their state is not read)."""
+    if depth > 2:
+        return ()
+    try:
+        d = inst_dict(v)
+    except Override:
+        return ("?",)
+    out = [(_key(k), _attr(x, depth + 1)) for k, x in items(d)] if type(d) is dict else []
+    for k in mro(type(v)):
+        slots = cdict(k).get("__slots__", ()) if names(k)[2] != "builtins" else ()
+        for name in (slots,) if type(slots) is str else slots:
+            got = cdict(k).get(name) if type(name) is str else None
+            if type(got) is types.MemberDescriptorType:
+                try:
+                    out.append((name, _attr(got.__get__(v, type(v)), depth + 1)))
+                except AttributeError:  # (a slot never set)
+                    out.append((name, ("unset",)))
+    return tuple(sorted(out, key=lambda kv: kv[0]))
+
+
+_NP_SCALARS = frozenset(id(t) for t in set(np.sctypeDict.values()))
+
+
+__all__ = ["looks", "shape", "stamp"]

@@ -46,7 +46,8 @@ from pcache._holders import library_holders
 from pcache._memos import collector_paused
 from pcache._usercode import NoReuse
 
-TRACE_FORMAT = 4  # (2: library rules digested; 3: interned strings, shared objects; 4: key tables)
+TRACE_FORMAT = 5  # (2: library rules digested; 3: interned strings, shared objects; 4: key
+# tables; 5: a tree's classes stamped, `_class_shape.stamp`)
 HEAD = b"pcache-trace 1\n"
 #: Bounds of an entry: its bytes, and its JSON's nesting.
 MAX_RAW = 16 * 1024 * 1024

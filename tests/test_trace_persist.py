@@ -637,14 +637,14 @@ def test_an_output_tree_naming_what_is_not_that_namedtuple_is_refused():
 
     t = jax.tree_util.tree_structure(jax.numpy.linalg.slogdet(jax.numpy.eye(2)))
     data = _compat.out_tree_data(t)
-    assert data[:3] == ["N", "jax._src.numpy.linalg", "SlogdetResult"]
+    assert data[:3] == ["N", "jax._src.numpy.linalg", "SlogdetResult"] and len(data[4]) == 64
     assert _compat.out_tree_of(data) == t
     for bad in [
         ["N", "no_such_module_pcache", "X", ["a"], "*"],
         ["N", "os", "system", ["a"], "*"],
         ["N", "collections", "OrderedDict", ["a"], "*"],
         [*data[:3], ["logabsdet", "sign"], *data[4:]],
-        [*data[:3], data[3], "*"],
+        [*data[:4], data[4], "*"],
         ["N", "jax._src.numpy.linalg", "<locals>.SlogdetResult", data[3], *data[4:]],
         ["x", "*"],
         ["d", [1], "*"],
@@ -655,6 +655,10 @@ def test_an_output_tree_naming_what_is_not_that_namedtuple_is_refused():
     ]:
         with pytest.raises(ValueError):
             _compat.out_tree_of(bad)
+    from pcache._compat.jaxpr_arrays import Stale
+
+    with pytest.raises(Stale):  # (another class's stamp: `_class_shape.stamp`)
+        _compat.out_tree_of([*data[:4], "0" * 64, *data[5:]])
     deep: list = ["t"]
     for _ in range(traces.MAX_TREE_DEPTH + 2):
         deep = ["t", deep]

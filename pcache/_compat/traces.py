@@ -24,6 +24,7 @@ from jaxlib._jax import ArrayImpl, PjitFunction
 from jaxlib._jax.pytree import PyTreeDef
 
 from pcache import _dictwatch, _memos
+from pcache._class_shape import stamp
 from pcache._introspect import cdict as _class_dict
 from pcache._introspect import inst_dict as _inst_dict
 from pcache._introspect import is_a, items, names, typed
@@ -334,9 +335,9 @@ def _tree_nodes(t: Any, depth: int, aux_data: Any, node_ok: Any, keys: dict) -> 
         return ["d", [_key_index(k, aux_data, keys) for k in aux], *kids]
     if node_ok is not None and not node_ok(typ):
         raise ValueError(f"out-tree:{names(typ)[1] if is_a(typ, type) else '?'}")
-    if aux is None and (named := _named_class(typ)) is not None:
+    if aux is None and (named := _named_class(typ)) is not None and named[-1] is not None:
         return ["N", *named, *kids]
-    if aux_data is not None and (node := _node_class(typ)) is not None:
+    if aux_data is not None and (node := _node_class(typ)) is not None and node[-1] is not None:
         return ["C", *node, aux_data(aux), *kids]
     raise ValueError(f"out-tree:{names(typ)[1] if is_a(typ, type) else '?'}")
 
@@ -349,10 +350,10 @@ def _key_index(k: Any, aux_data: Any, keys: dict) -> int:
     return e[0]
 
 
-def _node_class(typ: Any) -> list | None:
-    """[module, qualified name] of a class registered as a pytree node (by
+def _node_class(typ: Any, mark: bool = True) -> list | None:
+    """[module, qualified name, its stamp] of a class registered as a pytree node (by
     ``register_pytree_node``: equinox's Modules), that its module holds under that
-    name."""
+    name (its stamp: `_class_shape.stamp`, None where the name was rebound)."""
     from jax._src import tree_util
 
     if not is_a(typ, type) or typ not in tree_util._registry:
@@ -360,7 +361,7 @@ def _node_class(typ: Any) -> list | None:
     module, qualname = _class_dict(typ).get("__module__"), names(typ)[1]
     if type(module) is not str or _resolve(module, qualname) is not typ:
         return None
-    return [module, qualname]
+    return [module, qualname] + ([stamp(typ, module, qualname)] if mark else [])
 
 
 def _sorted_keys(e: Any, table: list) -> list:
@@ -377,9 +378,10 @@ def _sorted_keys(e: Any, table: list) -> list:
     return keys
 
 
-def _named_class(typ: Any) -> list | None:
-    """[module, qualified name, fields] of a NamedTuple class its module holds under
-    that name (its nested classes' namespaces read as the interpreter holds them)."""
+def _named_class(typ: Any, mark: bool = True) -> list | None:
+    """[module, qualified name, fields, its stamp] of a NamedTuple class its module
+    holds under that name (its nested classes' namespaces read as the interpreter
+    holds them; its stamp as `_node_class`'s)."""
     if not is_a(typ, type) or tuple not in _mro(typ):
         return None
     fields_ = _class_dict(typ).get("_fields")
@@ -388,7 +390,7 @@ def _named_class(typ: Any) -> list | None:
         return None
     if type(module) is not str or _resolve(module, qualname) is not typ:
         return None
-    return [module, qualname, list(fields_)]
+    return [module, qualname, list(fields_)] + ([stamp(typ, module, qualname)] if mark else [])
 
 
 def _resolve(module: str, qualname: str) -> Any:
@@ -442,18 +444,20 @@ def _tree_from(e: Any, tu: Any, depth: int, aux_of: Any, table: list) -> Any:
         node, rest = ({"t": tuple, "l": list}.get(tag, type(None)), None), e[1:]
     elif tag == "d" and len(e) > 1:
         node, rest = (dict, _sorted_keys(e[1], table)), e[2:]
-    elif tag == "N" and type(e[1]) is str and type(e[2]) is str and type(e[3]) is list:
+    elif tag == "N" and len(e) > 4 and type(e[1]) is str and type(e[2]) is str:
         cls = _resolve(e[1], e[2])
-        if cls is None or _named_class(cls) != e[1:4]:
+        if cls is None or type(e[3]) is not list or _named_class(cls, False) != e[1:4]:
             raise ValueError("out-tree:class")
-        node, rest = (cls, None), e[4:]
+        _stamped(cls, e[1], e[2], e[4])
+        node, rest = (cls, None), e[5:]
     elif (
-        tag == "C" and aux_of is not None and len(e) > 3 and type(e[1]) is str and type(e[2]) is str
+        tag == "C" and aux_of is not None and len(e) > 4 and type(e[1]) is str and type(e[2]) is str
     ):
         cls = _resolve(e[1], e[2])
-        if cls is None or _node_class(cls) != e[1:3]:
+        if cls is None or _node_class(cls, False) != e[1:3]:
             raise ValueError("out-tree:class")
-        node, rest = (cls, aux_of(e[3])), e[4:]
+        _stamped(cls, e[1], e[2], e[3])
+        node, rest = (cls, aux_of(e[4])), e[5:]
     else:
         raise ValueError("out-tree")
     arity = 0 if tag == "n" else len(node[1]) if tag == "d" else len(e[3]) if tag == "N" else None
@@ -461,6 +465,18 @@ def _tree_from(e: Any, tu: Any, depth: int, aux_of: Any, table: list) -> Any:
         raise ValueError("out-tree:arity")  # (JAX would build it: unflattening would fail)
     kids = [_tree_from(c, tu, depth + 1, aux_of, table) for c in rest]
     return PyTreeDef.from_node_data_and_children(tu.default_registry, node, kids)
+
+
+def _stamped(cls: type, module: str, qualname: str, mark: Any) -> None:
+    """That class as the stored tree stamped it (`_class_shape.stamp`): else the
+    name holds another class now, or was rebound since its import (review 179), and
+    the entry is stale."""
+    from pcache._compat.jaxpr_arrays import Stale
+
+    if type(mark) is not str:
+        raise ValueError("out-tree:class")
+    if stamp(cls, module, qualname) != mark:
+        raise Stale("out-tree:class-stamp")
 
 
 def traced(closed: Any, out_avals: list, out_tree: Any) -> tuple:
