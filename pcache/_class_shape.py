@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 import types
 from typing import Any
 
@@ -40,6 +41,7 @@ from pcache._usercode import NoReuse, is_library_module, module_dict
 
 _FUNCTION = types.FunctionType
 _SHAPES: dict = memo("persist.class_shape", {})  # id -> (class, namespace, sizes, shape)
+_LOCAL = threading.local()  # .busy: ids of the classes whose shapes this thread reads
 _SCALARS = frozenset({type(None), bool, int, str, bytes})
 
 
@@ -52,7 +54,17 @@ def shape(cls: type, namespace: dict) -> str:
     e = _SHAPES.get(id(cls))
     if e is not None and e[0] is cls and e[1] is namespace and e[2] == size:
         return e[3]
-    got = _shape(cls, namespace)
+    busy = _LOCAL.__dict__.setdefault("busy", set())
+    if id(cls) in busy:  # (a class its own attribute holds, at any depth: by name)
+        return "busy"
+    outer = not busy  # (one read inside another's depends on where it began: not kept)
+    busy.add(id(cls))
+    try:
+        got = _shape(cls, namespace)
+    finally:
+        busy.discard(id(cls))
+    if not outer:
+        return got
     if len(_SHAPES) > 8192:
         _SHAPES.clear()
     _SHAPES[id(cls)] = (cls, namespace, size, got)  # (kept alive: its id stays its own)
@@ -112,8 +124,8 @@ def _attr(v: Any, depth: int) -> tuple:
     """``v`` by what it is, to a bounded depth: a scalar (numpy's too) by its value;
     a function by its code's content and first line, its closure, defaults and
     globals' module; a builtin by its name and what it is bound to; a partial, a
-    static or class method, a property by what they hold; a class by its name (its
-    shape where it is held directly: `_class`); a tuple by its items; an instance
+    static or class method, a property by what they hold; a class by its name and
+    shape (`_class`; one whose shape is being read, by its name); a tuple by its items; an instance
     by its type and what its own dict or slots hold; any other object by its type
     (two that differ only in what they hold beyond that: state, documented)."""
     t = type(v)
@@ -136,8 +148,8 @@ def _attr(v: Any, depth: int) -> tuple:
     if t is functools.partial:
         kw = sorted((_key(k), _attr(x, depth + 1)) for k, x in items(v.keywords))
         return ("partial", _attr(v.func, depth + 1), _attr(v.args, depth + 1), tuple(kw))
-    if is_a(v, type):
-        return ("cls", *(_class(v) if depth == 0 else _name(v)))
+    if is_a(v, type):  # (an inner class by its shape too: ``Outer.Mode = ...``)
+        return ("cls", *_class(v))
     if (t is tuple or t is frozenset) and len(v) <= 64:
         got = [_attr(x, depth + 1) for x in v]
         return (t.__name__, *(got if t is tuple else sorted(got, key=repr)))

@@ -71,8 +71,9 @@ _PY_BUILTINS, _RB = dict(vars(builtins)), vars(builtins)
 _FUNCTION = types.FunctionType
 
 # Guard kinds: (kind, namespace, name, expected[, code]); TYPE: (TYPE, object, None, type).
-IS, FN, VAL, ABSENT, TYPE, ALIASES, PLAIN, NAMES = 0, 1, 2, 3, 4, 5, 7, 8
+IS, FN, VAL, ABSENT, TYPE, ALIASES, PLAIN, NAMES, LIBATTR = 0, 1, 2, 3, 4, 5, 7, 8, 9
 # PLAIN: (PLAIN, a JAX array, None, None): it holds no attribute of the program's.
+# LIBATTR: as IS, for what the program reads from a library module (``lib.CURRENT``).
 
 
 def _builtins_of(g: dict) -> dict:
@@ -291,6 +292,11 @@ def _library_chain(v: Any, attrs: tuple, run: _Guarding) -> None:
                 run.guards.append((IS, d, attr, v))
             if run.vw.content:
                 run.vw.ident(v)
+        elif (id(d), attr) not in run.done:  # (a library module's value the program reads
+            # itself: the very object, as the trace saw it; across processes, with what
+            # it is and its module's names for it, `_persist_key`: review 178)
+            run.done.add((id(d), attr))
+            run.guards.append((LIBATTR, d, attr, v))
         name = (module_dict(v) or {}).get("__name__")
         if type(name) is str and reflective_module(name):
             raise NoReuse(f"reflection-module:{name}")
@@ -401,7 +407,7 @@ def failed_guard(guards: list[tuple], callable_walk: Walker | None = None) -> st
     vw = Walker()  # the value guards' one walker, as `_Guarding.vw`
     for guard in guards:
         kind, g, name, expected = guard[:4]
-        if kind == IS:
+        if kind == IS or kind == LIBATTR:
             if g.get(name, _MISSING) is not expected:
                 return name
         elif kind == TYPE:

@@ -472,6 +472,10 @@ def _guard_parts(guards: list, w: ContentWalker) -> tuple:
         elif kind == _guards.IS:
             got = w._jax_array(expected) if type(expected) is _compat.ArrayImpl else None
             out.append((kind, namespace_name(ns), name, got or w.ident(expected)))
+        elif kind == _guards.LIBATTR:  # (with its module's names for it: rebound before
+            # pcache started, ``_NS = locals()``, the copy is no proof: review 178)
+            held = tuple(sorted(k for k, x in items(ns) if x is expected and type(k) is str))
+            out.append((kind, namespace_name(ns), name, held, looks(expected)))
         elif kind == _guards.PLAIN:  # (a global JAX array: by content, its IS guard)
             out.append((kind,))
         else:  # (an identity guard a content walk does not make)

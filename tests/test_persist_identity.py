@@ -2109,7 +2109,12 @@ MODES = [lib.Outer.Mode if hasattr(lib, "Outer") else lib.Mode for lib in LIBS]
 got = []
 """
 #: one function of its own per library (one code object met again is not looked up)
-REBOUND_CALL = "M{i} = MODES[{i}]\ngot.append(jax.jit(lambda a: a * M{i}.k)(x).tolist())\n"
+# (the class or object as the program's global, and read from the library module)
+REBOUND_CALL = (
+    "M{i}, L{i} = MODES[{i}], LIBS[{i}]\n"
+    "got.append(jax.jit(lambda a: a * M{i}.k)(x).tolist())\n"
+    "got.append(jax.jit(lambda a: a * L{i}.{attr}.k)(x).tolist())\n"
+)
 
 
 def _sourceless(site, name: str) -> None:
@@ -2140,7 +2145,10 @@ def test_a_library_function_may_rebind_a_class_name_before_pcache_starts(tmp_pat
     env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu", LIBS=",".join(names))
     env["JAX_PCACHE_TRACE_PERSIST_MIN_GAIN"] = "0"
     env["JAX_PCACHE_TRACE_PERSIST_ENV_IGNORE"] = "PHASE,CACHE,LIBS"
-    prog = REBOUND_PROG + "".join(REBOUND_CALL.format(i=i) for i in range(len(names)))
+    prog = REBOUND_PROG + "".join(
+        REBOUND_CALL.format(i=i, attr="Outer.Mode" if "nested" in n else "Mode")
+        for i, n in enumerate(names)
+    )
     got = []
     for phase, cache in (("A", str(tmp_path / "c")), ("B", ""), ("B", str(tmp_path / "c"))):
         out = subprocess.run(
@@ -2150,7 +2158,8 @@ def test_a_library_function_may_rebind_a_class_name_before_pcache_starts(tmp_pat
         assert out.returncode == 0, out.stderr[-3000:]
         got.append(json.loads(out.stdout.strip().splitlines()[-1]))
     a, stock, b = got
-    wrong = [n for n, x, y, z in zip(names, a, stock, b, strict=True) if not z == y != x]
+    twice = [n for n in names for _ in "gm"]  # (as a global, from the module)
+    wrong = [n for n, x, y, z in zip(twice, a, stock, b, strict=True) if not z == y != x]
     assert not wrong, (wrong, a, stock, b)
 
 
