@@ -25,6 +25,9 @@ JAX-free.
 from __future__ import annotations
 
 import functools
+import hashlib
+import operator
+import re
 import sys
 import threading
 import types
@@ -89,10 +92,8 @@ def stamp(cls: type, module: str, qual: str) -> str | None:
 
 def _shape(cls: type, namespace: dict) -> str:
     holders = sorted(_key(k) for k, v in items(namespace) if v is cls)
-    own = sorted(
-        ((_key(k), _attr(v, 1)) for k, v in items(cdict(cls)) if k != "__doc__"),
-        key=lambda kv: kv[0],
-    )  # (not its docstring: a dataclass's holds its defaults' reprs, addresses in them)
+    own = sorted(((_key(k), _attr(_doc(k, v), 1)) for k, v in items(cdict(cls))),
+                 key=lambda kv: kv[0])  # fmt: skip
     # (its bases and metaclass by their own shapes: what it inherits, review 178)
     kin = [_class(b) for b in (*cls.__bases__, type(cls))]
     return packed(b"pcache-class-shape\n", (holders, own, kin))
@@ -103,6 +104,15 @@ def _class(t: type) -> tuple:
     m = sys.modules.get(mod) if type(mod) is str else None
     d = module_dict(m) if m is not None and mod != "builtins" else None
     return (*_name(t), shape(t, d) if type(d) is dict else "")
+
+
+def _doc(k: Any, v: Any) -> Any:
+    """A docstring without the addresses a dataclass's holds (its defaults' reprs,
+    ``<function f at 0x...>``); it is read (review 180: ``len(C.__doc__)``)."""
+    return _ADDRESS.sub(" at 0x", v) if k == "__doc__" and type(v) is str else v
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def _key(k: Any) -> str:
@@ -155,7 +165,37 @@ def _attr(v: Any, depth: int) -> tuple:
         return (t.__name__, *(got if t is tuple else sorted(got, key=repr)))
     if t is range or t is slice:
         return (t.__name__, *(_attr(x, depth + 1) for x in _ends(v)))
-    return ("obj", _name(t), _held(v, depth))
+    if t is types.MethodType:  # (what it is bound to: review 180)
+        return ("method", _attr(v.__func__, depth + 1), _attr(v.__self__, depth + 1))
+    if t in _GETTERS:  # (C objects: what their reducer says they hold)
+        return ("getter", t.__name__, _attr(tuple(t.__reduce__(v)[1]), depth + 1))
+    if is_a(v, np.ndarray):
+        return ("nd", _name(t), v.dtype.str, str(v.dtype), v.shape, _digest(v))
+    return ("obj", _name(t), _base(v, t, depth), _held(v, depth))
+
+
+def _base(v: Any, t: type, depth: int) -> tuple:
+    """The value a subclass of a builtin holds in its C part (a NamedTuple's items,
+    a ``float`` subclass's number: review 180), read by the base type's own methods."""
+    for base in _BASES:
+        if base in mro(t):
+            if base is tuple:
+                return tuple(_attr(tuple.__getitem__(v, i), depth + 1)
+                             for i in range(min(tuple.__len__(v), 64)))  # fmt: skip
+            return _attr(_BASES[base](v), depth + 1)
+    return ()
+
+
+def _digest(a: np.ndarray) -> str:
+    """An array's bytes (C order), digested; "" for object arrays (their items: state)."""
+    if a.dtype.hasobject:
+        return ""
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+_BASES = {int: int.__int__, float: float.__float__, complex: complex.__complex__,
+          str: str.__str__, bytes: bytes.__bytes__, tuple: None}  # fmt: skip
+_GETTERS = (operator.itemgetter, operator.attrgetter, operator.methodcaller)
 
 
 def _function(f: types.FunctionType, depth: int) -> tuple:

@@ -56,16 +56,27 @@ from pcache import (
     _persist_env,
     _usercode,
 )
-from pcache._class_shape import looks, shape
+from pcache._class_shape import shape
 from pcache._errors import Uncacheable
 from pcache._holders import library_holders
 from pcache._holders import resolve as _resolve
-from pcache._introspect import cdict, is_a, items, mro, names
+from pcache._introspect import cdict, is_a, items, names
 from pcache._persist_abcs import abc_registrations, library_rules
 from pcache._persist_code import HASH_SEED, code_digest, source_digest
 from pcache._persist_env import attributed
+from pcache._persist_names import (
+    _bound,
+    _file,
+    _lib_node,
+    _library_names,
+    _rebinds,
+    library_name,
+    library_primitive,
+    library_primitive_name,
+    library_value,
+    resolve_name,
+)
 from pcache._persist_pack import packed as _packed
-from pcache._provenance import rebinds_global, stores_global
 from pcache._snapshots import reloaded, unchanged
 from pcache._usercode import NoReuse, is_library_module, module_dict, qualname
 from pcache._walk import Walker, plain_array
@@ -76,7 +87,6 @@ MAX_JAX_ARRAY_BYTES = 256 * 1024
 #: The key's own domain: never an executable key.
 DOMAIN = b"pcache-trace-1\n"
 _BUILTINS = vars(builtins)
-_LIB_NAMES: dict = _memos.memo("persist.library_names", {})  # (id, any) -> (obj, name, n)
 _NODES: dict = _memos.memo("persist.pytree_nodes", {})  # "nodes" -> (registry, digest)
 _SETTINGS: dict = _memos.memo("persist.settings", {})  # typed settings -> digests
 _MISSING = object()
@@ -245,122 +255,6 @@ def named(v: Any) -> tuple:
     raise NoReuse(f"persist-identity:{qualname(t)}")
 
 
-def _provider(module: str) -> str:
-    m = sys.modules.get(module)
-    return attributed(module) if m is not None and is_library_module(m) else ""
-
-
-def _library_names(v: Any, any_module: bool = False) -> tuple:
-    """Every (module, attribute) under which a loaded library module (or any module)
-    holds ``v`` now, each read back to ``v``, sorted (`_lib_node` picks one)."""
-    e = _LIB_NAMES.get((id(v), any_module))
-    if e is not None and e[0] is v and e[2] == len(sys.modules):  # (a module's holders)
-        if all(_resolve(*h) is v for h in e[1]):
-            return e[1]
-    found = library_holders(v)
-    if any_module and not found:
-        # (a library's sentinel is named by the library even where the program holds
-        # it too: a program's own ``object()`` under the same user name is another
-        # object to the library's identity tests: review 50)
-        for name, m in items(sys.modules):
-            d = module_dict(m)
-            if d is None:
-                continue
-            found += [(name, k) for k, x in items(d) if x is v]
-        found = [h for h in found if _resolve(*h) is v]  # (``globals()["a.b"]``: review 143)
-    got = tuple(sorted(set(found)))
-    if got or not any_module:  # (library namespaces are taken as fixed; a program's are not)
-        _LIB_NAMES[(id(v), any_module)] = (v, got, len(sys.modules))
-    return got
-
-
-def _lib_node(names: tuple) -> tuple:
-    """A library object by one of its names: the least of those its module's import
-    bound to it (`_snapshots.unchanged`: an alias the library, or a module imported
-    in one process only, points elsewhere later, ``CURRENT = MODE_A`` then
-    ``MODE_B``, names another object: review 144), a module attribute before a
-    class's or an instance's (whose rebinding the snapshot does not see); with the
-    names that module holds it under and what it is (`looks`: a rebinding before
-    pcache started, in any form, review 176). Not its names in other modules: which
-    are loaded when a call is keyed differs between a process that traced and one
-    that was served."""
-    files = {_file(m) for m, _ in names}  # (re-exported: ``pkg.H.CUR``, review 146)
-    kept = [h for h in names if unchanged(*h) and not _rebinds(*h, files)]
-    if not kept:
-        raise NoReuse("persist-identity:rebound")
-    m, a = min([h for h in kept if "." not in h[1]] or kept)
-    same = tuple(sorted(x for k, x in names if k == m))
-    return ("lib", m, a, _provider(m), same, looks(_resolve(m, a)))
-
-
-def _bound(module: str, qual: str) -> bool:
-    """A library class's module and qualified name name it in any process only while
-    they hold what the module's import bound them to and no code of the library's
-    rebinds them (two class statements of one name, the library's API pointing the
-    name at the other, another module's assignment: review 170). A program's class
-    is keyed by its content besides."""
-    if not is_library_module(sys.modules.get(module)):
-        return True
-    file = _file(module)  # (each part: ``Outer.Mode = ...`` rebinds the inner one, review 173)
-    return unchanged(module, qual) and not (
-        file and any(stores_global(file, p) for p in qual.split("."))
-    )
-
-
-def _rebinds(module: str, path: str, files: set) -> bool:
-    """Whether library code may rebind a part of ``path`` (``global X; X = ...``,
-    ``H.x = ...``, ``setattr`` by name: `rebinds_global`): a rebinding made before
-    pcache was enabled, when the snapshot was taken, and an attribute's, which the
-    snapshot does not hold (review 145). The module's global by its own file; an
-    attribute by those of every module holding the object (``files``) and of the
-    modules defining each class on the path, its bases and metaclass (``pkg.H.CUR``,
-    whose ``H.use`` is in ``pkg._core``: review 146; a mixin's ``cls.CUR = m``:
-    review 148)."""
-    file = _file(module)
-    if file == "":  # (a builtin module has no code to rebind it: ``math``)
-        return False
-    first, *rest = path.split(".")
-    if file is None or first not in _IMPORT_NAMES and rebinds_global(file, first):
-        return True
-    if not rest:
-        return False
-    owners, bases = {file, *files}, set()
-    for i in range(1, len(rest) + 1):  # (each class on the path, an instance's class)
-        o = _resolve(module, ".".join([first, *rest[: i - 1]]))
-        t = o if is_a(o, type) else type(o)
-        owners.add(_file(names(t)[2]) if type(names(t)[2]) is str else None)
-        for k in (*mro(t)[1:], *mro(type(t))):  # (its bases' and metaclass's: review 148)
-            mod = names(k)[2]
-            f = _file(mod) if type(mod) is str else None
-            bases.add(f if f and f.endswith((".py", ".pyc")) else "")  # (C: no code read)
-    if None in owners:
-        return True
-    rest = [part for part in rest if part[:1] != "<"]
-    if any(rebinds_global(f, part) for f in owners if f for part in rest):
-        return True
-    # (a dunder name a base class or metaclass sets is its class machinery's, set
-    # when each class is made: equinox's ``cls.__abstractvars__``, not a mode)
-    plain = [part for part in rest if not (part[:2] == "__" == part[-2:])]
-    return any(rebinds_global(f, part) for f in bases - owners if f for part in plain)
-
-
-def _file(module: str) -> str | None:
-    """Module ``module``'s source file; "" for a builtin module; None if it has none."""
-    file = (module_dict(sys.modules.get(module)) or {}).get("__file__")
-    if type(file) is str:
-        return file
-    return "" if module in sys.builtin_module_names else None
-
-
-#: What the import system binds in a module, which a library's ``f.__name__ = ...``
-#: (a function's, a class's) does not rebind: ``rebinds_global`` reads every
-#: attribute store of the name as one
-_IMPORT_NAMES = frozenset({
-    "__name__", "__file__", "__package__", "__spec__", "__loader__", "__path__",
-    "__doc__", "__cached__", "__builtins__",
-})  # fmt: skip
-
-
 def namespace_name(g: dict) -> tuple:
     if g is _BUILTINS:
         return ("builtins",)
@@ -472,10 +366,8 @@ def _guard_parts(guards: list, w: ContentWalker) -> tuple:
         elif kind == _guards.IS:
             got = w._jax_array(expected) if type(expected) is _compat.ArrayImpl else None
             out.append((kind, namespace_name(ns), name, got or w.ident(expected)))
-        elif kind == _guards.LIBATTR:  # (with its module's names for it: rebound before
-            # pcache started, ``_NS = locals()``, the copy is no proof: review 178)
-            held = tuple(sorted(k for k, x in items(ns) if x is expected and type(k) is str))
-            out.append((kind, namespace_name(ns), name, held, looks(expected)))
+        elif kind == _guards.LIBATTR:
+            out.append((kind, namespace_name(ns), name, *library_value(ns, name, expected)))
         elif kind == _guards.PLAIN:  # (a global JAX array: by content, its IS guard)
             out.append((kind,))
         else:  # (an identity guard a content walk does not make)
@@ -653,36 +545,6 @@ def trace_key(
     parts, walks = key_parts(fun, jit_info, signature, in_avals, ctx_mesh, env_ignore)
     named_digests = tuple((n, p if type(p) is str else digest((n, p))) for n, p in parts)
     return digest(("key", named_digests)), named_digests, walks
-
-
-def library_name(v: Any) -> tuple | None:
-    """(module, attribute) a loaded library module holds ``v`` under (the least)."""
-    got = _library_names(v)
-    return got[0] if got else None
-
-
-def resolve_name(module: str, qual: str) -> Any:
-    """What `library_name` named, read back (None if nothing is there)."""
-    return _resolve(module, qual)
-
-
-def library_primitive_name(p: Any) -> str | None:
-    """``lib:module:attribute`` of an installed library's primitive in a stored
-    jaxpr (JAX's are named without the prefix: `pcache._compat.jaxpr_codec`)."""
-    lib = library_name(p)
-    if lib is None or not unchanged(*lib):  # (a name rebound since its import: `_snapshots`)
-        return None
-    return "lib:" + ":".join(lib)
-
-
-def library_primitive(path: str) -> Any:
-    """The primitive `library_primitive_name` named, if that is still the least name
-    libraries hold it under; else None."""
-    module, _, attr = path[len("lib:") :].partition(":")
-    got = _resolve(module, attr) if module and attr else None
-    if not is_a(got, _compat.Primitive) or library_primitive_name(got) != path:
-        return None
-    return got
 
 
 __all__ = [

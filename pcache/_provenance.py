@@ -28,6 +28,7 @@ import os
 import re
 import sys
 import types
+from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Any
 
 from pcache._introspect import cdict, is_a, items, names
@@ -106,7 +107,7 @@ def rebinds_global(file: str, name: str) -> bool:
     got = _REBINDS.get(key)
     if got is None:
         stored, escaped, strings, _ = _facts(file)
-        got = name in stored or name in escaped
+        got = name in stored or name in escaped or _UNREAD in stored
         if not got and strings:
             n = re.escape(name)  # (as a string, or assigned in source text for ``exec``)
             word = re.compile(
@@ -128,7 +129,7 @@ def stores_global(file: str, name: str) -> bool:
     (`pcache._persist_key`), as such strings are how a library names its classes in
     code it generates (``dataclasses`` names ``FrozenInstanceError``)."""
     stored, escaped, _, direct = _facts(file)
-    return name in stored or name in escaped or name in direct
+    return name in stored or name in escaped or name in direct or _UNREAD in stored
 
 
 def _facts(file: str) -> tuple:
@@ -140,7 +141,9 @@ def _facts(file: str) -> tuple:
     if got is None:
         codes = [c for k, cs in _compiled(file).items() if k != _CLASSES for c in cs]
         dynamic = _DYNAMIC | _aliases(codes)
-        stored: set = set()
+        # (code that cannot be read may rebind anything; a C extension's has none)
+        unread = not codes and not file.endswith(tuple(EXTENSION_SUFFIXES))
+        stored: set = {_UNREAD} if unread else set()
         escaped: set = set()
         strings: list = []
         direct: set = set()
@@ -148,6 +151,12 @@ def _facts(file: str) -> tuple:
         # (the module's names for a namespace, not its helpers that write one: a string
         # handed to ``dataclasses._create_fn`` names a class, it rebinds nothing)
         values = dynamic - _DYNAMIC - {c.co_name for c in codes if _DYNAMIC & set(c.co_names)}
+        # (but a helper that hands the namespace back is one: ``_ns()["X"] = ...``)
+        values |= {
+            c.co_name
+            for c in codes
+            if c.co_name != "<module>" and _NAMESPACES & set(c.co_names) and _returns_namespace(c)
+        }
         for c in codes:
             if id(c) in once:  # (runs once, at import: what it binds is in the import's
                 # copy; not a writer it passes on, ``__all__``, ``partial(setattr, ...)``)
@@ -165,6 +174,9 @@ def _facts(file: str) -> tuple:
         got = _FACTS[file] = (frozenset(stored), frozenset(escaped), tuple(strings),
                               frozenset(direct))  # fmt: skip
     return got
+
+
+_UNREAD = "<unread>"  # (in a file's stored names: its code could not be read)
 
 
 def _at_import(codes: list) -> set:
@@ -222,22 +234,34 @@ def _escaping_writer(c: _CODE, writers: frozenset) -> set:
     ``type.__setattr__``, ``OBJ.__dict__.__setitem__``: review 148, where a call at
     import is not told apart: counted too)."""
     out: set = set()
-    escaped, prev = False, None
+    escaped, dyn, prev = False, False, None
     for ins in dis.get_instructions(c):
         op = ins.opname
         if op in ("STORE_NAME", "STORE_GLOBAL", "POP_TOP", "RETURN_VALUE"):
-            escaped = False  # (a statement's end)
+            escaped = dyn = False  # (a statement's end)
         elif op in ("LOAD_NAME", "LOAD_GLOBAL") and ins.argval in writers:
             escaped = escaped or prev != "PUSH_NULL"
-        elif op == "LOAD_ATTR" and ins.argval in writers:
-            escaped = True
+            dyn = dyn or ins.argval in _NAMESPACES
+        elif op == "LOAD_ATTR" and (ins.argval in writers or dyn and ins.argval in _UPDATERS):
+            escaped = True  # (``partial(globals().update, Mode=...)``: review 176)
         elif escaped and op == "LOAD_CONST" and type(ins.argval) is str:
             out.add(ins.argval)
+        elif escaped and op == "KW_NAMES":  # (a keyword's name: ``Mode=``)
+            out.update(x for x in c.co_consts[ins.arg] if type(x) is str)
+        if op in ("LOAD_NAME", "LOAD_GLOBAL", "LOAD_ATTR") and ins.argval in _NAMESPACES:
+            dyn = True
         prev = op
     return out
 
 
-_WRITERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__", "__setitem__"})
+#: What reads a namespace as a dict (a module body's ``locals()`` is its globals),
+#: and the dict methods that write one by a name they are handed.
+_NAMESPACES = frozenset({"globals", "vars", "locals", "__dict__", "modules", "f_globals"})
+_UPDATERS = frozenset({"update", "setdefault"})
+
+
+_WRITERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__", "__setitem__",
+                      "setitem", "delitem"})  # fmt: skip
 
 
 def _aliases(codes: list) -> frozenset:
@@ -251,19 +275,34 @@ def _aliases(codes: list) -> frozenset:
     for c in codes:
         if c.co_name != "<module>":
             continue
-        pending, stored = False, []
-        for ins in dis.get_instructions(c):
-            if ins.starts_line is not None:  # (a new statement: what the last one bound)
-                if pending:
-                    out.update(stored)
-                pending, stored = False, []
-            if ins.opname in ("STORE_NAME", "STORE_GLOBAL") and type(ins.argval) is str:
-                stored.append(ins.argval)
-            elif ins.argval in _DYNAMIC or ins.argval == "modules":
-                pending = True
-        if pending:
-            out.update(stored)
+        pending, storing = False, False  # (a statement ends with what it stores: its
+        for ins in dis.get_instructions(c):  # lines may not, ``_G = (\n globals()\n)``)
+            op = ins.opname
+            if op in ("STORE_NAME", "STORE_GLOBAL"):
+                if pending and type(ins.argval) is str:
+                    out.add(ins.argval)
+                storing = True
+                continue
+            if storing and op not in ("COPY", "SWAP", "UNPACK_SEQUENCE", "UNPACK_EX"):
+                pending = False
+            storing = False
+            if op == "POP_TOP":
+                pending = False
+            elif ins.argval in _DYNAMIC or ins.argval in _NAMESPACES:  # (a module's
+                pending = True  # ``locals()`` is its globals: review 176)
     return frozenset(out)
+
+
+def _returns_namespace(c: _CODE) -> bool:
+    """Whether function code ``c`` returns what a namespace reader just gave it
+    (``return globals()``, ``return sys.modules[__name__].__dict__``: review 176)."""
+    last = -99
+    for i, ins in enumerate(dis.get_instructions(c)):
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR") and (ins.argval in _NAMESPACES):
+            last = i
+        elif ins.opname == "RETURN_VALUE" and i - last <= 6:
+            return True
+    return False
 
 
 def _strings(consts: tuple) -> list:
@@ -315,6 +354,13 @@ def _load(file: str) -> _CODE | None:
             data = fh.read()
     except OSError:
         return None
+    if file.endswith(".pyc"):  # (a sourceless module: its bytecode is what ran)
+        try:
+            code = marshal.loads(memoryview(data)[16:])
+        except (ValueError, EOFError, TypeError):
+            return None
+        ok = data[:4] == importlib.util.MAGIC_NUMBER and type(code) is _CODE
+        return code if ok else None
     try:
         with open(importlib.util.cache_from_source(file), "rb") as fh:
             cached = fh.read()

@@ -2080,6 +2080,12 @@ REBINDINGS = {
     + _rebound("use_second = functools.partial(globals().update, Mode=_SECOND)\n"),
     "partial-setitem": "import functools\nimport operator\n"
     + _rebound('use_second = functools.partial(operator.setitem, globals(), "Mode", _SECOND)\n'),
+    # (a NamedTuple instance, both held in a list, by a name no reading of the code
+    # sees: only what it is tells them apart, `_class_shape.looks`: review 180)
+    "computed-namedtuple": "import collections\nimport sys\n\n"
+    'P = collections.namedtuple("P", "k")\n_ALL = [P(1.0), P(2.0)]\nMode = _ALL[0]\n\n\n'
+    "def use_second():\n"
+    '    setattr(sys.modules[__name__], "".join(["Mo", "de"]), _ALL[1])\n',
     # (not a class: an instance the library tells apart by identity, named by its module)
     "instance": "class _Mode:\n    @property\n    def k(self):\n"
     "        return 1.0 if self is _FIRST else 2.0\n\n\n"
@@ -2220,3 +2226,69 @@ def test_names_a_loader_binds_before_a_late_import_s_body_are_no_import_state(tm
     site = libsite.install(tmp_path / "lib" / "site-packages", "picked", PICKED)
     libsite.install(site, "opt", "def double(v):\n    return v * 2\n")
     _as_stock_in_b(site, CREATED_PROG, tmp_path)
+
+
+def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
+    """`_class_shape.looks` reads what each kind of object holds where the key names a
+    library's object by a module attribute rebound before pcache started (review
+    180): two of one kind that differ in what they hold are described apart."""
+    import collections
+    import operator
+
+    import numpy as np
+
+    from pcache._class_shape import looks
+
+    class Level(float):
+        pass
+
+    class Scaler:
+        def __init__(self, k):
+            self.k = k
+
+        def apply(self, a):
+            return a * self.k
+
+    def doc(text):
+        return type("Doc", (), {"__doc__": text})
+
+    point = collections.namedtuple("P", "k")
+    pairs = [
+        (point(1.0), point(2.0)),
+        (Level(1.0), Level(2.0)),
+        (np.ones(3), np.ones(3) * 2),
+        (operator.itemgetter(0), operator.itemgetter(1)),
+        (Scaler(1.0).apply, Scaler(2.0).apply),
+        (doc("ab"), doc("abcd")),
+        (np.float32(1.0), np.float32(2.0)),
+        (operator.add, operator.mul),
+    ]
+    assert all(looks(a) != looks(b) for a, b in pairs)
+    assert looks(Scaler(1.0).apply) == looks(Scaler(1.0).apply)  # (alike: one key)
+    # (a dataclass's docstring holds its defaults' reprs, addresses in them: not read)
+    assert looks(doc("f(x=<function g at 0x7f01>)")) == looks(doc("f(x=<function g at 0x7f02>)"))
+
+
+def test_the_library_code_reading_sees_each_rebinding_form(tmp_path):
+    """Beside the shapes, the reading of a library's code (`_provenance.stores_global`)
+    sees each form `REBINDINGS` names but the computed name (review 176: an alias of
+    ``locals()``, a helper returning ``globals()``, a two-line alias, ``partial``
+    of ``update`` or ``operator.setitem``); code it cannot read (a syntax error) may
+    rebind anything, bytecode alone is read; a C extension's rebinds nothing."""
+    import dataclasses
+
+    import numpy._core._multiarray_umath as c_ext
+
+    from pcache import _provenance
+
+    for form, src in REBINDINGS.items():
+        f = tmp_path / f"{form.replace('-', '_')}.py"
+        f.write_text(src)
+        assert _provenance.stores_global(str(f), "Mode") == (form != "computed-namedtuple"), form
+    py_compile.compile(str(tmp_path / "global.py"), cfile=str(tmp_path / "only.pyc"))
+    assert _provenance.stores_global(str(tmp_path / "only.pyc"), "Mode")
+    assert not _provenance.stores_global(str(tmp_path / "only.pyc"), "_FIRST")
+    (tmp_path / "bad.py").write_text("def (:\n")
+    assert _provenance.stores_global(str(tmp_path / "bad.py"), "Mode")
+    assert not _provenance.stores_global(dataclasses.__file__, "FrozenInstanceError")
+    assert not _provenance.stores_global(c_ext.__file__, "ndarray")
