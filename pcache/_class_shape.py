@@ -64,6 +64,8 @@ def shape(cls: type, namespace: dict) -> str:
     busy.add(id(cls))
     try:
         got = _shape(cls, namespace)
+    except RecursionError:
+        raise NoReuse("persist-library-value-too-deep") from None
     finally:
         busy.discard(id(cls))
     if not outer:
@@ -100,10 +102,22 @@ def _shape(cls: type, namespace: dict) -> str:
 
 
 def _class(t: type) -> tuple:
+    """A class by its name and shape: in the namespace of the module it names, or
+    none where that is not loaded (a public path: review 182); a builtin by name."""
     _, qual, mod = names(t)
-    m = sys.modules.get(mod) if type(mod) is str else None
-    d = module_dict(m) if m is not None and mod != "builtins" else None
-    return (*_name(t), shape(t, d) if type(d) is dict else "")
+    if not _FLAGS(t) & _HEAPTYPE:  # (a C type: what it is cannot change)
+        return (*_name(t), "")
+    m = sys.modules.get(mod) if type(mod) is str and mod != "builtins" else None
+    d = module_dict(m) if m is not None else None
+    return (*_name(t), shape(t, d if type(d) is dict else {}))
+
+
+_HEAPTYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class made by a class statement, ``type()``)
+_FLAGS = type.__dict__["__flags__"].__get__
+
+
+def _is_jax_array(t: type) -> bool:
+    return t.__name__ == "ArrayImpl" and str(names(t)[2]).startswith("jaxlib")
 
 
 def _doc(k: Any, v: Any) -> Any:
@@ -127,7 +141,10 @@ def _name(t: type) -> tuple:
 def looks(v: Any) -> tuple:
     """What a library object named by a module attribute is, as a class attribute
     is described (`_attr`)."""
-    return _attr(v, 0)
+    try:
+        return _attr(v, 0)
+    except RecursionError:  # (tuples nested past the interpreter's stack)
+        raise NoReuse("persist-library-value-too-deep") from None
 
 
 def _attr(v: Any, depth: int) -> tuple:
@@ -160,18 +177,30 @@ def _attr(v: Any, depth: int) -> tuple:
         return ("partial", _attr(v.func, depth + 1), _attr(v.args, depth + 1), tuple(kw))
     if is_a(v, type):  # (an inner class by its shape too: ``Outer.Mode = ...``)
         return ("cls", *_class(v))
-    if (t is tuple or t is frozenset) and len(v) <= 64:
-        got = [_attr(x, depth + 1) for x in v]
+    if t is tuple or t is frozenset:  # (whole, at the depth it is in: no cycle runs
+        got = [_attr(x, depth) for x in v]  # through tuples alone: review 182)
         return (t.__name__, *(got if t is tuple else sorted(got, key=repr)))
     if t is range or t is slice:
         return (t.__name__, *(_attr(x, depth + 1) for x in _ends(v)))
+    if t is list or t is dict or t is types.MappingProxyType:  # (what it holds now:
+        # a setting's value, ``{"scale": 1.0}`` against ``2.0``)
+        got = (
+            [(_attr(k, depth + 1), _attr(x, depth + 1)) for k, x in items(v)]
+            if t is not list
+            else [_attr(x, depth + 1) for x in list.copy(v)]
+        )
+        return (t.__name__, *got)
+    if _is_jax_array(t):  # (by content, as a program's global is: review 182)
+        a = np.asarray(v)
+        return ("jax", a.dtype.str, str(a.dtype), a.shape, _digest(a), bool(v.weak_type))
     if t is types.MethodType:  # (what it is bound to: review 180)
         return ("method", _attr(v.__func__, depth + 1), _attr(v.__self__, depth + 1))
     if t in _GETTERS:  # (C objects: what their reducer says they hold)
         return ("getter", t.__name__, _attr(tuple(t.__reduce__(v)[1]), depth + 1))
     if is_a(v, np.ndarray):
         return ("nd", _name(t), v.dtype.str, str(v.dtype), v.shape, _digest(v))
-    return ("obj", _name(t), _base(v, t, depth), _held(v, depth))
+    size = len(v) if t in (list, dict, set, frozenset, tuple) else -1
+    return ("obj", _name(t), size, _base(v, t, depth), _held(v, depth))
 
 
 def _base(v: Any, t: type, depth: int) -> tuple:
@@ -181,7 +210,7 @@ def _base(v: Any, t: type, depth: int) -> tuple:
         if base in mro(t):
             if base is tuple:
                 return tuple(_attr(tuple.__getitem__(v, i), depth + 1)
-                             for i in range(min(tuple.__len__(v), 64)))  # fmt: skip
+                             for i in range(tuple.__len__(v)))  # fmt: skip
             return _attr(_BASES[base](v), depth + 1)
     return ()
 
@@ -207,10 +236,11 @@ def _function(f: types.FunctionType, depth: int) -> tuple:
     cells = tuple(_attr(c.cell_contents, depth + 1) if cell_bound(c) else ("empty",)
                   for c in f.__closure__ or ())  # fmt: skip
     kwd = sorted((_key(k), _attr(x, depth + 1)) for k, x in items(f.__kwdefaults__ or {}))
+    own = sorted((_key(k), _attr(x, depth + 1)) for k, x in items(f.__dict__))  # (``fn.k``)
     g = f.__globals__
     where = g.get("__name__") if type(g) is dict else None
     return ("fn", digest, code.co_firstlineno, cells, _attr(f.__defaults__ or (), depth + 1),
-            tuple(kwd), where if type(where) is str else "?")  # fmt: skip
+            tuple(kwd), where if type(where) is str else "?", tuple(own))  # fmt: skip
 
 
 def _ends(v: Any) -> tuple:

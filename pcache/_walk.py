@@ -64,6 +64,7 @@ import enum
 import functools
 import inspect
 import operator
+import sys
 import types
 import weakref
 from typing import Any
@@ -81,6 +82,7 @@ from pcache._usercode import (
     is_library_code,
     is_library_module,
     is_library_type,
+    module_dict,
     qualname,
 )
 from pcache._walk_kinds import (
@@ -107,6 +109,7 @@ from pcache._walk_kinds import (
     _slots_of,
     _ufunc,
     _weakref,
+    annotations,
     enum_payload,
     equinox_module,
     is_library_float,
@@ -163,16 +166,14 @@ def plain_array(v: Any) -> bool:
 
 
 # What every class dict holds besides its own code and values.
-CLASS_BOOKKEEPING = frozenset(
-    {
-        "__dict__",
-        "__weakref__",
-        "__annotations__",
-        "__firstlineno__",
-        "__static_attributes__",
-        "_abc_impl",  # ABCMeta's subclass cache
-    }
+CLASS_BOOKKEEPING = frozenset(  # (ABCMeta's subclass cache too)
+    {"__dict__", "__weakref__", "__firstlineno__", "__static_attributes__", "_abc_impl"}
 )
+
+
+def _no_annotations(name: str, v: Any) -> bool:
+    """An empty ``__annotations__``, made where something read one: as none."""
+    return name == "__annotations__" and type(v) is dict and not v
 
 
 # An enum member's own bookkeeping (keyed as ("E", class, name, value)); everything
@@ -522,10 +523,14 @@ class Walker:
             if k is object or is_library_type(k):
                 continue
             for name, attr in items(cdict(k)):
-                if name in CLASS_BOOKKEEPING:
+                if name in CLASS_BOOKKEEPING or _no_annotations(name, attr):
                     continue
                 if name in ("__orig_bases__", "__parameters__") and type(attr) is tuple:
                     enc = ("t", *[_annotation(self, x) for x in attr])  # Base[Cfg], T
+                elif name == "__annotations__" and type(attr) is dict:
+                    # (what a library reads as data: a field's type, review 183)
+                    g = module_dict(sys.modules.get(_introspect.names(k)[2] or ""))
+                    enc = ("ann", *annotations(self, attr, g))
                 elif name == "__dataclass_params__" and type(attr) is _DC_PARAMS:
                     # code may read it (``.frozen``)
                     enc = ("dcp", self.held(attr), _slots_of(self, attr))
@@ -604,8 +609,11 @@ class Walker:
             tuple(self._cell(c) for c in cells) if cells else (),
             tuple((k, self.value(x)) for k, x in items(d)) if d else (),
             # what library code may read at trace time (singledispatch's register) of
-            # a user function (a library's: the library's own state)
-            () if lib else tuple((k, _annotation(self, a)) for k, a in f.__annotations__.items()),
+            # a user function, or of a library's made at run time (a factory's closure
+            # annotated by its argument: review 183; else the library's own state)
+            annotations(self, f.__annotations__, g)
+            if not lib or "<locals>" in code.co_qualname
+            else (),
         )
         self.funcs.append((g, code, f, node))
         return node

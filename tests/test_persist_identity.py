@@ -15,6 +15,7 @@ import py_compile
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import jax
@@ -2228,6 +2229,16 @@ def test_names_a_loader_binds_before_a_late_import_s_body_are_no_import_state(tm
     _as_stock_in_b(site, CREATED_PROG, tmp_path)
 
 
+def _scaled(a):
+    return a
+
+
+def _with(f, **attrs):
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__)
+    g.__dict__.update(attrs)
+    return g
+
+
 def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     """`_class_shape.looks` reads what each kind of object holds where the key names a
     library's object by a module attribute rebound before pcache started (review
@@ -2262,6 +2273,20 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
         (doc("ab"), doc("abcd")),
         (np.float32(1.0), np.float32(2.0)),
         (operator.add, operator.mul),
+        (Scaler({"scale": 1.0}), Scaler({"scale": 2.0})),  # (a setting in a dict)
+        ([1.0], [2.0]),
+        # (review 182: whole, however long or deep; a function's own dict; a class
+        # whose module is not loaded; a JAX array; a read-only dict)
+        ((0.0,) * 64 + (1.0,), (0.0,) * 64 + (2.0,)),
+        (frozenset(range(65)), frozenset(range(64)) | {99}),
+        ((((((((1.0,),),),),),),), (((((((2.0,),),),),),),)),
+        (_with(_scaled, k=1.0), _with(_scaled, k=2.0)),
+        (
+            type("M", (), {"k": 1.0, "__module__": "gone"}),
+            type("M", (), {"k": 2.0, "__module__": "gone"}),
+        ),
+        (jnp.zeros(()) + 1.0, jnp.zeros(()) + 2.0),
+        (types.MappingProxyType({"k": 1.0}), types.MappingProxyType({"k": 2.0})),
     ]
     assert all(looks(a) != looks(b) for a, b in pairs)
     assert looks(Scaler(1.0).apply) == looks(Scaler(1.0).apply)  # (alike: one key)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests import libsite
+from tests.test_persist_identity import _as_stock_in_b
 from tests.test_trace_persist import ROOT, phases, run, stored_traces
 from tests.test_trace_persist import pytestmark as _persist_mark
 
@@ -433,3 +434,66 @@ def test_a_namedtuple_an_output_tree_names_is_the_class_its_import_bound(tmp_pat
     a, stock, b = phases(prog, site, tmp_path / "c")
     assert b["digests"]["shown"] == stock["digests"]["shown"] == a["digests"]["shown"]
     assert not any(" EXC " in s for s in stock["digests"]["shown"])
+
+
+SCHEMA = """
+import typing
+
+
+def cast_like(schema, name, a):  # (a field's declared type, as a schema library reads it)
+    return a.astype(typing.get_type_hints(schema)[name])
+
+
+def make_cast(dt):  # (a factory: its function's annotation is its argument)
+    def cast(a) -> dt:
+        return a * 2
+
+    return cast
+
+
+def apply(f, a):
+    return f(a).astype(f.__annotations__["return"])
+
+
+def apply_hinted(f, a):
+    return f(a).astype(typing.get_type_hints(f)["return"])
+"""
+
+ANNOTATED_PROG = """
+import dataclasses
+import os
+
+import schemalib
+
+DT = jnp.float16 if os.environ["PHASE"] == "A" else jnp.int32
+CAST = schemalib.make_cast(DT)
+
+
+class Fields:
+    w: DT
+
+
+def act(a) -> "DT":  # (a name in a string, as under ``from __future__ import annotations``)
+    return a * 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Cfg:
+    w: "DT" = None
+
+
+show("closure", lambda: jax.jit(lambda a: schemalib.apply(CAST, a))(x))
+show("class", lambda: jax.jit(lambda a: schemalib.cast_like(Fields, "w", a))(x))
+show("string", lambda: jax.jit(lambda a: schemalib.apply_hinted(act, a))(x))
+show("dataclass", lambda: jax.jit(lambda a, c: schemalib.cast_like(type(c), "w", a),
+                                  static_argnums=1)(x, Cfg()))
+"""
+
+
+def test_annotations_a_library_reads_are_in_the_key(tmp_path):
+    """A library may read annotations as data (a schema's field types, a factory's
+    closure annotated by its argument, ``typing.get_type_hints`` resolving a name in a
+    string against the module's globals): each keyed, with the values of the names
+    a string annotation holds (review 183)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "schemalib", SCHEMA)
+    _as_stock_in_b(site, ANNOTATED_PROG, tmp_path)
