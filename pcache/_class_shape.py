@@ -24,13 +24,19 @@ JAX-free.
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import enum
+import fractions
 import functools
 import hashlib
 import operator
+import pathlib
 import re
 import sys
 import threading
 import types
+import uuid
 from typing import Any
 
 import numpy as np
@@ -190,6 +196,12 @@ def _attr(v: Any, depth: int) -> tuple:
             else [_attr(x, depth + 1) for x in list.copy(v)]
         )
         return (t.__name__, *got)
+    if t in _REPRS:  # (immutable values of the standard library's: by their repr)
+        return ("repr", t.__name__, t.__repr__(v))
+    if t is np.dtype or id(t) in _DTYPES:
+        return ("dtype", v.str, str(v), repr(v.descr) if v.names else "")
+    if is_a(v, enum.Enum):  # (a member by its class, name and value)
+        return ("enum", _class(t), _attr(v._name_, depth + 1), _attr(v._value_, depth + 1))
     if _is_jax_array(t):  # (by content, as a program's global is: review 182)
         a = np.asarray(v)
         return ("jax", a.dtype.str, str(a.dtype), a.shape, _digest(a), bool(v.weak_type))
@@ -222,6 +234,10 @@ def _digest(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
+_REPRS = frozenset({decimal.Decimal, fractions.Fraction, datetime.date, datetime.datetime,
+                    datetime.time, datetime.timedelta, datetime.timezone, uuid.UUID,
+                    re.Pattern, pathlib.PurePosixPath, pathlib.PosixPath, bytearray})  # fmt: skip
+_DTYPES = frozenset(id(type(np.dtype(c))) for c in np.typecodes["All"])
 _BASES = {int: int.__int__, float: float.__float__, complex: complex.__complex__,
           str: str.__str__, bytes: bytes.__bytes__, tuple: None}  # fmt: skip
 _GETTERS = (operator.itemgetter, operator.attrgetter, operator.methodcaller)

@@ -2244,6 +2244,8 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     library's object by a module attribute rebound before pcache started (review
     180): two of one kind that differ in what they hold are described apart."""
     import collections
+    import decimal
+    import enum
     import operator
 
     import numpy as np
@@ -2252,6 +2254,10 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
 
     class Level(float):
         pass
+
+    class Kind(enum.Enum):
+        A = 1
+        B = 2
 
     class Scaler:
         def __init__(self, k):
@@ -2287,6 +2293,11 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
         ),
         (jnp.zeros(()) + 1.0, jnp.zeros(()) + 2.0),
         (types.MappingProxyType({"k": 1.0}), types.MappingProxyType({"k": 2.0})),
+        # (immutable values by what they are: dtypes, enum members, the standard
+        # library's value types)
+        (np.dtype("float32"), np.dtype("float16")),
+        (Kind.A, Kind.B),
+        (decimal.Decimal("1"), decimal.Decimal("2")),
     ]
     assert all(looks(a) != looks(b) for a, b in pairs)
     assert looks(Scaler(1.0).apply) == looks(Scaler(1.0).apply)  # (alike: one key)
