@@ -24,19 +24,15 @@ JAX-free.
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import enum
-import fractions
 import functools
 import hashlib
 import operator
-import pathlib
 import re
+import struct
 import sys
 import threading
 import types
-import uuid
 from typing import Any
 
 import numpy as np
@@ -164,12 +160,21 @@ def _attr(v: Any, depth: int) -> tuple:
     t = type(v)
     if t in _SCALARS:
         return (t.__name__, v)
-    if t is float or t is complex or id(t) in _NP_SCALARS:
+    if t is float or t is complex:
         return (_name(t), np.asarray(v).tobytes())  # (by its bits: every NaN, -0.0)
-    if depth > 4:
+    if id(t) in _NP_SCALARS:  # (with its dtype's units and fields: review 184)
+        return (_name(t), v.dtype.str, repr(v.dtype.descr), np.asarray(v).tobytes())
+    if depth > 12:
         return ("deep", _name(t))
-    if t is _FUNCTION:
-        return _function(v, depth)
+    if t is _FUNCTION:  # (a function met again below itself: by that)
+        busy = _LOCAL.__dict__.setdefault("code", set())
+        if id(v) in busy:
+            return ("again", _name(t))
+        busy.add(id(v))
+        try:
+            return _function(v, depth)
+        finally:
+            busy.discard(id(v))
     if t is types.BuiltinFunctionType or t is np.ufunc:
         owner = getattr(v, "__self__", None)
         bound = () if owner is None or is_a(owner, types.ModuleType) else _attr(owner, depth + 1)
@@ -183,6 +188,11 @@ def _attr(v: Any, depth: int) -> tuple:
         return ("partial", _attr(v.func, depth + 1), _attr(v.args, depth + 1), tuple(kw))
     if is_a(v, type):  # (an inner class by its shape too: ``Outer.Mode = ...``)
         return ("cls", *_class(v))
+    return _value(v, t, depth)
+
+
+def _value(v: Any, t: type, depth: int) -> tuple:
+    """`_attr` of containers, arrays and other values."""
     if t is tuple or t is frozenset:  # (whole, at the depth it is in: no cycle runs
         got = [_attr(x, depth) for x in v]  # through tuples alone: review 182)
         return (t.__name__, *(got if t is tuple else sorted(got, key=repr)))
@@ -196,12 +206,17 @@ def _attr(v: Any, depth: int) -> tuple:
             else [_attr(x, depth + 1) for x in list.copy(v)]
         )
         return (t.__name__, *got)
-    if t in _REPRS:  # (immutable values of the standard library's: by their repr)
+    if _stdlib_value(t):  # (immutable values of the standard library's: by their repr)
         return ("repr", t.__name__, t.__repr__(v))
     if t is np.dtype or id(t) in _DTYPES:
         return ("dtype", v.str, str(v), repr(v.descr) if v.names else "")
     if is_a(v, enum.Enum):  # (a member by its class, name and value)
         return ("enum", _class(t), _attr(v._name_, depth + 1), _attr(v._value_, depth + 1))
+    if t.__name__ == "PyTreeDef" and str(names(t)[2]).startswith("jaxlib"):
+        try:  # (by JAX's own serialization; one over custom nodes is not described)
+            return ("treedef", v.serialize_using_proto().hex())
+        except ValueError:
+            raise NoReuse("persist-library-treedef") from None
     if _is_jax_array(t):  # (by content, as a program's global is: review 182)
         a = np.asarray(v)
         return ("jax", a.dtype.str, str(a.dtype), a.shape, _digest(a), bool(v.weak_type))
@@ -209,8 +224,19 @@ def _attr(v: Any, depth: int) -> tuple:
         return ("method", _attr(v.__func__, depth + 1), _attr(v.__self__, depth + 1))
     if t in _GETTERS:  # (C objects: what their reducer says they hold)
         return ("getter", t.__name__, _attr(tuple(t.__reduce__(v)[1]), depth + 1))
-    if is_a(v, np.ndarray):
-        return ("nd", _name(t), v.dtype.str, str(v.dtype), v.shape, _digest(v))
+    if is_a(v, np.ndarray):  # (a subclass's own state too: a masked array's mask)
+        extra = _held(v, 0) if t is not np.ndarray else ()
+        return ("nd", _name(t), v.dtype.str, repr(v.dtype.descr), v.shape, _digest(v), extra)
+    if t is types.GenericAlias:  # (``list[int]``)
+        return ("alias", _attr(v.__origin__, depth + 1), _attr(v.__args__, depth + 1))
+    if t is types.MethodWrapperType:  # (``(1.0).__mul__``)
+        return ("wrapper", v.__name__, _attr(v.__self__, depth + 1))
+    if t is memoryview:
+        return ("mv", v.format, v.shape, hashlib.sha256(v.tobytes()).hexdigest())
+    if t is struct.Struct:
+        return ("struct", v.format)
+    if t is set:
+        return ("set", *sorted((_attr(x, depth + 1) for x in set.copy(v)), key=repr))
     size = len(v) if t in (list, dict, set, frozenset, tuple) else -1
     return ("obj", _name(t), size, _base(v, t, depth), _held(v, depth))
 
@@ -223,6 +249,12 @@ def _base(v: Any, t: type, depth: int) -> tuple:
             if base is tuple:
                 return tuple(_attr(tuple.__getitem__(v, i), depth + 1)
                              for i in range(tuple.__len__(v)))  # fmt: skip
+            if base is dict:  # (an OrderedDict's items in its order: `items`)
+                return tuple((_attr(k, depth + 1), _attr(x, depth + 1)) for k, x in items(v))
+            if base is list:
+                return tuple(_attr(x, depth + 1) for x in list.copy(v))
+            if base is set or base is frozenset:  # (its own table, as the interpreter
+                return tuple(sorted((_attr(x, depth + 1) for x in frozenset(v)), key=repr))
             return _attr(_BASES[base](v), depth + 1)
     return ()
 
@@ -234,12 +266,27 @@ def _digest(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
-_REPRS = frozenset({decimal.Decimal, fractions.Fraction, datetime.date, datetime.datetime,
-                    datetime.time, datetime.timedelta, datetime.timezone, uuid.UUID,
-                    re.Pattern, pathlib.PurePosixPath, pathlib.PosixPath, bytearray})  # fmt: skip
+#: (module, name) of the standard library's immutable value types: named, not imported
+#: (a value of one exists only where its module is loaded)
+_REPRS = frozenset({("decimal", "Decimal"), ("fractions", "Fraction"), ("datetime", "date"),
+                    ("datetime", "datetime"), ("datetime", "time"), ("datetime", "timedelta"),
+                    ("datetime", "timezone"), ("uuid", "UUID"), ("re", "Pattern"),
+                    ("pathlib", "PurePosixPath"), ("pathlib", "PosixPath"),
+                    ("builtins", "bytearray")})  # fmt: skip
+
+
+def _stdlib_value(t: type) -> bool:
+    _, qual, mod = names(t)
+    if (mod, qual) not in _REPRS:
+        return False
+    m = sys.modules.get(mod)  # (that very type: not a program's class of that name)
+    return (module_dict(m) or {}).get(qual) is t if m is not None else False
+
+
 _DTYPES = frozenset(id(type(np.dtype(c))) for c in np.typecodes["All"])
 _BASES = {int: int.__int__, float: float.__float__, complex: complex.__complex__,
-          str: str.__str__, bytes: bytes.__bytes__, tuple: None}  # fmt: skip
+          str: str.__str__, bytes: bytes.__bytes__, tuple: None, dict: None, list: None,
+          set: None, frozenset: None}  # fmt: skip
 _GETTERS = (operator.itemgetter, operator.attrgetter, operator.methodcaller)
 
 

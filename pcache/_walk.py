@@ -85,6 +85,7 @@ from pcache._usercode import (
     module_dict,
     qualname,
 )
+from pcache._walk_annotations import annotations, hint_globals
 from pcache._walk_kinds import (
     _abc,
     _annotation,
@@ -109,7 +110,6 @@ from pcache._walk_kinds import (
     _slots_of,
     _ufunc,
     _weakref,
-    annotations,
     enum_payload,
     equinox_module,
     is_library_float,
@@ -510,6 +510,7 @@ class Walker:
             bases,
             self.class_code(cls),
             _abc(self, cls),
+            tuple(self.klass(k) for k in type.__subclasses__(cls)),  # (read: review 185)
         )
         if meta is not type and not is_library_type(meta):  # the metaclass whole
             return (*node, self.klass(meta))
@@ -611,7 +612,7 @@ class Walker:
             # what library code may read at trace time (singledispatch's register) of
             # a user function, or of a library's made at run time (a factory's closure
             # annotated by its argument: review 183; else the library's own state)
-            annotations(self, f.__annotations__, g)
+            annotations(self, f.__annotations__, hint_globals(f))
             if not lib or "<locals>" in code.co_qualname
             else (),
         )

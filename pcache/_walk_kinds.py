@@ -6,7 +6,6 @@ takes the walker and the value, and returns the value's key or raises `NoReuse`.
 from __future__ import annotations
 
 import abc
-import ast
 import collections
 import dataclasses
 import enum
@@ -158,45 +157,6 @@ def _names(d: dict) -> str:
 
 _TYPING_BASES = (typing.NamedTuple, typing.TypedDict)
 _SPECIAL_FORMS = {id(v): v for v in vars(typing).values() if isinstance(v, typing._SpecialForm)}
-
-
-def annotations(w: Walker, ann: dict, g: Any) -> tuple:
-    """A function's or class's annotations (`_annotation`), each written as a string
-    (``from __future__ import annotations``, ``"DT"``) with the values the names in
-    it have in ``g``, its module's globals: what ``typing.get_type_hints`` resolves
-    it to (review 183: a library reading a field's type)."""
-    out = []
-    for k, a in items(ann):
-        text = a if type(a) is str else getattr(a, "__forward_arg__", None)
-        named: tuple = ()
-        if type(text) is str:
-            named = tuple((n, _global_in(w, g, n)) for n in _names_in(text))
-        out.append((k, _annotation(w, a), named))
-    return tuple(out)
-
-
-def _global_in(w: Walker, g: Any, name: str) -> Any:
-    """What ``name`` is in globals ``g``: a library module by its name (``typing``,
-    read for ``typing.Literal``), else by the walk's rules; absent: a builtin."""
-    v = g.get(name, _ABSENT) if type(g) is dict else _ABSENT
-    if v is _ABSENT:
-        return ("absent",)
-    if is_a(v, types.ModuleType) and is_library_module(v):
-        return ("module", str(module_dict(v).get("__name__")))
-    return w.value(v)
-
-
-_ABSENT = object()
-
-
-def _names_in(text: str) -> list:
-    """The names an annotation's text loads, in order (none where it is no
-    expression: ``get_type_hints`` would fail on it as well)."""
-    try:
-        tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    return sorted({n.id for n in ast.walk(tree) if type(n) is ast.Name})
 
 
 def _annotation(w: Walker, a: Any, depth: int = 0) -> Any:

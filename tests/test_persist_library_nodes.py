@@ -457,6 +457,10 @@ def apply(f, a):
 
 def apply_hinted(f, a):
     return f(a).astype(typing.get_type_hints(f)["return"])
+
+
+def n_subclasses(cls, a):  # (a plugin count: the classes the program derived)
+    return a * (1 + len(cls.__subclasses__()))
 """
 
 ANNOTATED_PROG = """
@@ -487,13 +491,45 @@ show("class", lambda: jax.jit(lambda a: schemalib.cast_like(Fields, "w", a))(x))
 show("string", lambda: jax.jit(lambda a: schemalib.apply_hinted(act, a))(x))
 show("dataclass", lambda: jax.jit(lambda a, c: schemalib.cast_like(type(c), "w", a),
                                   static_argnums=1)(x, Cfg()))
+
+
+class Base:
+    pass
+
+
+if os.environ["PHASE"] == "B":
+
+    class Extra(Base):
+        pass
+
+
+show("subclasses", lambda: jax.jit(lambda a: schemalib.n_subclasses(Base, a))(x))
+
+# (a string annotation resolved where the ``__wrapped__`` chain ends: review 185)
+import sys
+import tempfile
+
+where = tempfile.mkdtemp()
+with open(os.path.join(where, "wrapmod.py"), "w") as fh:
+    fh.write("def outer(a) -> 'DT':\\n    return a * 2\\n")
+sys.path.insert(0, where)
+import wrapmod
+
+
+def inner(a):
+    return a * 2
+
+
+wrapmod.outer.__wrapped__ = inner
+show("wrapped", lambda: jax.jit(lambda a: schemalib.apply_hinted(wrapmod.outer, a))(x))
 """
 
 
 def test_annotations_a_library_reads_are_in_the_key(tmp_path):
     """A library may read annotations as data (a schema's field types, a factory's
     closure annotated by its argument, ``typing.get_type_hints`` resolving a name in a
-    string against the module's globals): each keyed, with the values of the names
-    a string annotation holds (review 183)."""
+    string against the globals where its ``__wrapped__`` chain ends), and the
+    subclasses of a class the program hands it: each keyed, with the values of the
+    names a string annotation holds (reviews 183, 185)."""
     site = libsite.install(tmp_path / "lib" / "site-packages", "schemalib", SCHEMA)
     _as_stock_in_b(site, ANNOTATED_PROG, tmp_path)
