@@ -24,6 +24,7 @@ JAX-free.
 
 from __future__ import annotations
 
+import collections
 import enum
 import functools
 import hashlib
@@ -33,6 +34,7 @@ import struct
 import sys
 import threading
 import types
+import weakref
 from typing import Any
 
 import numpy as np
@@ -175,6 +177,8 @@ def _attr(v: Any, depth: int) -> tuple:
             return _function(v, depth)
         finally:
             busy.discard(id(v))
+    if t is np.ufunc and getattr(np, v.__name__, None) is not v:  # (``frompyfunc``'s:
+        raise NoReuse("persist-library-value:ufunc")  # its function is not read)
     if t is types.BuiltinFunctionType or t is np.ufunc:
         owner = getattr(v, "__self__", None)
         bound = () if owner is None or is_a(owner, types.ModuleType) else _attr(owner, depth + 1)
@@ -183,9 +187,11 @@ def _attr(v: Any, depth: int) -> tuple:
         return (t.__name__, _attr(v.__func__, depth + 1))
     if t is property:
         return ("prop", *(_attr(f, depth + 1) for f in (v.fget, v.fset, v.fdel)))
-    if t is functools.partial:
+    if is_a(v, functools.partial):  # (a subclass's own state too: ``tree_util.Partial``)
         kw = sorted((_key(k), _attr(x, depth + 1)) for k, x in items(v.keywords))
-        return ("partial", _attr(v.func, depth + 1), _attr(v.args, depth + 1), tuple(kw))
+        own = _held(v, depth) if t is not functools.partial else ()
+        return ("partial", _name(t), _attr(v.func, depth + 1), _attr(v.args, depth + 1),
+                tuple(kw), own)  # fmt: skip
     if is_a(v, type):  # (an inner class by its shape too: ``Outer.Mode = ...``)
         return ("cls", *_class(v))
     return _value(v, t, depth)
@@ -206,10 +212,13 @@ def _value(v: Any, t: type, depth: int) -> tuple:
             else [_attr(x, depth + 1) for x in list.copy(v)]
         )
         return (t.__name__, *got)
-    if _stdlib_value(t):  # (immutable values of the standard library's: by their repr)
+    if _stdlib_value(t):  # (immutable values of the standard library's: by their repr;
+        if t.__name__ == "Pattern":  # a pattern's is cut at 200 characters)
+            return ("pattern", v.pattern, v.flags)
         return ("repr", t.__name__, t.__repr__(v))
-    if t is np.dtype or id(t) in _DTYPES:
-        return ("dtype", v.str, str(v), repr(v.descr) if v.names else "")
+    if t is np.dtype or id(t) in _DTYPES:  # (and what its metadata holds)
+        meta = _attr(v.metadata, depth + 1) if v.metadata is not None else ()
+        return ("dtype", v.str, str(v), repr(v.descr) if v.names else "", meta)
     if is_a(v, enum.Enum):  # (a member by its class, name and value)
         return ("enum", _class(t), _attr(v._name_, depth + 1), _attr(v._value_, depth + 1))
     if t.__name__ == "PyTreeDef" and str(names(t)[2]).startswith("jaxlib"):
@@ -237,8 +246,39 @@ def _value(v: Any, t: type, depth: int) -> tuple:
         return ("struct", v.format)
     if t is set:
         return ("set", *sorted((_attr(x, depth + 1) for x in set.copy(v)), key=repr))
+    if t in _DESCRIPTORS:  # (by its class and name, as `named` names one)
+        return ("desc", t.__name__, _name(v.__objclass__), v.__name__)
+    if t in _OPAQUE:
+        return _opaque(v, t, depth)
+    if not _FLAGS(t) & _HEAPTYPE:  # (a C object no rule here reads: refused, as what
+        raise NoReuse(f"persist-library-value:{_name(t)[1]}")  # it holds is unseen)
     size = len(v) if t in (list, dict, set, frozenset, tuple) else -1
     return ("obj", _name(t), size, _base(v, t, depth), _held(v, depth))
+
+
+def _opaque(v: Any, t: type, depth: int) -> tuple:
+    """The C objects real libraries' classes hold, each by what it holds: a code
+    object by its content, a union by its members, a weak reference by what it
+    refers to, a named tuple's field getter by its index; a singleton or a bare
+    ``object()`` (a sentinel: by the names it is held under alone) by its type."""
+    if t is types.CodeType:
+        return ("code", code_digest(v))
+    if t is types.UnionType:
+        return ("union", _attr(v.__args__, depth + 1))
+    if t is weakref.ref:
+        got = v()
+        return ("weakref", ("dead",) if got is None else _attr(got, depth + 1))
+    if t is _TUPLEGETTER:
+        return ("tuplegetter", t.__reduce__(v)[1][0])
+    return ("const", t.__name__)
+
+
+_DESCRIPTORS = frozenset({types.GetSetDescriptorType, types.MemberDescriptorType,
+                          types.WrapperDescriptorType, types.MethodDescriptorType,
+                          types.ClassMethodDescriptorType})  # fmt: skip
+_TUPLEGETTER = type(collections.namedtuple("_T", "a").a)
+_OPAQUE = frozenset({types.CodeType, types.UnionType, weakref.ref, _TUPLEGETTER,
+                     type(NotImplemented), type(...), object})  # fmt: skip
 
 
 def _base(v: Any, t: type, depth: int) -> tuple:

@@ -2253,6 +2253,8 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     import decimal
     import enum
     import operator
+    import re
+    import weakref
 
     import numpy as np
 
@@ -2311,8 +2313,18 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
         (list[int], list[float]),
         (_nest(abs, 6), _nest(round, 6)),
         (jax.tree_util.tree_structure((0, 0)), jax.tree_util.tree_structure((0, 0, 0))),
+        # (review 186: C objects by what they hold; any other C object refuses)
+        (float.__mul__, float.__add__),
+        (str.upper, str.lower),
+        (re.compile("a" * 300 + "b"), re.compile("a" * 300 + "c")),
+        (weakref.ref(_scaled), weakref.ref(_nest)),
+        (jax.tree_util.Partial(_scaled), jax.tree_util.Partial(_nest)),
+        (np.dtype(np.float32, metadata={"s": 2.0}), np.dtype(np.float32, metadata={"s": 3.0})),
+        (int | str, int | float),
     ]
     assert all(looks(a) != looks(b) for a, b in pairs)
+    with pytest.raises(NoReuse):  # (``frompyfunc``'s: its function is not read)
+        looks(np.frompyfunc(abs, 1, 1))
     assert looks(Scaler(1.0).apply) == looks(Scaler(1.0).apply)  # (alike: one key)
     # (a dataclass's docstring holds its defaults' reprs, addresses in them: not read)
     assert looks(doc("f(x=<function g at 0x7f01>)")) == looks(doc("f(x=<function g at 0x7f02>)"))
