@@ -61,10 +61,14 @@ def shape(cls: type, namespace: dict) -> str:
     e = _SHAPES.get(id(cls))
     if e is not None and e[0] is cls and e[1] is namespace and e[2] == size:
         return e[3]
-    busy = _LOCAL.__dict__.setdefault("busy", set())
+    here = _LOCAL.__dict__
+    busy = here.setdefault("busy", set())
     if id(cls) in busy:  # (a class its own attribute holds, at any depth: by name)
+        here["cycles"] = here.get("cycles", 0) + 1
         return "busy"
-    outer = not busy  # (one read inside another's depends on where it began: not kept)
+    # (one read inside another's that met such a cycle depends on where it began: not
+    # kept; one that met none is the class's own)
+    outer, cycles = not busy, here.get("cycles", 0)
     busy.add(id(cls))
     try:
         got = _shape(cls, namespace)
@@ -72,7 +76,7 @@ def shape(cls: type, namespace: dict) -> str:
         raise NoReuse("persist-library-value-too-deep") from None
     finally:
         busy.discard(id(cls))
-    if not outer:
+    if not outer and here.get("cycles", 0) != cycles:
         return got
     if len(_SHAPES) > 8192:
         _SHAPES.clear()
@@ -215,6 +219,9 @@ def _value(v: Any, t: type, depth: int) -> tuple:
     if _stdlib_value(t):  # (immutable values of the standard library's: by their repr;
         if t.__name__ == "Pattern":  # a pattern's is cut at 200 characters)
             return ("pattern", v.pattern, v.flags)
+        zone = getattr(v, "tzinfo", None)  # (a time zone's repr is its class's to say)
+        if zone is not None and type(zone) is not type(_UTC):
+            raise NoReuse("persist-library-value:tzinfo")
         return ("repr", t.__name__, t.__repr__(v))
     if t is np.dtype or id(t) in _DTYPES:  # (and what its metadata holds)
         meta = _attr(v.metadata, depth + 1) if v.metadata is not None else ()
@@ -231,8 +238,8 @@ def _value(v: Any, t: type, depth: int) -> tuple:
         return ("jax", a.dtype.str, str(a.dtype), a.shape, _digest(a), bool(v.weak_type))
     if t is types.MethodType:  # (what it is bound to: review 180)
         return ("method", _attr(v.__func__, depth + 1), _attr(v.__self__, depth + 1))
-    if t in _GETTERS:  # (C objects: what their reducer says they hold)
-        return ("getter", t.__name__, _attr(tuple(t.__reduce__(v)[1]), depth + 1))
+    if t in _GETTERS:  # (C objects: what their reducer says they hold, all of it: a
+        return ("getter", t.__name__, _attr(tuple(t.__reduce__(v)), depth + 1))  # keyword)
     if is_a(v, np.ndarray):  # (a subclass's own state too: a masked array's mask)
         extra = _held(v, 0) if t is not np.ndarray else ()
         return ("nd", _name(t), v.dtype.str, repr(v.dtype.descr), v.shape, _digest(v), extra)
@@ -250,8 +257,10 @@ def _value(v: Any, t: type, depth: int) -> tuple:
         return ("desc", t.__name__, _name(v.__objclass__), v.__name__)
     if t in _OPAQUE:
         return _opaque(v, t, depth)
-    if not _FLAGS(t) & _HEAPTYPE:  # (a C object no rule here reads: refused, as what
-        raise NoReuse(f"persist-library-value:{_name(t)[1]}")  # it holds is unseen)
+    if any(not _FLAGS(k) & _HEAPTYPE and k is not object and k not in _BASES for k in mro(t)):
+        # (a C object no rule here reads, or a class's instance deriving from one, a
+        # ``Decimal`` or ``property`` subclass: refused, what it holds is unseen: 188)
+        raise NoReuse(f"persist-library-value:{_name(t)[1]}")
     size = len(v) if t in (list, dict, set, frozenset, tuple) else -1
     return ("obj", _name(t), size, _base(v, t, depth), _held(v, depth))
 
@@ -299,6 +308,10 @@ def _base(v: Any, t: type, depth: int) -> tuple:
     return ()
 
 
+def _dunder(name: Any) -> bool:
+    return type(name) is str and name[:2] == "__" == name[-2:]
+
+
 def _digest(a: np.ndarray) -> str:
     """An array's bytes (C order), digested; "" for object arrays (their items: state)."""
     if a.dtype.hasobject:
@@ -326,7 +339,13 @@ def _stdlib_value(t: type) -> bool:
 _DTYPES = frozenset(id(type(np.dtype(c))) for c in np.typecodes["All"])
 _BASES = {int: int.__int__, float: float.__float__, complex: complex.__complex__,
           str: str.__str__, bytes: bytes.__bytes__, tuple: None, dict: None, list: None,
-          set: None, frozenset: None}  # fmt: skip
+          set: None, frozenset: None,
+          # (C fields a subclass keeps: numpyro's ``dependent_property``, typing's
+          # ``_CallableGenericAlias``, a ``staticmethod`` or ``weakref.ref`` subclass)
+          property: lambda v: (v.fget, v.fset, v.fdel),
+          types.GenericAlias: lambda v: (v.__origin__, v.__args__),
+          staticmethod: lambda v: v.__func__, classmethod: lambda v: v.__func__,
+          weakref.ref: lambda v: weakref.ref.__call__(v)}  # fmt: skip
 _GETTERS = (operator.itemgetter, operator.attrgetter, operator.methodcaller)
 
 
@@ -360,19 +379,20 @@ def _held(v: Any, depth: int) -> tuple:
     except Override:
         return ("?",)
     out = [(_key(k), _attr(x, depth + 1)) for k, x in items(d)] if type(d) is dict else []
-    for k in mro(type(v)):
-        slots = cdict(k).get("__slots__", ()) if names(k)[2] != "builtins" else ()
-        for name in (slots,) if type(slots) is str else slots:
-            got = cdict(k).get(name) if type(name) is str else None
-            if type(got) is types.MemberDescriptorType:
+    for k in mro(type(v)):  # (each slot by its descriptor: a mangled ``__v`` too; not
+        # the type's own C members, nanobind's ``__vectorcalloffset__``: an address)
+        slotted = _FLAGS(k) & _HEAPTYPE and "__slots__" in cdict(k)
+        for name, got in items(cdict(k)) if slotted else ():
+            if type(got) is types.MemberDescriptorType and not _dunder(name):
                 try:
-                    out.append((name, _attr(got.__get__(v, type(v)), depth + 1)))
+                    out.append((_key(name), _attr(got.__get__(v, type(v)), depth + 1)))
                 except AttributeError:  # (a slot never set)
-                    out.append((name, ("unset",)))
+                    out.append((_key(name), ("unset",)))
     return tuple(sorted(out, key=lambda kv: kv[0]))
 
 
 _NP_SCALARS = frozenset(id(t) for t in set(np.sctypeDict.values()))
+_UTC = __import__("datetime").timezone.utc  # (``datetime.timezone``: its repr is whole)
 
 
 __all__ = ["looks", "shape", "stamp"]

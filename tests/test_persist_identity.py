@@ -2325,6 +2325,28 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     assert all(looks(a) != looks(b) for a, b in pairs)
     with pytest.raises(NoReuse):  # (``frompyfunc``'s: its function is not read)
         looks(np.frompyfunc(abs, 1, 1))
+
+    # review 188: a mangled slot, keywords a getter holds, a ``property`` subclass by
+    # its functions; an instance deriving from a C type no rule reads refuses
+    class Box:
+        __slots__ = ("__v",)
+
+        def __init__(self, v):
+            self.__v = v
+
+    class Prop(property):
+        pass
+
+    class Scale(decimal.Decimal):
+        pass
+
+    assert looks(Box(1.0)) != looks(Box(2.0))
+    assert looks(operator.methodcaller("clip", max=1.0)) != looks(
+        operator.methodcaller("clip", max=2.0)
+    )
+    assert looks(Prop(_scaled)) != looks(Prop(_nest))
+    with pytest.raises(NoReuse):
+        looks(Scale("1"))
     assert looks(Scaler(1.0).apply) == looks(Scaler(1.0).apply)  # (alike: one key)
     # (a dataclass's docstring holds its defaults' reprs, addresses in them: not read)
     assert looks(doc("f(x=<function g at 0x7f01>)")) == looks(doc("f(x=<function g at 0x7f02>)"))
