@@ -29,9 +29,11 @@ import enum
 import functools
 import hashlib
 import operator
+import os
 import re
 import struct
 import sys
+import sysconfig
 import threading
 import types
 import weakref
@@ -48,7 +50,7 @@ from pcache._usercode import NoReuse, is_library_module, module_dict
 
 _FUNCTION = types.FunctionType
 _SHAPES: dict = memo("persist.class_shape", {})  # id -> (class, namespace, sizes, shape)
-_LOCAL = threading.local()  # .busy: ids of the classes whose shapes this thread reads
+_LOCAL = threading.local()  # .busy, .seen: what this thread reads (`shape`)
 _SCALARS = frozenset({type(None), bool, int, str, bytes})
 
 
@@ -56,32 +58,69 @@ def shape(cls: type, namespace: dict) -> str:
     """``cls`` by its shape (module docstring); ``namespace``: its module's. Memoized
     per class while its namespace and its module's hold as many names: what a library
     binds before pcache starts is read at the first key (a change after that, to a
-    name, is `pcache._snapshots.unchanged`'s to see; to a class attribute, state)."""
+    name, is `pcache._snapshots.unchanged`'s to see; to a class attribute, state).
+
+    A class or function met again below itself is described by its name (a cycle), so
+    a shape read inside another's depends on which of the classes and functions it
+    meets were being read then: kept with those (its ``met`` and, of them, ``held``
+    ones), and used again only where exactly those of them are being read."""
     size = (len(cdict(cls)), len(namespace))
-    e = _SHAPES.get(id(cls))
-    if e is not None and e[0] is cls and e[1] is namespace and e[2] == size:
-        return e[3]
+    if _fixed(cls, namespace):  # (by its name alone)
+        return "fixed"
     here = _LOCAL.__dict__
-    busy = here.setdefault("busy", set())
+    busy = here.setdefault("busy", set())  # (ids of the classes and functions being read)
+    seen = here.setdefault("seen", [])  # (per read in progress: the ids it met)
+    e = _SHAPES.get(id(cls))
+    if e is not None and e[0] is cls and e[1] is namespace and e[2] == size and _same(e, busy):
+        if seen:
+            seen[-1].update(e[3])
+        return e[5]
     if id(cls) in busy:  # (a class its own attribute holds, at any depth: by name)
-        here["cycles"] = here.get("cycles", 0) + 1
+        if seen:
+            seen[-1].add(id(cls))
         return "busy"
-    # (one read inside another's that met such a cycle depends on where it began: not
-    # kept; one that met none is the class's own)
-    outer, cycles = not busy, here.get("cycles", 0)
+    _spend(busy)
     busy.add(id(cls))
+    seen.append({id(cls)})
     try:
         got = _shape(cls, namespace)
     except RecursionError:
         raise NoReuse("persist-library-value-too-deep") from None
     finally:
         busy.discard(id(cls))
-    if not outer and here.get("cycles", 0) != cycles:
-        return got
+        met = seen.pop()
+    if seen:
+        seen[-1].update(met)
+    held = frozenset(b for b in busy if b in met)
+    if len(met) > 8192:  # (kept where nothing is being read)
+        met = None
     if len(_SHAPES) > 8192:
         _SHAPES.clear()
-    _SHAPES[id(cls)] = (cls, namespace, size, got)  # (kept alive: its id stays its own)
+    _SHAPES[id(cls)] = (cls, namespace, size, met, held, got)  # (kept alive: ids stay)
     return got
+
+
+def _spend(busy: set) -> None:
+    """One more class or function read in this outermost read (``busy`` empty: one
+    begins); past `_BUDGET` the key is refused: a graph dense in cycles has paths
+    past counting, each a read (what each met differs), and the program must go on."""
+    here = _LOCAL.__dict__
+    left = _BUDGET if not busy else here.get("left", 0) - 1
+    if left < 0:
+        raise NoReuse("persist-library-value-too-large")
+    here["left"] = left
+
+
+_BUDGET = 4096
+
+
+def _same(e: tuple, busy: set) -> bool:
+    """Whether a kept shape is what reading it again here would give: the classes and
+    functions it met that are being read are those that were."""
+    met, held = e[3], e[4]
+    if met is None:
+        return not busy and not held
+    return frozenset(b for b in busy if b in met) == held
 
 
 def stamp(cls: type, module: str, qual: str) -> str | None:
@@ -106,7 +145,10 @@ def _shape(cls: type, namespace: dict) -> str:
                  key=lambda kv: kv[0])  # fmt: skip
     # (its bases and metaclass by their own shapes: what it inherits, review 178)
     kin = [_class(b) for b in (*cls.__bases__, type(cls))]
-    return packed(b"pcache-class-shape\n", (holders, own, kin))
+    # (and its method resolution order, which a metaclass's ``mro()`` may decide other
+    # than its bases say: review 189)
+    order = [_class(b) for b in cls.__mro__[1:]]
+    return packed(b"pcache-class-shape\n", (holders, own, kin, order))
 
 
 def _class(t: type) -> tuple:
@@ -117,7 +159,49 @@ def _class(t: type) -> tuple:
         return (*_name(t), "")
     m = sys.modules.get(mod) if type(mod) is str and mod != "builtins" else None
     d = module_dict(m) if m is not None else None
-    return (*_name(t), shape(t, d if type(d) is dict else {}))
+    return (*_name(t), shape(t, d if type(d) is dict else _NOT_LOADED))
+
+
+def _fixed(cls: type, d: dict) -> bool:
+    """Whether ``cls`` is the class the standard library's or JAX's own module ``d``
+    holds under its name: what it is, the Python and JAX versions (keyed) say, and
+    its attributes change as pcache patches JAX (``PjitFunction.clear_cache``, set
+    anew at each ``jit``), which a shape read at the first key would not follow."""
+    _, qual, mod = names(cls)
+    file = d.get("__file__")
+    if type(file) is not str or type(mod) is not str:
+        return False
+    got = _FIXED.get((mod, file))
+    if got is None:
+        top = mod.partition(".")[0]
+        if top in sys.stdlib_module_names:
+            homes = _STDLIB_DIRS
+        elif top in ("jax", "jaxlib") and type(sys.modules.get(top)) is types.ModuleType:
+            homes = (
+                os.path.join(os.path.dirname(os.path.realpath(sys.modules[top].__file__)), ""),
+            )
+        else:
+            homes = ()
+        got = _FIXED[(mod, file)] = bool(homes) and os.path.realpath(file).startswith(homes)
+    return got and _holds(d, qual) is cls
+
+
+def _holds(d: dict, qual: Any) -> Any:
+    """What namespace ``d`` holds under dotted ``qual`` (classes inside classes)."""
+    if type(qual) is not str:
+        return None
+    head, _, rest = qual.partition(".")
+    got = d.get(head)
+    for part in rest.split(".") if rest else ():
+        got = cdict(got).get(part) if is_a(got, type) else None
+    return got
+
+
+_NOT_LOADED = types.MappingProxyType({})  # (a module not loaded: one namespace, so shapes memoize)
+_FIXED: dict = memo("persist.class_shape.fixed", {})  # (module, file) -> the stdlib's, JAX's?
+_STDLIB_DIRS = tuple(
+    os.path.join(os.path.realpath(sysconfig.get_paths()[k]), "") for k in ("stdlib", "platstdlib")
+)
 
 
 _HEAPTYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class made by a class statement, ``type()``)
@@ -172,10 +256,14 @@ def _attr(v: Any, depth: int) -> tuple:
         return (_name(t), v.dtype.str, repr(v.dtype.descr), np.asarray(v).tobytes())
     if depth > 12:
         return ("deep", _name(t))
-    if t is _FUNCTION:  # (a function met again below itself: by that)
-        busy = _LOCAL.__dict__.setdefault("code", set())
+    if t is _FUNCTION:  # (a function met again below itself: by that; a shape read
+        here = _LOCAL.__dict__  # below it depends on it, as on a class: `shape`)
+        busy, seen = here.setdefault("busy", set()), here.get("seen")
+        if seen:
+            seen[-1].add(id(v))
         if id(v) in busy:
             return ("again", _name(t))
+        _spend(busy)
         busy.add(id(v))
         try:
             return _function(v, depth)
@@ -187,14 +275,14 @@ def _attr(v: Any, depth: int) -> tuple:
         owner = getattr(v, "__self__", None)
         bound = () if owner is None or is_a(owner, types.ModuleType) else _attr(owner, depth + 1)
         return ("builtin", str(getattr(v, "__module__", "")), v.__name__, bound)
-    if t is staticmethod or t is classmethod:
-        return (t.__name__, _attr(v.__func__, depth + 1))
-    if t is property:
-        return ("prop", *(_attr(f, depth + 1) for f in (v.fget, v.fset, v.fdel)))
+    if t is staticmethod or t is classmethod:  # (and what it copied from its function)
+        return (t.__name__, *(_attr(x, depth + 1) for x in _BASES[t](v)))
+    if t is property:  # (its functions and its own docstring: review 189)
+        return ("prop", *(_attr(x, depth + 1) for x in _BASES[t](v)))
     if is_a(v, functools.partial):  # (a subclass's own state too: ``tree_util.Partial``)
         kw = sorted((_key(k), _attr(x, depth + 1)) for k, x in items(v.keywords))
-        own = _held(v, depth) if t is not functools.partial else ()
-        return ("partial", _name(t), _attr(v.func, depth + 1), _attr(v.args, depth + 1),
+        own = _held(v, depth)  # (and what its own dict holds, a plain partial's too)
+        return ("partial", _class(t), _attr(v.func, depth + 1), _attr(v.args, depth + 1),
                 tuple(kw), own)  # fmt: skip
     if is_a(v, type):  # (an inner class by its shape too: ``Outer.Mode = ...``)
         return ("cls", *_class(v))
@@ -222,33 +310,38 @@ def _value(v: Any, t: type, depth: int) -> tuple:
         zone = getattr(v, "tzinfo", None)  # (a time zone's repr is its class's to say)
         if zone is not None and type(zone) is not type(_UTC):
             raise NoReuse("persist-library-value:tzinfo")
-        return ("repr", t.__name__, t.__repr__(v))
+        safe = getattr(v, "is_safe", None) if t.__name__ == "UUID" else None  # (not in it)
+        return ("repr", t.__name__, t.__repr__(v), _attr(safe, depth + 1))
     if t is np.dtype or id(t) in _DTYPES:  # (and what its metadata holds)
         meta = _attr(v.metadata, depth + 1) if v.metadata is not None else ()
-        return ("dtype", v.str, str(v), repr(v.descr) if v.names else "", meta)
+        return ("dtype", v.str, repr(v), repr(v.descr) if v.names else "", meta)
     if is_a(v, enum.Enum):  # (a member by its class, name and value)
-        return ("enum", _class(t), _attr(v._name_, depth + 1), _attr(v._value_, depth + 1))
+        return ("enum", _class(t), _attr(v._name_, depth + 1), _attr(v._value_, depth + 1),
+                _held(v, depth))  # (and what its ``__init__`` set)  # fmt: skip
     if t.__name__ == "PyTreeDef" and str(names(t)[2]).startswith("jaxlib"):
         try:  # (by JAX's own serialization; one over custom nodes is not described)
             return ("treedef", v.serialize_using_proto().hex())
         except ValueError:
             raise NoReuse("persist-library-treedef") from None
-    if _is_jax_array(t):  # (by content, as a program's global is: review 182)
+    if _is_jax_array(t):  # (by content, as a program's global is: review 182; where)
         a = np.asarray(v)
-        return ("jax", a.dtype.str, str(a.dtype), a.shape, _digest(a), bool(v.weak_type))
+        return ("jax", a.dtype.str, str(a.dtype), a.shape, _digest(a), bool(v.weak_type),
+                repr(v.sharding), bool(v.committed))  # fmt: skip
     if t is types.MethodType:  # (what it is bound to: review 180)
         return ("method", _attr(v.__func__, depth + 1), _attr(v.__self__, depth + 1))
     if t in _GETTERS:  # (C objects: what their reducer says they hold, all of it: a
         return ("getter", t.__name__, _attr(tuple(t.__reduce__(v)), depth + 1))  # keyword)
     if is_a(v, np.ndarray):  # (a subclass's own state too: a masked array's mask)
         extra = _held(v, 0) if t is not np.ndarray else ()
-        return ("nd", _name(t), v.dtype.str, repr(v.dtype.descr), v.shape, _digest(v), extra)
-    if t is types.GenericAlias:  # (``list[int]``)
-        return ("alias", _attr(v.__origin__, depth + 1), _attr(v.__args__, depth + 1))
+        return ("nd", _class(t), v.dtype.str, repr(v.dtype.descr), v.shape, _digest(v, depth),
+                _layout(v), extra)  # fmt: skip
+    if t is types.GenericAlias:  # (``list[int]``; ``*tuple[int]``: review 189)
+        return ("alias", *(_attr(x, depth + 1) for x in _BASES[t](v)))
     if t is types.MethodWrapperType:  # (``(1.0).__mul__``)
         return ("wrapper", v.__name__, _attr(v.__self__, depth + 1))
     if t is memoryview:
-        return ("mv", v.format, v.shape, hashlib.sha256(v.tobytes()).hexdigest())
+        return ("mv", v.format, v.shape, v.strides, v.readonly,
+                hashlib.sha256(v.tobytes()).hexdigest())  # fmt: skip
     if t is struct.Struct:
         return ("struct", v.format)
     if t is set:
@@ -261,8 +354,8 @@ def _value(v: Any, t: type, depth: int) -> tuple:
         # (a C object no rule here reads, or a class's instance deriving from one, a
         # ``Decimal`` or ``property`` subclass: refused, what it holds is unseen: 188)
         raise NoReuse(f"persist-library-value:{_name(t)[1]}")
-    size = len(v) if t in (list, dict, set, frozenset, tuple) else -1
-    return ("obj", _name(t), size, _base(v, t, depth), _held(v, depth))
+    # (its class by its shape: two classes one name holds, review 189)
+    return ("obj", _class(t), _base(v, t, depth), _held(v, depth))
 
 
 def _opaque(v: Any, t: type, depth: int) -> tuple:
@@ -274,11 +367,10 @@ def _opaque(v: Any, t: type, depth: int) -> tuple:
         return ("code", code_digest(v))
     if t is types.UnionType:
         return ("union", _attr(v.__args__, depth + 1))
-    if t is weakref.ref:
-        got = v()
-        return ("weakref", ("dead",) if got is None else _attr(got, depth + 1))
+    if t is weakref.ref:  # (and what it calls when that dies)
+        return ("weakref", *(_attr(x, depth + 1) for x in _BASES[t](v)))
     if t is _TUPLEGETTER:
-        return ("tuplegetter", t.__reduce__(v)[1][0])
+        return ("tuplegetter", *t.__reduce__(v)[1])  # (its index and docstring)
     return ("const", t.__name__)
 
 
@@ -312,11 +404,21 @@ def _dunder(name: Any) -> bool:
     return type(name) is str and name[:2] == "__" == name[-2:]
 
 
-def _digest(a: np.ndarray) -> str:
-    """An array's bytes (C order), digested; "" for object arrays (their items: state)."""
-    if a.dtype.hasobject:
-        return ""
-    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+def _digest(a: np.ndarray, depth: int = 0) -> Any:
+    """An array's bytes (C order), digested; an object array's items, each by `_attr`
+    (at most 4096 of them, else refused)."""
+    if not a.dtype.hasobject:
+        return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+    if a.size > 4096:
+        raise NoReuse("persist-library-value:object-array")
+    return tuple(_attr(x, depth + 1) for x in np.ndarray.ravel(a, order="C").tolist())
+
+
+def _layout(a: np.ndarray) -> tuple:
+    """How an array lies in memory, which code may read (``ravel(order="K")``, its
+    flags, its base: review 189)."""
+    f = a.flags
+    return (a.strides, f.writeable, f.aligned, f.owndata, a.base is None)
 
 
 #: (module, name) of the standard library's immutable value types: named, not imported
@@ -342,10 +444,32 @@ _BASES = {int: int.__int__, float: float.__float__, complex: complex.__complex__
           set: None, frozenset: None,
           # (C fields a subclass keeps: numpyro's ``dependent_property``, typing's
           # ``_CallableGenericAlias``, a ``staticmethod`` or ``weakref.ref`` subclass)
-          property: lambda v: (v.fget, v.fset, v.fdel),
-          types.GenericAlias: lambda v: (v.__origin__, v.__args__),
-          staticmethod: lambda v: v.__func__, classmethod: lambda v: v.__func__,
-          weakref.ref: lambda v: weakref.ref.__call__(v)}  # fmt: skip
+          property: lambda v: (v.fget, v.fset, v.fdel, _PROP_DOC(v)),
+          types.GenericAlias: lambda v: (v.__origin__, v.__args__, v.__unpacked__),
+          staticmethod: lambda v: _wraps(staticmethod, v),
+          classmethod: lambda v: _wraps(classmethod, v),
+          weakref.ref: lambda v: (_referent(v), v.__callback__)}  # fmt: skip
+_PROP_DOC = property.__dict__["__doc__"].__get__  # (the C field, not a subclass's name)
+
+
+def _wraps(t: type, v: Any) -> tuple:
+    """A static or class method's function and what it copied from it (``__doc__``,
+    ``__name__``...; since 3.10 in its own dict), ``__wrapped__`` left out (the
+    function itself)."""
+    f = t.__dict__["__func__"].__get__(v)
+    try:
+        d = inst_dict(v)
+    except Override:
+        raise NoReuse("persist-library-value:dict-override") from None
+    own = [(_key(k), x) for k, x in (items(d) if type(d) is dict else ())]
+    return (f, tuple(sorted((k, x) for k, x in own if k != "__wrapped__" or x is not f)))
+
+
+def _referent(v: weakref.ref) -> Any:
+    got = weakref.ref.__call__(v)
+    return ("dead",) if got is None else got
+
+
 _GETTERS = (operator.itemgetter, operator.attrgetter, operator.methodcaller)
 
 
@@ -361,8 +485,15 @@ def _function(f: types.FunctionType, depth: int) -> tuple:
     own = sorted((_key(k), _attr(x, depth + 1)) for k, x in items(f.__dict__))  # (``fn.k``)
     g = f.__globals__
     where = g.get("__name__") if type(g) is dict else None
+    # (and what it holds in its own C fields, which code may set and read: its names,
+    # docstring, annotations: a factory's ``def cast(a) -> dt``)
+    fields = [_attr(_doc(k, _FN_FIELDS[k](f)), depth + 1) for k in _FN_FIELDS]
     return ("fn", digest, code.co_firstlineno, cells, _attr(f.__defaults__ or (), depth + 1),
-            tuple(kwd), where if type(where) is str else "?", tuple(own))  # fmt: skip
+            tuple(kwd), where if type(where) is str else "?", tuple(own), *fields)  # fmt: skip
+
+
+_FN_FIELDS = {k: _FUNCTION.__dict__[k].__get__
+              for k in ("__name__", "__qualname__", "__module__", "__doc__", "__annotations__")}  # fmt: skip
 
 
 def _ends(v: Any) -> tuple:
@@ -376,8 +507,8 @@ def _held(v: Any, depth: int) -> tuple:
         return ()
     try:
         d = inst_dict(v)
-    except Override:
-        return ("?",)
+    except Override:  # (its class defines ``__dict__``: what it holds is unseen: 189)
+        raise NoReuse("persist-library-value:dict-override") from None
     out = [(_key(k), _attr(x, depth + 1)) for k, x in items(d)] if type(d) is dict else []
     for k in mro(type(v)):  # (each slot by its descriptor: a mangled ``__v`` too; not
         # the type's own C members, nanobind's ``__vectorcalloffset__``: an address)

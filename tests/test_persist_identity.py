@@ -2247,11 +2247,12 @@ def _with(f, **attrs):
 
 def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     """`_class_shape.looks` reads what each kind of object holds where the key names a
-    library's object by a module attribute rebound before pcache started (review
-    180): two of one kind that differ in what they hold are described apart."""
+    library's object by a module attribute rebound before pcache started (reviews
+    180-189): two of one kind that differ in what they hold are described apart."""
     import collections
     import decimal
     import enum
+    import functools
     import operator
     import re
     import weakref
@@ -2350,6 +2351,133 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     assert looks(Scaler(1.0).apply) == looks(Scaler(1.0).apply)  # (alike: one key)
     # (a dataclass's docstring holds its defaults' reprs, addresses in them: not read)
     assert looks(doc("f(x=<function g at 0x7f01>)")) == looks(doc("f(x=<function g at 0x7f02>)"))
+
+    # review 189: an instance's class by its shape; a class's method resolution order a
+    # metaclass decides; an array's layout; an object array's items; an unpacked alias;
+    # a property's docstring; what a static method copied; a weak reference's callback
+    swapped = [False]
+
+    class Swap(type):
+        def mro(cls):
+            m = super().mro()
+            return [m[0], m[2], m[1], *m[3:]] if swapped[0] else m
+
+    b1, b2 = type("B1", (), {"k": 1.0}), type("B2", (), {"k": 2.0})
+    first = Swap("Mode", (b1, b2), {})
+    swapped[0] = True
+    second = Swap("Mode", (b1, b2), {})
+    assert first.k != second.k and looks(first) != looks(second)
+    plain = np.ones((2, 3), np.float32)
+
+    def mode(k):
+        return type("Mode", (), {"get": _with(_scaled, k=k)})
+
+    def cb(r):
+        return 1
+
+    def cb2(r):
+        return 2
+
+    doc_a, doc_b = staticmethod(_scaled), staticmethod(_scaled)
+    doc_b.__doc__ = "other"
+    ns: dict = {}  # (differing in an annotation alone; this file's are strings)
+    src = "def make_cast(dt):\n    def cast(a) -> dt:\n        return a\n    return cast"
+    exec(compile(src, "<cast>", "exec", dont_inherit=True), ns)
+    make_cast = ns["make_cast"]
+
+    def units():
+        class Unit(enum.Enum):  # (a member's own attribute, which its ``__init__`` set)
+            M = 1
+
+            def __init__(self, v):
+                self.scale = float(v)
+
+        return Unit
+
+    unit, moved = units(), units()
+    moved.M.scale = 9.0
+    renamed = _with(_scaled)
+    renamed.__name__ = "other"
+    named_p = functools.partial(_scaled)
+    named_p.k = 1.0
+    field = collections.namedtuple("P", "k")
+    field.k.__doc__ = "other"
+    pairs = [
+        (mode(1.0)(), mode(2.0)()),
+        (plain, np.asfortranarray(plain)),
+        (np.array([1.0], dtype=object), np.array([2.0], dtype=object)),
+        (tuple[int], next(iter(tuple[int]))),
+        (property(_scaled, doc="1"), property(_scaled, doc="2")),
+        (doc_a, doc_b),
+        (weakref.ref(_scaled, cb), weakref.ref(_scaled, cb2)),
+        (memoryview(b"ab"), memoryview(bytearray(b"ab"))),
+        # (what a function, a partial, a field getter, a dtype hold beside their parts)
+        (make_cast(np.float32), make_cast(np.float16)),
+        (_with(_scaled), renamed),
+        (functools.partial(_scaled), named_p),
+        (collections.namedtuple("P", "k").k, field.k),
+        (np.dtype([("a", "i1"), ("b", "i4")]), np.dtype([("a", "i1"), ("b", "i4")], align=True)),
+        (unit.M, moved.M),
+    ]
+    assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
+
+    class Hidden:  # (its instances' dict is not what ``__dict__`` answers)
+        __dict__ = property(lambda self: {})
+
+        def __init__(self, k):
+            self.k = k
+
+    with pytest.raises(NoReuse):
+        looks(Hidden(1.0))
+
+
+def _ring(n: int, tag: float, dense: bool = False) -> list:
+    """``n`` classes, each holding an instance of the next (and, ``dense``, of the one
+    after) and a function whose default holds the one before: cycles through
+    classes, instances and functions (dense: paths through them as many as
+    Fibonacci's numbers)."""
+    ring = [type(f"R{i}", (), {"k": tag * i}) for i in range(n)]
+    for i, c in enumerate(ring):
+        c.nxt = ring[(i + 1) % n]()
+        if dense:
+            c.skip = ring[(i + 2) % n]()
+
+        def get(self, prev=ring[i - 1]):
+            return prev
+
+        c.get = get
+    return ring
+
+
+def test_class_shapes_through_cycles_are_read_as_afresh_and_within_a_bound(monkeypatch):
+    """A class graph's cycles (a class holding an instance of another that holds the
+    first) made each read past them read again what it had read: exponential in a
+    real program's classes (NumPyro's constraints, once review 189's fixes described
+    instances by their class's shape). A shape kept is what reading it afresh gives;
+    a graph whose reads still pass `_class_shape._BUDGET` refuses the key, soon."""
+    from pcache import _class_shape
+
+    ring = _ring(12, 1.0)
+    calls = []
+    real = _class_shape._shape
+    monkeypatch.setattr(_class_shape, "_shape", lambda c, ns: calls.append(c) or real(c, ns))
+    _class_shape._SHAPES.clear()
+    first = [_class_shape.looks(c) for c in ring]
+    assert len(calls) <= 2 * len(ring) * len(ring), len(calls)  # (each read from each)
+    assert [_class_shape.looks(c) for c in ring] == first
+    afresh = []
+    for c in ring:  # (each read alone, nothing kept)
+        _class_shape._SHAPES.clear()
+        afresh.append(_class_shape.looks(c))
+    assert afresh == first
+    other = _ring(12, 1.0)
+    other[5].nxt.k = 2.0  # (an instance's own state, one level down)
+    assert _class_shape.looks(other[0]) != _class_shape.looks(ring[0])
+    dense = _ring(24, 1.0, dense=True)
+    calls.clear()
+    with pytest.raises(NoReuse, match="too-large"):
+        _class_shape.looks(dense[0])
+    assert len(calls) <= _class_shape._BUDGET + 1
 
 
 def test_the_library_code_reading_sees_each_rebinding_form(tmp_path):

@@ -637,7 +637,7 @@ def test_an_output_tree_naming_what_is_not_that_namedtuple_is_refused():
 
     t = jax.tree_util.tree_structure(jax.numpy.linalg.slogdet(jax.numpy.eye(2)))
     data = _compat.out_tree_data(t)
-    assert data[:3] == ["N", "jax._src.numpy.linalg", "SlogdetResult"] and len(data[4]) == 64
+    assert data[:3] == ["N", "jax._src.numpy.linalg", "SlogdetResult"] and data[4] == "fixed"
     assert _compat.out_tree_of(data) == t
     for bad in [
         ["N", "no_such_module_pcache", "X", ["a"], "*"],
