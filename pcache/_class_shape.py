@@ -254,8 +254,8 @@ def _attr(v: Any, depth: int) -> tuple:
         return (_name(t), np.asarray(v).tobytes())  # (by its bits: every NaN, -0.0)
     if id(t) in _NP_SCALARS:  # (with its dtype's units and fields: review 184)
         return (_name(t), v.dtype.str, repr(v.dtype.descr), np.asarray(v).tobytes())
-    if depth > 12:
-        return ("deep", _name(t))
+    if depth > 12:  # (not described past it: refused, review 190)
+        raise NoReuse("persist-library-value-too-deep")
     if t is _FUNCTION:  # (a function met again below itself: by that; a shape read
         here = _LOCAL.__dict__  # below it depends on it, as on a class: `shape`)
         busy, seen = here.setdefault("busy", set()), here.get("seen")
@@ -286,6 +286,11 @@ def _attr(v: Any, depth: int) -> tuple:
                 tuple(kw), own)  # fmt: skip
     if is_a(v, type):  # (an inner class by its shape too: ``Outer.Mode = ...``)
         return ("cls", *_class(v))
+    if t is types.ModuleType:  # (a loaded module by its name: its version is keyed)
+        name = (module_dict(v) or {}).get("__name__")
+        if type(name) is not str or sys.modules.get(name) is not v:
+            raise NoReuse("persist-library-value:module")
+        return ("module", name)
     return _value(v, t, depth)
 
 
@@ -475,21 +480,39 @@ _GETTERS = (operator.itemgetter, operator.attrgetter, operator.methodcaller)
 
 def _function(f: types.FunctionType, depth: int) -> tuple:
     code = f.__code__
-    try:
-        digest = code_digest(code)
-    except NoReuse:  # (a constant with no content encoding: by its position)
-        digest = "?"
+    digest = code_digest(code)  # (a constant with no content encoding: refused, 190)
     cells = tuple(_attr(c.cell_contents, depth + 1) if cell_bound(c) else ("empty",)
                   for c in f.__closure__ or ())  # fmt: skip
     kwd = sorted((_key(k), _attr(x, depth + 1)) for k, x in items(f.__kwdefaults__ or {}))
     own = sorted((_key(k), _attr(x, depth + 1)) for k, x in items(f.__dict__))  # (``fn.k``)
-    g = f.__globals__
-    where = g.get("__name__") if type(g) is dict else None
     # (and what it holds in its own C fields, which code may set and read: its names,
     # docstring, annotations: a factory's ``def cast(a) -> dt``)
     fields = [_attr(_doc(k, _FN_FIELDS[k](f)), depth + 1) for k in _FN_FIELDS]
     return ("fn", digest, code.co_firstlineno, cells, _attr(f.__defaults__ or (), depth + 1),
-            tuple(kwd), where if type(where) is str else "?", tuple(own), *fields)  # fmt: skip
+            tuple(kwd), _globals(f, depth), tuple(own), *fields)  # fmt: skip
+
+
+def _globals(f: types.FunctionType, depth: int) -> Any:
+    """A function's globals: its loaded module's namespace by that module's name; a
+    namespace of its own (``FunctionType(code, {...})``, a namedtuple's ``__new__``,
+    code a library ``exec``s into a dict) by what it holds (review 190: one whose
+    ``__name__`` says the library's module)."""
+    g = f.__globals__
+    where = g.get("__name__") if type(g) is dict else None
+    m = sys.modules.get(where) if type(where) is str else None
+    if m is not None and module_dict(m) is g:
+        return where
+    if type(g) is not dict:
+        raise NoReuse("persist-library-value:globals")
+    return ("own", tuple(sorted((_key(k), _builtins(x, depth) if k == "__builtins__"
+                                 else _attr(x, depth + 1)) for k, x in items(g))))  # fmt: skip
+
+
+def _builtins(x: Any, depth: int) -> Any:
+    return ("builtins",) if x is _BUILTINS or x is _BUILTINS.__dict__ else _attr(x, depth + 1)
+
+
+_BUILTINS = sys.modules["builtins"]
 
 
 _FN_FIELDS = {k: _FUNCTION.__dict__[k].__get__

@@ -2248,7 +2248,7 @@ def _with(f, **attrs):
 def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     """`_class_shape.looks` reads what each kind of object holds where the key names a
     library's object by a module attribute rebound before pcache started (reviews
-    180-189): two of one kind that differ in what they hold are described apart."""
+    180-190): two of one kind that differ in what they hold are described apart."""
     import collections
     import decimal
     import enum
@@ -2429,6 +2429,22 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
 
     with pytest.raises(NoReuse):
         looks(Hidden(1.0))
+
+    # review 190: a function's own globals by what they hold (its module's by name); a
+    # constant its code holds that has no content encoding, and a value nested past
+    # the depth bound, refuse
+    def private(k):
+        return types.FunctionType(_scaled.__code__, {"__name__": __name__, "K": k})
+
+    assert looks(private(1.0)) != looks(private(2.0))
+    assert looks(_scaled)[6] == __name__
+    odd = types.FunctionType(_scaled.__code__.replace(co_consts=(None, np.float32(1.0))), {})
+    deep: dict = {"k": 1.0}
+    for _ in range(16):
+        deep = {"d": deep}
+    for refused in (odd, deep):
+        with pytest.raises(NoReuse):
+            looks(refused)
 
 
 def _ring(n: int, tag: float, dense: bool = False) -> list:
