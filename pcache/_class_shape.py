@@ -60,38 +60,40 @@ def shape(cls: type, namespace: dict) -> str:
     binds before pcache starts is read at the first key (a change after that, to a
     name, is `pcache._snapshots.unchanged`'s to see; to a class attribute, state).
 
-    A class or function met again below itself is described by its name (a cycle), so
-    a shape read inside another's depends on which of the classes and functions it
-    meets were being read then: kept with those (its ``met`` and, of them, ``held``
-    ones), and used again only where exactly those of them are being read."""
+    A class or function met again below itself is described by how far up the path
+    of what is being read it is (a cycle: which one, review 191), so a shape read
+    inside another's depends on which of the classes and functions it meets were
+    being read then, and where: kept with those (its ``met`` and, of them, ``held``
+    ones with their distance from it), and used again only where exactly those of
+    them are being read, as far up."""
     size = (len(cdict(cls)), len(namespace))
     if _fixed(cls, namespace):  # (by its name alone)
         return "fixed"
     here = _LOCAL.__dict__
-    busy = here.setdefault("busy", set())  # (ids of the classes and functions being read)
+    busy = here.setdefault("busy", {})  # (id -> place on the path of what is being read)
     seen = here.setdefault("seen", [])  # (per read in progress: the ids it met)
     e = _SHAPES.get(id(cls))
     if e is not None and e[0] is cls and e[1] is namespace and e[2] == size and _same(e, busy):
         if seen:
             seen[-1].update(e[3])
         return e[5]
-    if id(cls) in busy:  # (a class its own attribute holds, at any depth: by name)
+    if id(cls) in busy:  # (a class its own attribute holds, at any depth: how far up)
         if seen:
             seen[-1].add(id(cls))
-        return "busy"
+        return f"busy:{len(busy) - busy[id(cls)]}"
     _spend(busy)
-    busy.add(id(cls))
+    busy[id(cls)] = len(busy)
     seen.append({id(cls)})
     try:
         got = _shape(cls, namespace)
     except RecursionError:
         raise NoReuse("persist-library-value-too-deep") from None
     finally:
-        busy.discard(id(cls))
+        del busy[id(cls)]
         met = seen.pop()
     if seen:
         seen[-1].update(met)
-    held = frozenset(b for b in busy if b in met)
+    held = _held_here(met, busy)
     if len(met) > 8192:  # (kept where nothing is being read)
         met = None
     if len(_SHAPES) > 8192:
@@ -100,7 +102,7 @@ def shape(cls: type, namespace: dict) -> str:
     return got
 
 
-def _spend(busy: set) -> None:
+def _spend(busy: dict) -> None:
     """One more class or function read in this outermost read (``busy`` empty: one
     begins); past `_BUDGET` the key is refused: a graph dense in cycles has paths
     past counting, each a read (what each met differs), and the program must go on."""
@@ -114,13 +116,20 @@ def _spend(busy: set) -> None:
 _BUDGET = 4096
 
 
-def _same(e: tuple, busy: set) -> bool:
+def _same(e: tuple, busy: dict) -> bool:
     """Whether a kept shape is what reading it again here would give: the classes and
-    functions it met that are being read are those that were."""
+    functions it met that are being read are those that were, as far up the path."""
     met, held = e[3], e[4]
     if met is None:
         return not busy and not held
-    return frozenset(b for b in busy if b in met) == held
+    return _held_here(met, busy) == held
+
+
+def _held_here(met: set, busy: dict) -> frozenset:
+    """Of the ids ``met``, those being read, with how far up the path each is from
+    where the next read would begin."""
+    at = len(busy)
+    return frozenset((b, at - p) for b, p in busy.items() if b in met)
 
 
 def stamp(cls: type, module: str, qual: str) -> str | None:
@@ -174,7 +183,8 @@ def _fixed(cls: type, d: dict) -> bool:
     got = _FIXED.get((mod, file))
     if got is None:
         top = mod.partition(".")[0]
-        if top in sys.stdlib_module_names:
+        real = os.path.realpath(file)
+        if top in sys.stdlib_module_names and not real.startswith(_SITES):
             homes = _STDLIB_DIRS
         elif top in ("jax", "jaxlib") and type(sys.modules.get(top)) is types.ModuleType:
             homes = (
@@ -182,7 +192,7 @@ def _fixed(cls: type, d: dict) -> bool:
             )
         else:
             homes = ()
-        got = _FIXED[(mod, file)] = bool(homes) and os.path.realpath(file).startswith(homes)
+        got = _FIXED[(mod, file)] = bool(homes) and real.startswith(homes)
     return got and _holds(d, qual) is cls
 
 
@@ -201,6 +211,11 @@ _NOT_LOADED = types.MappingProxyType({})  # (a module not loaded: one namespace,
 _FIXED: dict = memo("persist.class_shape.fixed", {})  # (module, file) -> the stdlib's, JAX's?
 _STDLIB_DIRS = tuple(
     os.path.join(os.path.realpath(sysconfig.get_paths()[k]), "") for k in ("stdlib", "platstdlib")
+)
+#: (installed distributions' directories, which a virtual environment's standard library
+#: directory holds: a ``distutils`` shim installed there is no standard library's)
+_SITES = tuple(
+    os.path.join(os.path.realpath(sysconfig.get_paths()[k]), "") for k in ("purelib", "platlib")
 )
 
 
@@ -258,17 +273,17 @@ def _attr(v: Any, depth: int) -> tuple:
         raise NoReuse("persist-library-value-too-deep")
     if t is _FUNCTION:  # (a function met again below itself: by that; a shape read
         here = _LOCAL.__dict__  # below it depends on it, as on a class: `shape`)
-        busy, seen = here.setdefault("busy", set()), here.get("seen")
+        busy, seen = here.setdefault("busy", {}), here.get("seen")
         if seen:
             seen[-1].add(id(v))
-        if id(v) in busy:
-            return ("again", _name(t))
+        if id(v) in busy:  # (which one: how far up the path, review 191)
+            return ("again", len(busy) - busy[id(v)])
         _spend(busy)
-        busy.add(id(v))
+        busy[id(v)] = len(busy)
         try:
             return _function(v, depth)
         finally:
-            busy.discard(id(v))
+            del busy[id(v)]
     if t is np.ufunc and getattr(np, v.__name__, None) is not v:  # (``frompyfunc``'s:
         raise NoReuse("persist-library-value:ufunc")  # its function is not read)
     if t is types.BuiltinFunctionType or t is np.ufunc:
@@ -539,9 +554,11 @@ def _held(v: Any, depth: int) -> tuple:
         for name, got in items(cdict(k)) if slotted else ():
             if type(got) is types.MemberDescriptorType and not _dunder(name):
                 try:
-                    out.append((_key(name), _attr(got.__get__(v, type(v)), depth + 1)))
+                    x = got.__get__(v, type(v))
                 except AttributeError:  # (a slot never set)
                     out.append((_key(name), ("unset",)))
+                else:
+                    out.append((_key(name), _attr(x, depth + 1)))
     return tuple(sorted(out, key=lambda kv: kv[0]))
 
 

@@ -2248,7 +2248,7 @@ def _with(f, **attrs):
 def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     """`_class_shape.looks` reads what each kind of object holds where the key names a
     library's object by a module attribute rebound before pcache started (reviews
-    180-190): two of one kind that differ in what they hold are described apart."""
+    180-191): two of one kind that differ in what they hold are described apart."""
     import collections
     import decimal
     import enum
@@ -2445,6 +2445,26 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     for refused in (odd, deep):
         with pytest.raises(NoReuse):
             looks(refused)
+
+    # review 191: a cycle back to which function, or which class of one name, on the
+    # path being read
+    def cyc(loop):
+        def nxt(a):
+            return h(a) + 1
+
+        def top(a):
+            return nxt(a) * 2
+
+        h = top if loop else nxt
+        return top
+
+    def outer(loop):
+        o, i = type("Outer", (), {"k": 1.0}), type("Outer", (), {"k": 5.0})
+        o.Inner, i.back = i, (o if loop else i)
+        return o
+
+    assert looks(cyc(True)) != looks(cyc(False))
+    assert looks(outer(True)) != looks(outer(False))
 
 
 def _ring(n: int, tag: float, dense: bool = False) -> list:
