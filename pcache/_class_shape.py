@@ -294,10 +294,12 @@ def _attr(v: Any, depth: int) -> tuple:
         return (t.__name__, *(_attr(x, depth + 1) for x in _BASES[t](v)))
     if t is property:  # (its functions and its own docstring: review 189)
         return ("prop", *(_attr(x, depth + 1) for x in _BASES[t](v)))
-    if is_a(v, functools.partial):  # (a subclass's own state too: ``tree_util.Partial``)
-        kw = sorted((_key(k), _attr(x, depth + 1)) for k, x in items(v.keywords))
+    if is_a(v, functools.partial):  # (a subclass's own state too: ``tree_util.Partial``;
+        # its C fields by partial's own descriptors, not a subclass's ``func``: 192)
+        func, args, keywords = (_PARTIAL[k](v) for k in ("func", "args", "keywords"))
+        kw = sorted((_key(k), _attr(x, depth + 1)) for k, x in items(keywords))
         own = _held(v, depth)  # (and what its own dict holds, a plain partial's too)
-        return ("partial", _class(t), _attr(v.func, depth + 1), _attr(v.args, depth + 1),
+        return ("partial", _class(t), _attr(func, depth + 1), _attr(args, depth + 1),
                 tuple(kw), own)  # fmt: skip
     if is_a(v, type):  # (an inner class by its shape too: ``Outer.Mode = ...``)
         return ("cls", *_class(v))
@@ -351,9 +353,12 @@ def _value(v: Any, t: type, depth: int) -> tuple:
         return ("method", _attr(v.__func__, depth + 1), _attr(v.__self__, depth + 1))
     if t in _GETTERS:  # (C objects: what their reducer says they hold, all of it: a
         return ("getter", t.__name__, _attr(tuple(t.__reduce__(v)), depth + 1))  # keyword)
-    if is_a(v, np.ndarray):  # (a subclass's own state too: a masked array's mask)
+    if is_a(v, np.ndarray):  # (a subclass's own state too: a masked array's mask; what
+        # it holds by ndarray's own descriptors, not a subclass's ``dtype``: review 192)
         extra = _held(v, 0) if t is not np.ndarray else ()
-        return ("nd", _class(t), v.dtype.str, repr(v.dtype.descr), v.shape, _digest(v, depth),
+        a = v if t is np.ndarray else np.ndarray.view(v, np.ndarray)
+        dt = _ND["dtype"](v)
+        return ("nd", _class(t), dt.str, repr(dt.descr), _ND["shape"](v), _digest(a, depth),
                 _layout(v), extra)  # fmt: skip
     if t is types.GenericAlias:  # (``list[int]``; ``*tuple[int]``: review 189)
         return ("alias", *(_attr(x, depth + 1) for x in _BASES[t](v)))
@@ -437,8 +442,8 @@ def _digest(a: np.ndarray, depth: int = 0) -> Any:
 def _layout(a: np.ndarray) -> tuple:
     """How an array lies in memory, which code may read (``ravel(order="K")``, its
     flags, its base: review 189)."""
-    f = a.flags
-    return (a.strides, f.writeable, f.aligned, f.owndata, a.base is None)
+    f = _ND["flags"](a)
+    return (_ND["strides"](a), f.writeable, f.aligned, f.owndata, _ND["base"](a) is None)
 
 
 #: (module, name) of the standard library's immutable value types: named, not imported
@@ -464,12 +469,21 @@ _BASES = {int: int.__int__, float: float.__float__, complex: complex.__complex__
           set: None, frozenset: None,
           # (C fields a subclass keeps: numpyro's ``dependent_property``, typing's
           # ``_CallableGenericAlias``, a ``staticmethod`` or ``weakref.ref`` subclass)
-          property: lambda v: (v.fget, v.fset, v.fdel, _PROP_DOC(v)),
-          types.GenericAlias: lambda v: (v.__origin__, v.__args__, v.__unpacked__),
+          property: lambda v: tuple(_C[property, k](v) for k in ("fget", "fset", "fdel", "__doc__")),
+          types.GenericAlias: lambda v: tuple(_C[types.GenericAlias, k](v)
+                                              for k in ("__origin__", "__args__", "__unpacked__")),
           staticmethod: lambda v: _wraps(staticmethod, v),
           classmethod: lambda v: _wraps(classmethod, v),
-          weakref.ref: lambda v: (_referent(v), v.__callback__)}  # fmt: skip
-_PROP_DOC = property.__dict__["__doc__"].__get__  # (the C field, not a subclass's name)
+          weakref.ref: lambda v: (_referent(v), _C[weakref.ref, "__callback__"](v))}  # fmt: skip
+#: (C fields by the base type's own descriptors: a subclass's attribute of that name,
+#: ``fget = property(...)``, answers what the object does not call: review 192)
+_C = {(t, k): t.__dict__[k].__get__ for t, ks in (
+    (property, ("fget", "fset", "fdel", "__doc__")),
+    (types.GenericAlias, ("__origin__", "__args__", "__unpacked__")),
+    (weakref.ref, ("__callback__",)),
+) for k in ks}  # fmt: skip
+_PARTIAL = {k: functools.partial.__dict__[k].__get__ for k in ("func", "args", "keywords")}
+_ND = {k: np.ndarray.__dict__[k].__get__ for k in ("dtype", "shape", "strides", "flags", "base")}
 
 
 def _wraps(t: type, v: Any) -> tuple:

@@ -2248,7 +2248,7 @@ def _with(f, **attrs):
 def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     """`_class_shape.looks` reads what each kind of object holds where the key names a
     library's object by a module attribute rebound before pcache started (reviews
-    180-191): two of one kind that differ in what they hold are described apart."""
+    180-192): two of one kind that differ in what they hold are described apart."""
     import collections
     import decimal
     import enum
@@ -2465,6 +2465,21 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
 
     assert looks(cyc(True)) != looks(cyc(False))
     assert looks(outer(True)) != looks(outer(False))
+
+    # review 192: a subclass's attribute of a C field's name answers what the object
+    # does not call: the fields are read by the base type's own descriptors
+    class Said(functools.partial):
+        func = property(lambda self: _scaled)
+
+    class Got(property):
+        fget = property(lambda self: _scaled)
+
+    class Shaped(np.ndarray):
+        shape = property(lambda self: (3,))
+
+    assert looks(Said(_scaled)) != looks(Said(_nest))
+    assert looks(Got(_scaled)) != looks(Got(_nest))
+    assert looks(np.ones(3).view(Shaped)) != looks(np.ones(4).view(Shaped))
 
 
 def _ring(n: int, tag: float, dense: bool = False) -> list:
