@@ -153,10 +153,11 @@ def _shape(cls: type, namespace: dict) -> str:
     own = sorted(((_key(k), _attr(_doc(k, v), 1)) for k, v in items(cdict(cls))),
                  key=lambda kv: kv[0])  # fmt: skip
     # (its bases and metaclass by their own shapes: what it inherits, review 178)
-    kin = [_class(b) for b in (*cls.__bases__, type(cls))]
+    kin = [_class(b) for b in (*_BASES_OF(cls), type(cls))]  # (a metaclass's ``__bases__``
+    # or ``__mro__`` property does not answer for them)
     # (and its method resolution order, which a metaclass's ``mro()`` may decide other
     # than its bases say: review 189)
-    order = [_class(b) for b in cls.__mro__[1:]]
+    order = [_class(b) for b in mro(cls)[1:]]
     return packed(b"pcache-class-shape\n", (holders, own, kin, order))
 
 
@@ -219,6 +220,7 @@ _SITES = tuple(
 )
 
 
+_BASES_OF = type.__dict__["__bases__"].__get__
 _HEAPTYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class made by a class statement, ``type()``)
 _FLAGS = type.__dict__["__flags__"].__get__
 

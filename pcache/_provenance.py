@@ -234,6 +234,8 @@ def _escaping_writer(c: _CODE, writers: frozenset) -> set:
     ``type.__setattr__``, ``OBJ.__dict__.__setitem__``: review 148, where a call at
     import is not told apart: counted too)."""
     out: set = set()
+    if not _mentions(c, writers | _NAMESPACES):  # (nothing below can start: not read)
+        return out
     escaped, dyn, prev = False, False, None
     for ins in dis.get_instructions(c):
         op = ins.opname
@@ -273,7 +275,7 @@ def _aliases(codes: list) -> frozenset:
     string like one that calls ``globals()``."""
     out = {c.co_name for c in codes if c.co_name != "<module>" and _DYNAMIC & set(c.co_names)}
     for c in codes:
-        if c.co_name != "<module>":
+        if c.co_name != "<module>" or not _mentions(c, _DYNAMIC | _NAMESPACES):
             continue
         pending, storing = False, False  # (a statement ends with what it stores: its
         for ins in dis.get_instructions(c):  # lines may not, ``_G = (\n globals()\n)``)
@@ -291,6 +293,15 @@ def _aliases(codes: list) -> frozenset:
             elif ins.argval in _DYNAMIC or ins.argval in _NAMESPACES:  # (a module's
                 pending = True  # ``locals()`` is its globals: review 176)
     return frozenset(out)
+
+
+def _mentions(c: _CODE, names: frozenset) -> bool:
+    """Whether ``c``'s own instructions may have one of ``names`` as their argument:
+    a name they load or store, or a string constant (the reads above test nothing
+    else; most module bodies mention none, and ``dis`` is slow over them)."""
+    return not names.isdisjoint(c.co_names) or any(
+        type(k) is str and k in names for k in c.co_consts
+    )
 
 
 def _returns_namespace(c: _CODE) -> bool:
