@@ -158,7 +158,8 @@ def _shape(cls: type, namespace: dict) -> str:
     # (and its method resolution order, which a metaclass's ``mro()`` may decide other
     # than its bases say: review 189)
     order = [_class(b) for b in mro(cls)[1:]]
-    return packed(b"pcache-class-shape\n", (holders, own, kin, order))
+    # (and its own ``__name__``, which its qualified name does not say: review 193)
+    return packed(b"pcache-class-shape\n", (holders, own, kin, order, _TYPE_NAME(cls)))
 
 
 def _class(t: type) -> tuple:
@@ -221,6 +222,7 @@ _SITES = tuple(
 
 
 _BASES_OF = type.__dict__["__bases__"].__get__
+_TYPE_NAME = type.__dict__["__name__"].__get__
 _HEAPTYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class made by a class statement, ``type()``)
 _FLAGS = type.__dict__["__flags__"].__get__
 
@@ -334,14 +336,24 @@ def _value(v: Any, t: type, depth: int) -> tuple:
         zone = getattr(v, "tzinfo", None)  # (a time zone's repr is its class's to say)
         if zone is not None and type(zone) is not type(_UTC):
             raise NoReuse("persist-library-value:tzinfo")
-        safe = getattr(v, "is_safe", None) if t.__name__ == "UUID" else None  # (not in it)
-        return ("repr", t.__name__, t.__repr__(v), _attr(safe, depth + 1))
+        # (and what a repr prints without its type: a Fraction's numerator may be a
+        # numpy integer, a UUID's ``int`` too; a UUID's ``is_safe``: review 193)
+        parts = _REPR_PARTS.get(t.__name__, ())
+        return ("repr", t.__name__, t.__repr__(v),
+                *(_attr(getattr(v, k), depth + 1) for k in parts))  # fmt: skip
     if t is np.dtype or id(t) in _DTYPES:  # (and what its metadata holds)
         meta = _attr(v.metadata, depth + 1) if v.metadata is not None else ()
         return ("dtype", v.str, repr(v), repr(v.descr) if v.names else "", meta)
     if is_a(v, enum.Enum):  # (a member by its class, name and value)
-        return ("enum", _class(t), _attr(v._name_, depth + 1), _attr(v._value_, depth + 1),
-                _held(v, depth))  # (and what its ``__init__`` set)  # fmt: skip
+        return (
+            "enum",
+            _class(t),
+            _attr(v._name_, depth + 1),
+            _attr(v._value_, depth + 1),
+            _held(v, depth),
+            _base(v, t, depth),
+        )  # (and what its ``__init__`` set, an
+        # ``IntEnum``'s int, which its ``__new__`` may make other than its value: 193)
     if t.__name__ == "PyTreeDef" and str(names(t)[2]).startswith("jaxlib"):
         try:  # (by JAX's own serialization; one over custom nodes is not described)
             return ("treedef", v.serialize_using_proto().hex())
@@ -465,6 +477,7 @@ def _stdlib_value(t: type) -> bool:
     return (module_dict(m) or {}).get(qual) is t if m is not None else False
 
 
+_REPR_PARTS = {"Fraction": ("_numerator", "_denominator"), "UUID": ("int", "is_safe")}
 _DTYPES = frozenset(id(type(np.dtype(c))) for c in np.typecodes["All"])
 _BASES = {int: int.__int__, float: float.__float__, complex: complex.__complex__,
           str: str.__str__, bytes: bytes.__bytes__, tuple: None, dict: None, list: None,
@@ -566,9 +579,13 @@ def _held(v: Any, depth: int) -> tuple:
     out = [(_key(k), _attr(x, depth + 1)) for k, x in items(d)] if type(d) is dict else []
     for k in mro(type(v)):  # (each slot by its descriptor: a mangled ``__v`` too; not
         # the type's own C members, nanobind's ``__vectorcalloffset__``: an address)
-        slotted = _FLAGS(k) & _HEAPTYPE and "__slots__" in cdict(k)
-        for name, got in items(cdict(k)) if slotted else ():
-            if type(got) is types.MemberDescriptorType and not _dunder(name):
+        # (a class's own, whether or not ``__slots__`` still names them: review 193)
+        for name, got in items(cdict(k)) if _FLAGS(k) & _HEAPTYPE else ():
+            if (
+                type(got) is types.MemberDescriptorType
+                and got.__objclass__ is k
+                and not _dunder(name)
+            ):
                 try:
                     x = got.__get__(v, type(v))
                 except AttributeError:  # (a slot never set)

@@ -2245,10 +2245,13 @@ def _with(f, **attrs):
     return g
 
 
+_OFFSET = [0]
+
+
 def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     """`_class_shape.looks` reads what each kind of object holds where the key names a
     library's object by a module attribute rebound before pcache started (reviews
-    180-192): two of one kind that differ in what they hold are described apart."""
+    180-193): two of one kind that differ in what they hold are described apart."""
     import collections
     import decimal
     import enum
@@ -2480,6 +2483,55 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     assert looks(Said(_scaled)) != looks(Said(_nest))
     assert looks(Got(_scaled)) != looks(Got(_nest))
     assert looks(np.ones(3).view(Shaped)) != looks(np.ones(4).view(Shaped))
+
+    # review 193: what a repr prints without its type; a class's own ``__name__``; a
+    # metaclass's ``__mro__`` answering for the class; slots whose ``__slots__`` entry
+    # was deleted; an int-mixin enum member's int
+    import fractions
+
+    class Lies(type):
+        @property
+        def __mro__(cls):
+            return tuple(type.mro(cls))
+
+        def mro(cls):
+            m = super().mro()
+            return [m[0], m[2], m[1], *m[3:]] if swapped[0] else m
+
+    swapped[0] = False
+    plain_order = Lies("Mode", (b1, b2), {})
+    swapped[0] = True
+    lying = Lies("Mode", (b1, b2), {})
+
+    class Obj:
+        __slots__ = ("k",)
+
+        def __init__(self, k):
+            self.k = k
+
+    del Obj.__slots__
+
+    def levels(off):
+        _OFFSET[0] = off  # (what its ``__new__`` reads: alike classes, other ints)
+
+        class Level(enum.IntEnum):
+            LOW = 1
+
+            def __new__(cls, v):
+                obj = int.__new__(cls, v + _OFFSET[0])
+                obj._value_ = v
+                return obj
+
+        return Level
+
+    pairs = [
+        (fractions.Fraction(3), fractions.Fraction(np.uint8(3))),
+        (type("Mode", (), {"k": 1.0}), type("Quick", (), {"k": 1.0, "__qualname__": "Mode"})),
+        (plain_order, lying),
+        (Obj(1.0), Obj(2.0)),
+        (levels(0).LOW, levels(6).LOW),
+    ]
+    assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
 
 
 def _ring(n: int, tag: float, dense: bool = False) -> list:
