@@ -532,8 +532,19 @@ def _function(f: types.FunctionType, depth: int) -> tuple:
     # (and what it holds in its own C fields, which code may set and read: its names,
     # docstring, annotations: a factory's ``def cast(a) -> dt``)
     fields = [_attr(_doc(k, _FN_FIELDS[k](f)), depth + 1) for k in _FN_FIELDS]
-    return ("fn", digest, code.co_firstlineno, cells, _attr(f.__defaults__ or (), depth + 1),
-            tuple(kwd), _globals(f, depth), tuple(own), *fields)  # fmt: skip
+    return (
+        "fn",
+        digest,
+        code.co_firstlineno,
+        cells,
+        _attr(f.__defaults__ or (), depth + 1),
+        tuple(kwd),
+        _globals(f, depth),
+        tuple(own),
+        *fields,
+        _builtins(_FN_BUILTINS(f), depth),
+    )  # fmt: skip (the builtins it runs with, taken
+    # when it was made, whatever its globals' ``__builtins__`` says now: review 194)
 
 
 def _globals(f: types.FunctionType, depth: int) -> Any:
@@ -557,6 +568,7 @@ def _builtins(x: Any, depth: int) -> Any:
 
 
 _BUILTINS = sys.modules["builtins"]
+_FN_BUILTINS = _FUNCTION.__dict__["__builtins__"].__get__
 
 
 _FN_FIELDS = {k: _FUNCTION.__dict__[k].__get__

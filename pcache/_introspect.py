@@ -60,12 +60,21 @@ def items(d: Any) -> list[tuple[Any, Any]]:
     grows ``sys.modules`` or a module's namespace mid-iteration ("dictionary changed
     size during iteration", a preload thread initializing LAPACK kernels). A dict
     subclass's storage, as the interpreter reads it (no override runs); an
-    ``OrderedDict`` (whose order is its own, not its storage's) or any other mapping:
-    its ``items()``."""
+    ``OrderedDict``'s in its own order (not its storage's), by its own C method (a
+    subclass's ``items()`` answers what the interpreter does not read: review 194); a
+    mapping proxy's by the mapping it wraps (not its ``copy()``); any other
+    mapping: its ``items()``."""
     t = type(d)
     if t is types.MappingProxyType:
+        inner = gc.get_referents(d)  # (the mapping it wraps: its one referent)
+        if len(inner) == 1 and type(inner[0]) is dict:
+            return list(dict.copy(inner[0]).items())
+        if len(inner) == 1 and subclass(type(inner[0]), dict):
+            return items(inner[0])
         return list(d.copy().items())
-    if subclass(t, dict) and not subclass(t, collections.OrderedDict):
+    if subclass(t, collections.OrderedDict):
+        return list(collections.OrderedDict.items(d))
+    if subclass(t, dict):
         return list(dict.copy(d).items())
     return list(d.items())
 

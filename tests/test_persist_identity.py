@@ -2251,7 +2251,7 @@ _OFFSET = [0]
 def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     """`_class_shape.looks` reads what each kind of object holds where the key names a
     library's object by a module attribute rebound before pcache started (reviews
-    180-193): two of one kind that differ in what they hold are described apart."""
+    180-194): two of one kind that differ in what they hold are described apart."""
     import collections
     import decimal
     import enum
@@ -2532,6 +2532,22 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
         (levels(0).LOW, levels(6).LOW),
     ]
     assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
+
+    # review 194: a mapping proxy's content by the dict it wraps (not its ``copy()``);
+    # the builtins a function runs with (taken when it was made)
+    class Said(dict):
+        def copy(self):
+            return {"k": 1.0}
+
+    def with_builtins(k):
+        g = {"__builtins__": {"K": k}}
+        f = types.FunctionType(_scaled.__code__, g, "scale")
+        g["__builtins__"] = __builtins__  # (what its globals say now)
+        return f
+
+    proxies = (types.MappingProxyType(Said(k=1.0)), types.MappingProxyType(Said(k=2.0)))
+    assert looks(proxies[0]) != looks(proxies[1])
+    assert looks(with_builtins(1.0)) != looks(with_builtins(2.0))
 
 
 def _ring(n: int, tag: float, dense: bool = False) -> list:
