@@ -43,7 +43,7 @@ import numpy as np
 
 from pcache._introspect import Override, cdict, cell_bound, inst_dict, is_a, items, mro, names
 from pcache._memos import memo
-from pcache._persist_code import code_digest
+from pcache._persist_code import HASH_SEED, code_digest
 from pcache._persist_pack import packed
 from pcache._snapshots import unchanged
 from pcache._usercode import NoReuse, is_library_module, module_dict
@@ -150,8 +150,8 @@ def stamp(cls: type, module: str, qual: str) -> str | None:
 
 def _shape(cls: type, namespace: dict) -> str:
     holders = sorted(_key(k) for k, v in items(namespace) if v is cls)
-    own = sorted(((_key(k), _attr(_doc(k, v), 1)) for k, v in items(cdict(cls))),
-                 key=lambda kv: kv[0])  # fmt: skip
+    # (in its namespace's order, which code iterating ``vars(cls)`` sees: review 195)
+    own = [(_key(k), _attr(_doc(k, v), 1)) for k, v in items(cdict(cls))]
     # (its bases and metaclass by their own shapes: what it inherits, review 178)
     kin = [_class(b) for b in (*_BASES_OF(cls), type(cls))]  # (a metaclass's ``__bases__``
     # or ``__mro__`` property does not answer for them)
@@ -319,7 +319,7 @@ def _value(v: Any, t: type, depth: int) -> tuple:
     """`_attr` of containers, arrays and other values."""
     if t is tuple or t is frozenset:  # (whole, at the depth it is in: no cycle runs
         got = [_attr(x, depth) for x in v]  # through tuples alone: review 182)
-        return (t.__name__, *(got if t is tuple else sorted(got, key=repr)))
+        return (t.__name__, *(got if t is tuple else _unordered(list(v), got)))
     if t is range or t is slice:
         return (t.__name__, *(_attr(x, depth + 1) for x in _ends(v)))
     if t is list or t is dict or t is types.MappingProxyType:  # (what it holds now:
@@ -372,7 +372,7 @@ def _value(v: Any, t: type, depth: int) -> tuple:
         extra = _held(v, 0) if t is not np.ndarray else ()
         a = v if t is np.ndarray else np.ndarray.view(v, np.ndarray)
         dt = _ND["dtype"](v)
-        return ("nd", _class(t), dt.str, repr(dt.descr), _ND["shape"](v), _digest(a, depth),
+        return ("nd", _class(t), _attr(dt, depth + 1), _ND["shape"](v), _digest(a, depth),
                 _layout(v), extra)  # fmt: skip
     if t is types.GenericAlias:  # (``list[int]``; ``*tuple[int]``: review 189)
         return ("alias", *(_attr(x, depth + 1) for x in _BASES[t](v)))
@@ -384,7 +384,7 @@ def _value(v: Any, t: type, depth: int) -> tuple:
     if t is struct.Struct:
         return ("struct", v.format)
     if t is set:
-        return ("set", *sorted((_attr(x, depth + 1) for x in set.copy(v)), key=repr))
+        return ("set", *_members(list(set.copy(v)), depth))
     if t in _DESCRIPTORS:  # (by its class and name, as `named` names one)
         return ("desc", t.__name__, _name(v.__objclass__), v.__name__)
     if t in _OPAQUE:
@@ -434,9 +434,28 @@ def _base(v: Any, t: type, depth: int) -> tuple:
             if base is list:
                 return tuple(_attr(x, depth + 1) for x in list.copy(v))
             if base is set or base is frozenset:  # (its own table, as the interpreter
-                return tuple(sorted((_attr(x, depth + 1) for x in frozenset(v)), key=repr))
+                return _members(list(frozenset(v)), depth)
             return _attr(_BASES[base](v), depth + 1)
     return ()
+
+
+def _members(xs: list, depth: int) -> tuple:
+    return _unordered(xs, [_attr(x, depth + 1) for x in xs])
+
+
+def _unordered(xs: list, got: list) -> tuple:
+    """A set's items (``xs``, described ``got``) sorted, and the order it iterates them
+    in where every process iterates them alike (code reads it: ``next(iter(S))``,
+    review 195): numbers, or strings under a fixed hash seed. Other orders follow the
+    hash seed or addresses: a process's randomness (documented)."""
+    order = sorted(range(len(got)), key=lambda i: repr(got[i]))
+    fixed = _NUMBERS | (_STRINGS if HASH_SEED != "random" else frozenset())
+    seen = ("order", tuple(order)) if all(type(x) in fixed for x in xs) else ("unordered",)
+    return (*(got[i] for i in order), seen)
+
+
+_NUMBERS = frozenset({int, float, complex, bool})
+_STRINGS = frozenset({str, bytes})
 
 
 def _dunder(name: Any) -> bool:
@@ -604,7 +623,7 @@ def _held(v: Any, depth: int) -> tuple:
                     out.append((_key(name), ("unset",)))
                 else:
                     out.append((_key(name), _attr(x, depth + 1)))
-    return tuple(sorted(out, key=lambda kv: kv[0]))
+    return tuple(out)  # (in the order its dict holds them, then its slots: review 195)
 
 
 _NP_SCALARS = frozenset(id(t) for t in set(np.sctypeDict.values()))

@@ -2251,7 +2251,7 @@ _OFFSET = [0]
 def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     """`_class_shape.looks` reads what each kind of object holds where the key names a
     library's object by a module attribute rebound before pcache started (reviews
-    180-194): two of one kind that differ in what they hold are described apart."""
+    180-195): two of one kind that differ in what they hold are described apart."""
     import collections
     import decimal
     import enum
@@ -2548,6 +2548,27 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     proxies = (types.MappingProxyType(Said(k=1.0)), types.MappingProxyType(Said(k=2.0)))
     assert looks(proxies[0]) != looks(proxies[1])
     assert looks(with_builtins(1.0)) != looks(with_builtins(2.0))
+
+    # review 195: orders code iterates (a set of numbers, an instance's dict, a class's
+    # namespace); an array's dtype metadata
+    def ordered(*names):
+        o = Scaler(0.0)
+        del o.k
+        for n in names:
+            setattr(o, n, float(ord(n)))
+        return o
+
+    pairs = [
+        (frozenset([1.0, 9.0]), frozenset([9.0, 1.0])),  # (1 and 9 share a slot of 8)
+        (ordered("a", "b"), ordered("b", "a")),
+        (type("Mode", (), {"a": 1.0, "b": 9.0}), type("Mode", (), {"b": 9.0, "a": 1.0})),
+        (
+            np.zeros(3, np.dtype("f4", metadata={"s": 1.0})),
+            np.zeros(3, np.dtype("f4", metadata={"s": 9.0})),
+        ),
+    ]
+    assert list(pairs[0][0]) != list(pairs[0][1])
+    assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
 
 
 def _ring(n: int, tag: float, dense: bool = False) -> list:
