@@ -31,6 +31,7 @@ import types
 from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Any
 
+from pcache._bytecode import named_by, ops
 from pcache._introspect import cdict, is_a, items, names
 from pcache._memos import collector_paused, memo
 
@@ -162,7 +163,7 @@ def _facts(file: str) -> tuple:
                 # copy; not a writer it passes on, ``__all__``, ``partial(setattr, ...)``)
                 escaped |= _escaping_writer(c, _WRITERS | dynamic)
                 continue
-            stored.update(_stored_names(c))
+            stored.update(named_by(c, _STORE_OPS))
             names, consts = _unit(c)  # (with its comprehensions and lambdas: review 175)
             if dynamic.intersection(names) or c.co_name in dynamic:
                 strings += _strings(consts)
@@ -207,25 +208,6 @@ def _unit(c: _CODE) -> tuple[set, tuple]:
     return names, tuple(consts)
 
 
-def _stored_names(c: _CODE) -> set:
-    """The names ``c``'s own bytecode stores or deletes as a global or an attribute
-    (``_STORES``), read from the raw code (``dis.get_instructions`` builds an object
-    per instruction: most of a warm process's first keys, over jax's files)."""
-    code, names, out, ext = c.co_code, c.co_names, set(), 0
-    for i in range(0, len(code), 2):
-        op, arg = code[i], code[i + 1] | ext
-        if op == _EXTENDED_ARG:
-            ext = arg << 8
-            continue
-        ext = 0
-        if op in _STORE_OPS:
-            out.add(names[arg])
-    return out
-
-
-_EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
-
-
 def _escaping_writer(c: _CODE, writers: frozenset) -> set:
     """The strings body ``c`` loads in a statement that passes a namespace writer on
     (not calls it: that runs at import): a callable it makes may write that name
@@ -237,20 +219,19 @@ def _escaping_writer(c: _CODE, writers: frozenset) -> set:
     if not _mentions(c, writers | _NAMESPACES):  # (nothing below can start: not read)
         return out
     escaped, dyn, prev = False, False, None
-    for ins in dis.get_instructions(c):
-        op = ins.opname
+    for op, arg, val in ops(c):
         if op in ("STORE_NAME", "STORE_GLOBAL", "POP_TOP", "RETURN_VALUE"):
             escaped = dyn = False  # (a statement's end)
-        elif op in ("LOAD_NAME", "LOAD_GLOBAL") and ins.argval in writers:
+        elif op in ("LOAD_NAME", "LOAD_GLOBAL") and val in writers:
             escaped = escaped or prev != "PUSH_NULL"
-            dyn = dyn or ins.argval in _NAMESPACES
-        elif op == "LOAD_ATTR" and (ins.argval in writers or dyn and ins.argval in _UPDATERS):
+            dyn = dyn or val in _NAMESPACES
+        elif op == "LOAD_ATTR" and (val in writers or dyn and val in _UPDATERS):
             escaped = True  # (``partial(globals().update, Mode=...)``: review 176)
-        elif escaped and op == "LOAD_CONST" and type(ins.argval) is str:
-            out.add(ins.argval)
+        elif escaped and op == "LOAD_CONST" and type(val) is str:
+            out.add(val)
         elif escaped and op == "KW_NAMES":  # (a keyword's name: ``Mode=``)
-            out.update(x for x in c.co_consts[ins.arg] if type(x) is str)
-        if op in ("LOAD_NAME", "LOAD_GLOBAL", "LOAD_ATTR") and ins.argval in _NAMESPACES:
+            out.update(x for x in c.co_consts[arg] if type(x) is str)
+        if op in ("LOAD_NAME", "LOAD_GLOBAL", "LOAD_ATTR") and val in _NAMESPACES:
             dyn = True
         prev = op
     return out
@@ -278,11 +259,10 @@ def _aliases(codes: list) -> frozenset:
         if c.co_name != "<module>" or not _mentions(c, _DYNAMIC | _NAMESPACES):
             continue
         pending, storing = False, False  # (a statement ends with what it stores: its
-        for ins in dis.get_instructions(c):  # lines may not, ``_G = (\n globals()\n)``)
-            op = ins.opname
+        for op, _, val in ops(c):  # lines may not, ``_G = (\n globals()\n)``)
             if op in ("STORE_NAME", "STORE_GLOBAL"):
-                if pending and type(ins.argval) is str:
-                    out.add(ins.argval)
+                if pending and type(val) is str:
+                    out.add(val)
                 storing = True
                 continue
             if storing and op not in ("COPY", "SWAP", "UNPACK_SEQUENCE", "UNPACK_EX"):
@@ -290,7 +270,7 @@ def _aliases(codes: list) -> frozenset:
             storing = False
             if op == "POP_TOP":
                 pending = False
-            elif ins.argval in _DYNAMIC or ins.argval in _NAMESPACES:  # (a module's
+            elif val in _DYNAMIC or val in _NAMESPACES:  # (a module's
                 pending = True  # ``locals()`` is its globals: review 176)
     return frozenset(out)
 
@@ -308,10 +288,10 @@ def _returns_namespace(c: _CODE) -> bool:
     """Whether function code ``c`` returns what a namespace reader just gave it
     (``return globals()``, ``return sys.modules[__name__].__dict__``: review 176)."""
     last = -99
-    for i, ins in enumerate(dis.get_instructions(c)):
-        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR") and (ins.argval in _NAMESPACES):
+    for i, (op, _, val) in enumerate(ops(c)):
+        if op in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR") and val in _NAMESPACES:
             last = i
-        elif ins.opname == "RETURN_VALUE" and i - last <= 6:
+        elif op == "RETURN_VALUE" and i - last <= 6:
             return True
     return False
 
