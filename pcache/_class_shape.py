@@ -24,9 +24,11 @@ JAX-free.
 
 from __future__ import annotations
 
+import abc
 import collections
 import enum
 import functools
+import gc
 import hashlib
 import operator
 import os
@@ -37,13 +39,24 @@ import sysconfig
 import threading
 import types
 import weakref
+from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Any
 
 import numpy as np
 
-from pcache._introspect import Override, cdict, cell_bound, inst_dict, is_a, items, mro, names
+from pcache._introspect import (
+    Override,
+    cdict,
+    cell_bound,
+    inst_dict,
+    is_a,
+    items,
+    mro,
+    names,
+    native,
+)
 from pcache._memos import memo
-from pcache._persist_code import HASH_SEED, code_digest
+from pcache._persist_code import code_digest, unordered
 from pcache._persist_pack import packed
 from pcache._snapshots import unchanged
 from pcache._usercode import NoReuse, is_library_module, module_dict
@@ -179,8 +192,10 @@ def _fixed(cls: type, d: dict) -> bool:
     its attributes change as pcache patches JAX (``PjitFunction.clear_cache``, set
     anew at each ``jit``), which a shape read at the first key would not follow."""
     _, qual, mod = names(cls)
-    file = d.get("__file__")
-    if type(file) is not str or type(mod) is not str:
+    file = d.get("__file__") if type(mod) is str else None
+    if type(file) is not str and type(mod) is str:  # (a submodule an extension made,
+        file = _extension_file(mod)  # ``jaxlib._jax.pytree``: the extension's file)
+    if type(file) is not str:
         return False
     got = _FIXED.get((mod, file))
     if got is None:
@@ -196,6 +211,16 @@ def _fixed(cls: type, d: dict) -> bool:
             homes = ()
         got = _FIXED[(mod, file)] = bool(homes) and real.startswith(homes)
     return got and _holds(d, qual) is cls
+
+
+def _extension_file(mod: str) -> str | None:
+    """The file of the compiled extension whose module ``mod`` is a submodule of."""
+    while "." in mod:
+        mod = mod.rpartition(".")[0]
+        file = (module_dict(sys.modules.get(mod)) or {}).get("__file__")
+        if type(file) is str:
+            return file if file.endswith(tuple(EXTENSION_SUFFIXES)) else None
+    return None
 
 
 def _holds(d: dict, qual: Any) -> Any:
@@ -227,8 +252,11 @@ _HEAPTYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class made by a class statement, `
 _FLAGS = type.__dict__["__flags__"].__get__
 
 
-def _is_jax_array(t: type) -> bool:
-    return t.__name__ == "ArrayImpl" and str(names(t)[2]).startswith("jaxlib")
+#: JAX's own types a description reads, by identity (not by a class's name and module,
+#: which a library's class may say: review 196), told by the compatibility layer
+#: (`_compat.traces`, which imports this module): type -> (kind, reader), ``array``,
+#: ``treedef``, and ``jit`` with the reader of a jit object's function and options.
+JAX_TYPES: dict = {}
 
 
 def _doc(k: Any, v: Any) -> Any:
@@ -319,7 +347,7 @@ def _value(v: Any, t: type, depth: int) -> tuple:
     """`_attr` of containers, arrays and other values."""
     if t is tuple or t is frozenset:  # (whole, at the depth it is in: no cycle runs
         got = [_attr(x, depth) for x in v]  # through tuples alone: review 182)
-        return (t.__name__, *(got if t is tuple else _unordered(list(v), got)))
+        return (t.__name__, *(got if t is tuple else unordered(list(v), got)))
     if t is range or t is slice:
         return (t.__name__, *(_attr(x, depth + 1) for x in _ends(v)))
     if t is list or t is dict or t is types.MappingProxyType:  # (what it holds now:
@@ -354,15 +382,8 @@ def _value(v: Any, t: type, depth: int) -> tuple:
             _base(v, t, depth),
         )  # (and what its ``__init__`` set, an
         # ``IntEnum``'s int, which its ``__new__`` may make other than its value: 193)
-    if t.__name__ == "PyTreeDef" and str(names(t)[2]).startswith("jaxlib"):
-        try:  # (by JAX's own serialization; one over custom nodes is not described)
-            return ("treedef", v.serialize_using_proto().hex())
-        except ValueError:
-            raise NoReuse("persist-library-treedef") from None
-    if _is_jax_array(t):  # (by content, as a program's global is: review 182; where)
-        a = np.asarray(v)
-        return ("jax", a.dtype.str, str(a.dtype), a.shape, _digest(a), bool(v.weak_type),
-                repr(v.sharding), bool(v.committed))  # fmt: skip
+    if t in JAX_TYPES:
+        return _jax_value(v, t, depth)
     if t is types.MethodType:  # (what it is bound to: review 180)
         return ("method", _attr(v.__func__, depth + 1), _attr(v.__self__, depth + 1))
     if t in _GETTERS:  # (C objects: what their reducer says they hold, all of it: a
@@ -389,12 +410,42 @@ def _value(v: Any, t: type, depth: int) -> tuple:
         return ("desc", t.__name__, _name(v.__objclass__), v.__name__)
     if t in _OPAQUE:
         return _opaque(v, t, depth)
-    if any(not _FLAGS(k) & _HEAPTYPE and k is not object and k not in _BASES for k in mro(t)):
-        # (a C object no rule here reads, or a class's instance deriving from one, a
-        # ``Decimal`` or ``property`` subclass: refused, what it holds is unseen: 188)
+    if any(
+        k is not object and k not in _BASES and (not _FLAGS(k) & _HEAPTYPE or native(k))
+        for k in mro(t)
+    ):  # (a C object no rule here reads, or a class's instance deriving from one, a
+        # ``Decimal`` or ``property`` subclass: refused, what it holds is unseen: 188;
+        # an extension's heap class too: a jaxlib ``Device``, review 196)
         raise NoReuse(f"persist-library-value:{_name(t)[1]}")
     # (its class by its shape: two classes one name holds, review 189)
     return ("obj", _class(t), _base(v, t, depth), _held(v, depth))
+
+
+def _jax_value(v: Any, t: type, depth: int) -> tuple:
+    """JAX's own tree structure (by JAX's serialization; one over custom nodes is not
+    described), array (by content, as a program's global is: review 182; where), jit
+    object (its function, its options as trace reuse keys them, its own dict), or
+    compiled function of JAX's extension."""
+    kind, read = JAX_TYPES[t]
+    if kind == "treedef":
+        try:
+            return ("treedef", v.serialize_using_proto().hex())
+        except ValueError:
+            raise NoReuse("persist-library-treedef") from None
+    if kind == "native":  # (a compiled function or method, by the path that holds it)
+        mod, qual = getattr(v, "__module__", None), getattr(v, "__qualname__", None)
+        d = module_dict(sys.modules.get(mod)) if type(mod) is str else None
+        if type(d) is not dict or _holds(d, qual) is not v:
+            raise NoReuse("persist-library-value:native-function")
+        return ("native", mod, qual)
+    if kind == "jit":
+        parts = read(v)
+        if parts is None:  # (its ``_fun`` not what it calls: review 97)
+            raise NoReuse("persist-library-value:jit")
+        return ("jit", *(_attr(x, depth + 1) for x in parts), _held(v, depth))
+    a = np.asarray(v)
+    return ("jax", a.dtype.str, str(a.dtype), a.shape, _digest(a), bool(v.weak_type),
+            repr(v.sharding), bool(v.committed))  # fmt: skip
 
 
 def _opaque(v: Any, t: type, depth: int) -> tuple:
@@ -410,6 +461,12 @@ def _opaque(v: Any, t: type, depth: int) -> tuple:
         return ("weakref", *(_attr(x, depth + 1) for x in _BASES[t](v)))
     if t is _TUPLEGETTER:
         return ("tuplegetter", *t.__reduce__(v)[1])  # (its index and docstring)
+    if t is _LRU:  # (the function it calls, as it holds it, and its size; what it
+        # holds cached is state; its own dict, ``cache_parameters``, by `_held`)
+        wrapped = (inst_dict(v) or {}).get("__wrapped__")
+        if not any(x is wrapped and callable(x) and not is_a(x, type) for x in gc.get_referents(v)):
+            raise NoReuse("persist-library-value:lru_cache")
+        return ("lru", _attr(wrapped, depth + 1), t.cache_info(v).maxsize, _held(v, depth))
     return ("const", t.__name__)
 
 
@@ -417,8 +474,12 @@ _DESCRIPTORS = frozenset({types.GetSetDescriptorType, types.MemberDescriptorType
                           types.WrapperDescriptorType, types.MethodDescriptorType,
                           types.ClassMethodDescriptorType})  # fmt: skip
 _TUPLEGETTER = type(collections.namedtuple("_T", "a").a)
+#: An ABC's registry and caches (``_abc_impl``, C state): its registrations are keyed
+#: apart (`_persist_abcs`), its caches follow from them.
+_ABC_DATA = type(vars(abc.ABC).get("_abc_impl", NotImplemented))
+_LRU = functools._lru_cache_wrapper
 _OPAQUE = frozenset({types.CodeType, types.UnionType, weakref.ref, _TUPLEGETTER,
-                     type(NotImplemented), type(...), object})  # fmt: skip
+                     type(NotImplemented), type(...), object, _ABC_DATA, _LRU})  # fmt: skip
 
 
 def _base(v: Any, t: type, depth: int) -> tuple:
@@ -440,22 +501,7 @@ def _base(v: Any, t: type, depth: int) -> tuple:
 
 
 def _members(xs: list, depth: int) -> tuple:
-    return _unordered(xs, [_attr(x, depth + 1) for x in xs])
-
-
-def _unordered(xs: list, got: list) -> tuple:
-    """A set's items (``xs``, described ``got``) sorted, and the order it iterates them
-    in where every process iterates them alike (code reads it: ``next(iter(S))``,
-    review 195): numbers, or strings under a fixed hash seed. Other orders follow the
-    hash seed or addresses: a process's randomness (documented)."""
-    order = sorted(range(len(got)), key=lambda i: repr(got[i]))
-    fixed = _NUMBERS | (_STRINGS if HASH_SEED != "random" else frozenset())
-    seen = ("order", tuple(order)) if all(type(x) in fixed for x in xs) else ("unordered",)
-    return (*(got[i] for i in order), seen)
-
-
-_NUMBERS = frozenset({int, float, complex, bool})
-_STRINGS = frozenset({str, bytes})
+    return unordered(xs, [_attr(x, depth + 1) for x in xs])
 
 
 def _dunder(name: Any) -> bool:

@@ -8,6 +8,7 @@ JAX-free.
 
 from __future__ import annotations
 
+import enum
 import os
 import sys
 import types
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from pcache import _memos
+from pcache._introspect import class_attr, is_a
 from pcache._persist_pack import packed as _packed
 from pcache._usercode import NoReuse
 
@@ -81,16 +83,37 @@ def _hash_seed() -> str:
 HASH_SEED = _hash_seed()
 
 
-def _seeded(x: Any) -> bool:
-    """Whether ``x``'s hash depends on the process's hash seed."""
+def seeded(x: Any) -> bool:
+    """Whether ``x``'s hash is one the process's hash seed draws: a string's or bytes'
+    under a random seed, an enum member's (``hash(self._name_)``), a tuple's or a
+    frozenset's holding one (its hash combines theirs). Not ``None``'s: its address's
+    low bits, which place it in a set, are alike in every process (review 196)."""
+    if HASH_SEED != "random":
+        return False
     t = type(x)
-    # (``None`` hashes by its address in 3.11: review 64)
-    return (
-        t is str
-        or t is bytes
-        or x is None
-        or ((t is tuple or t is frozenset) and any(map(_seeded, x)))
-    )
+    if t is str or t is bytes:
+        return True
+    if t is tuple or t is frozenset:
+        return any(map(seeded, x))
+    return is_a(x, enum.Enum) and class_attr(t, "__hash__") is _ENUM_HASH
+
+
+_ENUM_HASH = enum.Enum.__dict__["__hash__"]
+
+
+def unordered(xs: list, got: list) -> tuple:
+    """A set's items (``xs``, described ``got``, in the order it iterates them) sorted,
+    and that order (code reads it: ``next(iter(S))``, ``for i in {0, 8, 16}``: reviews
+    38, 195) for every item whose hash is not a draw of the hash seed (`seeded`):
+    those land where the draw puts them (a program whose trace depends on where must
+    pin ``PYTHONHASHSEED``: README; review 60: else any ``m in {"train", "eval"}`` made
+    every process miss); the others where their hashes (numbers, tuples of them,
+    numpy scalars, ``None``: review 196) and the order they were added in put them,
+    in every process."""
+    order = sorted(range(len(got)), key=lambda i: repr(got[i]))
+    rank = {i: r for r, i in enumerate(order)}
+    kept = tuple(rank[i] for i in range(len(xs)) if not seeded(xs[i]))
+    return (*(got[i] for i in order), ("order", kept))
 
 
 def _const(x: Any) -> Any:
@@ -100,14 +123,8 @@ def _const(x: Any) -> Any:
     if t is tuple:
         return ("t", *map(_const, x))
     if t is frozenset:
-        if HASH_SEED != "random" or not any(map(_seeded, x)):
-            # in iteration order (``for i in {0, 8, 16}``: review 38; strings too under a
-            # pinned seed, where the order the literal lists them in decides: review 62)
-            return ("fs", *map(_const, x))
-        # sorted: strings iterate in an order each process's hash seed draws (a
-        # program whose trace depends on it must pin ``PYTHONHASHSEED``: README;
-        # review 60: else any ``m in {"train", "eval"}`` made every process miss)
-        return ("fss", *sorted(map(_const, x), key=repr))
+        xs = list(x)
+        return ("fs", *unordered(xs, [_const(k) for k in xs]))
     if t is float:
         return ("f", float.hex(x) if x == x else np.float64(x).tobytes())
     if t is complex:

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Module-level containers that must outlive a clear, each with its reason.
 NOT_MEMOS = {
+    ("_class_shape.py", "JAX_TYPES"): "JAX's own types, told once by the compat layer at import",
     ("_state.py", "ORIG"): "the originals of the JAX functions pcache wraps",
     ("_replay.py", "_INITIALIZED"): "initializers already run in this process (never undone)",
     ("_config.py", "_WARNED_UNKNOWN"): "unknown variables already warned about (once)",

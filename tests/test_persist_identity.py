@@ -2570,6 +2570,59 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     assert list(pairs[0][0]) != list(pairs[0][1])
     assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
 
+    # review 196: a set's order where its items hash alike in every process but are
+    # not plain numbers or strings (tuples, numpy scalars); a library class named and
+    # placed as JAX's array or tree structure type is not JAX's
+    def added(*xs):
+        s = set()
+        for x in xs:
+            s.add(x)
+        return s
+
+    class ArrayImpl:
+        __module__ = "jaxlib.xla_extension"
+        weak_type, sharding, committed = False, None, False
+
+        def __init__(self, k):
+            self.k = k
+
+        def __array__(self, dtype=None, copy=None):
+            return np.zeros(1, np.float32)
+
+    class PyTreeDef(ArrayImpl):
+        __module__ = "jaxlib.xla_extension.pytree"
+
+        def serialize_using_proto(self):
+            return b""
+
+    pairs = [
+        (added((1,), (12,)), added((12,), (1,))),
+        (frozenset(added((1,), (12,))), frozenset(added((12,), (1,)))),
+        (added(np.int64(1), np.int64(9)), added(np.int64(9), np.int64(1))),
+        (ArrayImpl(1.0), ArrayImpl(12.0)),
+        (PyTreeDef(1.0), PyTreeDef(12.0)),
+    ]
+    assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
+    # (and an extension's object, whose heap class holds C state nothing reads: a
+    # jaxlib device; JAX's own arrays and tree structures still by what they hold)
+    with pytest.raises(NoReuse, match="Device"):
+        looks(jax.devices()[0])
+    assert looks(jnp.ones(2))[0] == "jax"
+    assert looks(jax.tree_util.tree_structure((1, 2)))[0] == "treedef"
+    # (the C objects real libraries hold, each by what it holds: a jit object by its
+    # function and options, an ``lru_cache`` by the function it calls, a compiled
+    # function of JAX's extension by the path that holds it)
+    tree_def = type(jax.tree_util.tree_structure(()))
+    pairs = [
+        (jax.jit(_scaled), jax.jit(_scaled, static_argnums=0)),
+        (jax.jit(_scaled), jax.jit(_nest)),
+        (functools.lru_cache(8)(_scaled), functools.lru_cache(8)(_nest)),
+        (functools.lru_cache(8)(_scaled), functools.lru_cache(16)(_scaled)),
+        (vars(tree_def)["unflatten"], vars(tree_def)["flatten_up_to"]),
+    ]
+    assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
+    assert looks(jax.jit(_scaled)) == looks(jax.jit(_scaled))
+
 
 def _ring(n: int, tag: float, dense: bool = False) -> list:
     """``n`` classes, each holding an instance of the next (and, ``dense``, of the one

@@ -15,6 +15,7 @@ import threading
 import types
 from typing import Any
 
+import jaxlib._jax as _jax
 from jax._src import config as _config
 from jax._src import core as _core
 from jax._src import pjit as _pjit
@@ -23,7 +24,7 @@ from jax._src.state.types import AbstractRef
 from jaxlib._jax import ArrayImpl, PjitFunction
 from jaxlib._jax.pytree import PyTreeDef
 
-from pcache import _dictwatch, _memos
+from pcache import _class_shape, _dictwatch, _memos
 from pcache._class_shape import stamp
 from pcache._introspect import cdict as _class_dict
 from pcache._introspect import inst_dict as _inst_dict
@@ -213,6 +214,22 @@ def jit_info_key(ji, location: bool = True) -> tuple:
     if not location and type(src) is str:
         src = src.partition(" at ")[0]
     return (src, *ji[2:])
+
+
+def _jit_described(f) -> tuple | None:
+    parts = jit_parts(f)
+    return None if parts is None else (parts[0], jit_info_key(parts[1], location=False))
+
+
+# (JAX's types a library object's description reads, by identity: `_class_shape`)
+_class_shape.JAX_TYPES.update({
+    ArrayImpl: ("array", None),
+    PyTreeDef: ("treedef", None),
+    PjitFunction: ("jit", _jit_described),
+    # (nanobind's compiled functions and methods: by the path that holds each)
+    type(vars(PyTreeDef)["unflatten"]): ("native", None),
+    type(_jax.config.trace_context): ("native", None),
+})  # fmt: skip
 
 
 def trace_reuse_blocked() -> str | None:
