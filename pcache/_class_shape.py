@@ -478,8 +478,11 @@ _TUPLEGETTER = type(collections.namedtuple("_T", "a").a)
 #: apart (`_persist_abcs`), its caches follow from them.
 _ABC_DATA = type(vars(abc.ABC).get("_abc_impl", NotImplemented))
 _LRU = functools._lru_cache_wrapper
+#: Locks (C state: held or not, which no traced value follows), by their type.
+_LOCKS = (type(threading.Lock()), type(threading.RLock()))
 _OPAQUE = frozenset({types.CodeType, types.UnionType, weakref.ref, _TUPLEGETTER,
-                     type(NotImplemented), type(...), object, _ABC_DATA, _LRU})  # fmt: skip
+                     type(NotImplemented), type(...), object, _ABC_DATA, _LRU,
+                     *_LOCKS})  # fmt: skip
 
 
 def _base(v: Any, t: type, depth: int) -> tuple:

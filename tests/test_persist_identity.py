@@ -2622,6 +2622,10 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     ]
     assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
     assert looks(jax.jit(_scaled)) == looks(jax.jit(_scaled))
+    import threading  # (a class holding a lock: read, the lock by its type)
+
+    held = [type("Pool", (), {"lock": threading.Lock(), "k": k}) for k in (1.0, 2.0)]
+    assert looks(held[0]) != looks(held[1])
 
 
 def _ring(n: int, tag: float, dense: bool = False) -> list:
