@@ -28,22 +28,19 @@ import abc
 import collections
 import enum
 import functools
-import gc
 import hashlib
 import operator
-import os
 import re
 import struct
 import sys
-import sysconfig
 import threading
 import types
 import weakref
-from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Any
 
 import numpy as np
 
+from pcache._class_homes import fixed, holds, lru_parts
 from pcache._introspect import (
     Override,
     cdict,
@@ -80,7 +77,7 @@ def shape(cls: type, namespace: dict) -> str:
     ones with their distance from it), and used again only where exactly those of
     them are being read, as far up."""
     size = (len(cdict(cls)), len(namespace))
-    if _fixed(cls, namespace):  # (by its name alone)
+    if fixed(cls, namespace):  # (by its name alone)
         return "fixed"
     here = _LOCAL.__dict__
     busy = here.setdefault("busy", {})  # (id -> place on the path of what is being read)
@@ -186,66 +183,7 @@ def _class(t: type) -> tuple:
     return (*_name(t), shape(t, d if type(d) is dict else _NOT_LOADED))
 
 
-def _fixed(cls: type, d: dict) -> bool:
-    """Whether ``cls`` is the class the standard library's or JAX's own module ``d``
-    holds under its name: what it is, the Python and JAX versions (keyed) say, and
-    its attributes change as pcache patches JAX (``PjitFunction.clear_cache``, set
-    anew at each ``jit``), which a shape read at the first key would not follow."""
-    _, qual, mod = names(cls)
-    file = d.get("__file__") if type(mod) is str else None
-    if type(file) is not str and type(mod) is str:  # (a submodule an extension made,
-        file = _extension_file(mod)  # ``jaxlib._jax.pytree``: the extension's file)
-    if type(file) is not str:
-        return False
-    got = _FIXED.get((mod, file))
-    if got is None:
-        top = mod.partition(".")[0]
-        real = os.path.realpath(file)
-        if top in sys.stdlib_module_names and not real.startswith(_SITES):
-            homes = _STDLIB_DIRS
-        elif top in ("jax", "jaxlib") and type(sys.modules.get(top)) is types.ModuleType:
-            homes = (
-                os.path.join(os.path.dirname(os.path.realpath(sys.modules[top].__file__)), ""),
-            )
-        else:
-            homes = ()
-        got = _FIXED[(mod, file)] = bool(homes) and real.startswith(homes)
-    return got and _holds(d, qual) is cls
-
-
-def _extension_file(mod: str) -> str | None:
-    """The file of the compiled extension whose module ``mod`` is a submodule of."""
-    while "." in mod:
-        mod = mod.rpartition(".")[0]
-        file = (module_dict(sys.modules.get(mod)) or {}).get("__file__")
-        if type(file) is str:
-            return file if file.endswith(tuple(EXTENSION_SUFFIXES)) else None
-    return None
-
-
-def _holds(d: dict, qual: Any) -> Any:
-    """What namespace ``d`` holds under dotted ``qual`` (classes inside classes)."""
-    if type(qual) is not str:
-        return None
-    head, _, rest = qual.partition(".")
-    got = d.get(head)
-    for part in rest.split(".") if rest else ():
-        got = cdict(got).get(part) if is_a(got, type) else None
-    return got
-
-
 _NOT_LOADED = types.MappingProxyType({})  # (a module not loaded: one namespace, so shapes memoize)
-_FIXED: dict = memo("persist.class_shape.fixed", {})  # (module, file) -> the stdlib's, JAX's?
-_STDLIB_DIRS = tuple(
-    os.path.join(os.path.realpath(sysconfig.get_paths()[k]), "") for k in ("stdlib", "platstdlib")
-)
-#: (installed distributions' directories, which a virtual environment's standard library
-#: directory holds: a ``distutils`` shim installed there is no standard library's)
-_SITES = tuple(
-    os.path.join(os.path.realpath(sysconfig.get_paths()[k]), "") for k in ("purelib", "platlib")
-)
-
-
 _BASES_OF = type.__dict__["__bases__"].__get__
 _TYPE_NAME = type.__dict__["__name__"].__get__
 _HEAPTYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class made by a class statement, ``type()``)
@@ -435,7 +373,7 @@ def _jax_value(v: Any, t: type, depth: int) -> tuple:
     if kind == "native":  # (a compiled function or method, by the path that holds it)
         mod, qual = getattr(v, "__module__", None), getattr(v, "__qualname__", None)
         d = module_dict(sys.modules.get(mod)) if type(mod) is str else None
-        if type(d) is not dict or _holds(d, qual) is not v:
+        if type(d) is not dict or holds(d, qual) is not v:
             raise NoReuse("persist-library-value:native-function")
         return ("native", mod, qual)
     if kind == "jit":
@@ -461,13 +399,16 @@ def _opaque(v: Any, t: type, depth: int) -> tuple:
         return ("weakref", *(_attr(x, depth + 1) for x in _BASES[t](v)))
     if t is _TUPLEGETTER:
         return ("tuplegetter", *t.__reduce__(v)[1])  # (its index and docstring)
-    if t is _LRU:  # (the function it calls, as it holds it, and its size; what it
-        # holds cached is state; its own dict, ``cache_parameters``, by `_held`)
-        wrapped = (inst_dict(v) or {}).get("__wrapped__")
-        if not any(x is wrapped and callable(x) and not is_a(x, type) for x in gc.get_referents(v)):
-            raise NoReuse("persist-library-value:lru_cache")
-        return ("lru", _attr(wrapped, depth + 1), t.cache_info(v).maxsize, _held(v, depth))
+    if t is _LRU:
+        return _lru(v, depth)
     return ("const", t.__name__)
+
+
+def _lru(v: Any, depth: int) -> tuple:
+    """An ``lru_cache`` wrapper by what `_class_homes.lru_parts` reads (what it holds
+    cached is state) and its own dict."""
+    wrapped, size, typed = lru_parts(v)
+    return ("lru", _attr(wrapped, depth + 1), size, typed, _held(v, depth))
 
 
 _DESCRIPTORS = frozenset({types.GetSetDescriptorType, types.MemberDescriptorType,

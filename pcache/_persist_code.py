@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from pcache import _memos
-from pcache._introspect import class_attr, is_a
+from pcache._introspect import class_attr, inst_dict, is_a
 from pcache._persist_pack import packed as _packed
 from pcache._usercode import NoReuse
 
@@ -84,18 +84,21 @@ HASH_SEED = _hash_seed()
 
 
 def seeded(x: Any) -> bool:
-    """Whether ``x``'s hash is one the process's hash seed draws: a string's or bytes'
-    under a random seed, an enum member's (``hash(self._name_)``), a tuple's or a
+    """Whether ``x``'s hash is one the process's hash seed draws: a non-empty string's
+    or bytes' under a random seed, an enum member's (``hash(self._name_)``), a tuple's or a
     frozenset's holding one (its hash combines theirs). Not ``None``'s: its address's
     low bits, which place it in a set, are alike in every process (review 196)."""
     if HASH_SEED != "random":
         return False
     t = type(x)
-    if t is str or t is bytes:
-        return True
+    if t is str or t is bytes:  # (an empty one hashes to 0 under every seed: 197)
+        return len(x) > 0
     if t is tuple or t is frozenset:
         return any(map(seeded, x))
-    return is_a(x, enum.Enum) and class_attr(t, "__hash__") is _ENUM_HASH
+    if is_a(x, enum.Enum) and class_attr(t, "__hash__") is _ENUM_HASH:
+        name = (inst_dict(x) or {}).get("_name_")
+        return type(name) is not str or seeded(name)
+    return False
 
 
 _ENUM_HASH = enum.Enum.__dict__["__hash__"]

@@ -2622,6 +2622,30 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     ]
     assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
     assert looks(jax.jit(_scaled)) == looks(jax.jit(_scaled))
+
+    # review 197: an empty string hashes to 0 under every seed (its place in a set is
+    # the order it was added in); an ``lru_cache``'s ``typed`` however deep it is held
+    def chain(typed):
+        w = functools.lru_cache(maxsize=None, typed=typed)(_scaled)
+
+        def f2(a):
+            return w(a)
+
+        def f1(a):
+            return f2(a)
+
+        def f0(a):
+            return f1(a)
+
+        return f0
+
+    pairs = [(added(0, ""), added("", 0)), (chain(True), chain(False))]
+    assert list(pairs[0][0]) != list(pairs[0][1])
+    assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
+    told = functools.lru_cache(maxsize=None)(_scaled)
+    told.cache_parameters = lambda: {"maxsize": None, "typed": True}  # (not lru_cache's)
+    with pytest.raises(NoReuse, match="lru_cache"):
+        looks(told)
     import threading  # (a class holding a lock: read, the lock by its type)
 
     held = [type("Pool", (), {"lock": threading.Lock(), "k": k}) for k in (1.0, 2.0)]

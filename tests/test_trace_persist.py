@@ -462,7 +462,12 @@ def keyed(lit):
     return [k for k in fs if type(k) is not str], code_digest(code)
 pairs = [("{None, 1.0, 9.0, 17.0}", "{9.0, 17.0, None, 1.0}"), ("{'s', 1.0, 9.0}", "{'s', 9.0, 1.0}"),
          ("{'pa', 'ab'}", "{'ab', 'pa'}")]
-print(json.dumps([[keyed(a)[0] != keyed(b)[0], keyed(a)[1] != keyed(b)[1]] for a, b in pairs]))
+got = [[keyed(a)[0] != keyed(b)[0], keyed(a)[1] != keyed(b)[1]] for a, b in pairs]
+def whole(lit):
+    code = compile(f"for s in {lit}: pass", "m", "exec")
+    return list(next(k for k in code.co_consts if type(k) is frozenset)), code_digest(code)
+(a, da), (b, db) = whole("{0, ''}"), whole("{'', 0}")  # ('' hashes to 0: review 197)
+print(json.dumps([*got, [a != b, da != db]]))
 """
 
 
@@ -471,16 +476,18 @@ def test_a_set_is_keyed_in_the_order_its_unseeded_items_iterate_in():
     puts them (keyed sorted), but ``None`` (its address's low bits) and numbers land
     where their hashes and the literal's order put them, alike in every process, and
     a trace may read that order (review 196: ``None`` was taken as seeded, and a set
-    holding a string keyed all of its items sorted): keyed in it."""
+    holding a string keyed all of its items sorted), nor an empty string (its hash is
+    0 under every seed: review 197): keyed in it."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
     out = subprocess.run([sys.executable, "-c", SET_ORDER_DRAWN], env=env, cwd=ROOT,
                          capture_output=True, text=True, check=True)  # fmt: skip
-    (none_order, none_key), (mixed_order, mixed_key), (_, strings_key) = json.loads(
+    (none_order, none_key), (mixed_order, mixed_key), (_, strings_key), empty = json.loads(
         out.stdout.strip().splitlines()[-1]
     )
     assert none_order and none_key  # (1, 9 and 17 share a slot of 8: their order)
     assert mixed_key == mixed_order
     assert not strings_key
+    assert empty == [True, True]  # ("" and 0 share slot 0 under every seed)
 
 
 def test_shadowing_files_in_archives_sourceless_packages_and_vendored_dirs(tmp_path, monkeypatch):
