@@ -28,6 +28,7 @@ import abc
 import collections
 import enum
 import functools
+import gc
 import hashlib
 import operator
 import re
@@ -288,8 +289,8 @@ def _value(v: Any, t: type, depth: int) -> tuple:
         return (t.__name__, *(got if t is tuple else unordered(list(v), got)))
     if t is range or t is slice:
         return (t.__name__, *(_attr(x, depth + 1) for x in _ends(v)))
-    if t is list or t is dict or t is types.MappingProxyType:  # (what it holds now:
-        # a setting's value, ``{"scale": 1.0}`` against ``2.0``)
+    if t is list or t is dict or t is collections.OrderedDict:  # (what it holds now:
+        # a setting's value, ``{"scale": 1.0}`` against ``2.0``; in its order)
         got = (
             [(_attr(k, depth + 1), _attr(x, depth + 1)) for k, x in items(v)]
             if t is not list
@@ -401,6 +402,16 @@ def _opaque(v: Any, t: type, depth: int) -> tuple:
         return ("tuplegetter", *t.__reduce__(v)[1])  # (its index and docstring)
     if t is _LRU:
         return _lru(v, depth)
+    if t is types.MappingProxyType:  # (what it wraps, all of it: a dict subclass's or
+        inner = gc.get_referents(v)  # a mapping's class answers ``MP[k]``: review 198)
+        if len(inner) != 1:
+            raise NoReuse("persist-library-value:mappingproxy")
+        return ("mappingproxy", _attr(inner[0], depth + 1))
+    if t in _LOCKS:  # (one held now is refused: code may read that, ``locked()``;
+        # an RLock says so in its repr alone, in 3.11: review 198)
+        if t.locked(v) if t is _LOCKS[0] else not t.__repr__(v).startswith("<unlocked"):
+            raise NoReuse("persist-library-value:held-lock")
+        return ("lock", t.__name__)
     return ("const", t.__name__)
 
 
@@ -419,11 +430,11 @@ _TUPLEGETTER = type(collections.namedtuple("_T", "a").a)
 #: apart (`_persist_abcs`), its caches follow from them.
 _ABC_DATA = type(vars(abc.ABC).get("_abc_impl", NotImplemented))
 _LRU = functools._lru_cache_wrapper
-#: Locks (C state: held or not, which no traced value follows), by their type.
+#: Locks (C state: held or not), by their type where not held.
 _LOCKS = (type(threading.Lock()), type(threading.RLock()))
 _OPAQUE = frozenset({types.CodeType, types.UnionType, weakref.ref, _TUPLEGETTER,
                      type(NotImplemented), type(...), object, _ABC_DATA, _LRU,
-                     *_LOCKS})  # fmt: skip
+                     types.MappingProxyType, *_LOCKS})  # fmt: skip
 
 
 def _base(v: Any, t: type, depth: int) -> tuple:

@@ -2650,6 +2650,23 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
 
     held = [type("Pool", (), {"lock": threading.Lock(), "k": k}) for k in (1.0, 2.0)]
     assert looks(held[0]) != looks(held[1])
+    # review 198: a lock held now (code may read ``locked()``) is refused; a mapping
+    # proxy by all of what it wraps (a dict subclass's or a mapping's class answers
+    # ``MP[k]``, not the items it stores)
+    for lock in (threading.Lock(), threading.RLock()):
+        with lock, pytest.raises(NoReuse, match="held-lock"):
+            looks(lock)
+
+    class Scaled(dict):
+        def __getitem__(self, k):
+            return self.scale
+
+    def scaled(k):
+        inner = Scaled(k=0.0)
+        inner.scale = k
+        return types.MappingProxyType(inner)
+
+    assert looks(scaled(1.0)) != looks(scaled(2.0))
 
 
 def _ring(n: int, tag: float, dense: bool = False) -> list:
