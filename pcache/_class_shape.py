@@ -208,7 +208,11 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def _key(k: Any) -> str:
-    return k if type(k) is str else f"?{type(k).__qualname__}"
+    """A namespace's or dict's key: a string as itself (one starting with ``?`` marked
+    again), any other by what it is (review 199: ``{1: v}`` against ``{2: v}``)."""
+    if type(k) is str:
+        return "?" + k if k[:1] == "?" else k
+    return "?" + repr(_attr(k, 1))
 
 
 def _name(t: type) -> tuple:
@@ -345,8 +349,9 @@ def _value(v: Any, t: type, depth: int) -> tuple:
         return ("struct", v.format)
     if t is set:
         return ("set", *_members(list(set.copy(v)), depth))
-    if t in _DESCRIPTORS:  # (by its class and name, as `named` names one)
-        return ("desc", t.__name__, _name(v.__objclass__), v.__name__)
+    if t in _DESCRIPTORS:  # (by its class, a heap class by its shape: two one name
+        # holds, review 199; and its name)
+        return ("desc", t.__name__, _class(v.__objclass__), v.__name__)
     if t in _OPAQUE:
         return _opaque(v, t, depth)
     if any(

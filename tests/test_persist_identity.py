@@ -2668,6 +2668,26 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
 
     assert looks(scaled(1.0)) != looks(scaled(2.0))
 
+    # review 199: a heap class's slot descriptor by its class's shape (two classes one
+    # name holds); an instance dict's keys that are not strings by what they are
+    def slot_of(k):
+        class P:
+            __slots__ = ("x",)
+
+            def __init__(self):
+                self.x = k
+
+        return P.__dict__["x"]
+
+    def keyed(key):
+        o = Scaler(0.0)
+        del o.k
+        vars(o)[key] = 3.0
+        return o
+
+    pairs = [(slot_of(1.0), slot_of(2.0)), (keyed(1), keyed(2)), (keyed("?1"), keyed(1))]
+    assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
+
 
 def _ring(n: int, tag: float, dense: bool = False) -> list:
     """``n`` classes, each holding an instance of the next (and, ``dense``, of the one
