@@ -52,6 +52,7 @@ from pcache._introspect import (
     mro,
     names,
     native,
+    own_method,
 )
 from pcache._memos import memo
 from pcache._persist_code import code_digest, unordered
@@ -264,6 +265,8 @@ def _attr(v: Any, depth: int) -> tuple:
     if t is types.BuiltinFunctionType or t is np.ufunc:
         owner = getattr(v, "__self__", None)
         bound = () if owner is None or is_a(owner, types.ModuleType) else _attr(owner, depth + 1)
+        if bound and not own_method(v, owner):  # (``int.__or__.__get__(True)``: another
+            raise NoReuse("persist-library-value:builtin-method-impl")  # type's: 200)
         return ("builtin", str(getattr(v, "__module__", "")), v.__name__, bound)
     if t is staticmethod or t is classmethod:  # (and what it copied from its function)
         return (t.__name__, *(_attr(x, depth + 1) for x in _BASES[t](v)))
@@ -340,7 +343,9 @@ def _value(v: Any, t: type, depth: int) -> tuple:
                 _layout(v), extra)  # fmt: skip
     if t is types.GenericAlias:  # (``list[int]``; ``*tuple[int]``: review 189)
         return ("alias", *(_attr(x, depth + 1) for x in _BASES[t](v)))
-    if t is types.MethodWrapperType:  # (``(1.0).__mul__``)
+    if t is types.MethodWrapperType:  # (``(1.0).__mul__``; what its name finds on its
+        if not own_method(v, v.__self__):  # object's type, not another's: review 200)
+            raise NoReuse("persist-library-value:builtin-method-impl")
         return ("wrapper", v.__name__, _attr(v.__self__, depth + 1))
     if t is memoryview:
         return ("mv", v.format, v.shape, v.strides, v.readonly,

@@ -295,3 +295,22 @@ _PTR = struct.calcsize("P")
 _MANAGED_DICT = 1 << 4 if sys.version_info >= (3, 11) else 0
 _MANAGED_WEAKREF = 1 << 3 if sys.version_info >= (3, 12) else 0
 _FLAGS = type.__dict__["__flags__"].__get__
+
+
+def own_method(v: Any, bound: Any) -> bool:
+    """Whether the builtin method ``v`` is what its name finds on its object's type
+    (what the key says: the name and the type), not a base class's bound by hand.
+    A type's ``__new__`` is its own (``tuple.__new__``, a namedtuple's ``_tuple_new``)
+    when its namespace holds that very object."""
+    t = type(bound)
+    if v.__name__ == "__new__" and is_a(bound, type):
+        return cdict(bound).get("__new__") is v
+    for k in mro(t):
+        d = cdict(k).get(v.__name__)
+        if d is not None:
+            get = getattr(type(d), "__get__", None)
+            try:
+                return get is not None and get(d, bound, t) == v
+            except Exception:
+                return False
+    return False

@@ -26,7 +26,17 @@ import numpy as np
 from pcache import _compat, _memos
 from pcache._dictwatch import version
 from pcache._holders import library_held, module_held
-from pcache._introspect import Override, cdict, inst_dict, is_a, items, mro, names, type_ids
+from pcache._introspect import (
+    Override,
+    cdict,
+    inst_dict,
+    is_a,
+    items,
+    mro,
+    names,
+    own_method,
+    type_ids,
+)
 from pcache._reflection import (
     _MUTATORS,
     FORMAT_REFLECTIVE,
@@ -235,25 +245,6 @@ def _field(w: Walker, f: dataclasses.Field) -> tuple:
         _annotation(w, f.type),
         None if kind is None else _FIELD_KINDS[id(kind)],
     )
-
-
-def _own_method(v: Any, bound: Any) -> bool:
-    """Whether the builtin method ``v`` is what its name finds on its object's type
-    (what the key says: the name and the type), not a base class's bound by hand.
-    A type's ``__new__`` is its own (``tuple.__new__``, a namedtuple's ``_tuple_new``)
-    when its namespace holds that very object."""
-    t = type(bound)
-    if v.__name__ == "__new__" and is_a(bound, type):
-        return cdict(bound).get("__new__") is v
-    for k in mro(t):
-        d = cdict(k).get(v.__name__)
-        if d is not None:
-            get = getattr(type(d), "__get__", None)
-            try:
-                return get is not None and get(d, bound, t) == v
-            except Exception:
-                return False
-    return False
 
 
 _SLOT_SCALARS = type_ids((bool, int, str, type(None)))  # by identity: `_introspect.by_id`
@@ -527,7 +518,7 @@ def _builtin(w: Walker, v: Any) -> tuple:
         return w.ident(v)
     if v.__name__ in REFLECTIVE or v.__name__ in REFLECTIVE_ATTRS:
         raise NoReuse(f"reflective-method:{v.__name__}")  # Base.__subclasses__
-    if not _own_method(v, bound):  # int.__repr__.__get__(True): another impl
+    if not own_method(v, bound):  # int.__repr__.__get__(True): another impl
         raise NoReuse(f"builtin-method-impl:{v.__name__}")
     return ("B", v.__name__, w.ident(type(bound)), w.value(bound))
 
