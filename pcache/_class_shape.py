@@ -340,16 +340,16 @@ def _value(v: Any, t: type, depth: int) -> tuple:
         a = v if t is np.ndarray else np.ndarray.view(v, np.ndarray)
         dt = _ND["dtype"](v)
         return ("nd", _class(t), _attr(dt, depth + 1), _ND["shape"](v), _digest(a, depth),
-                _layout(v), extra)  # fmt: skip
+                _layout(v, depth), extra)  # fmt: skip
     if t is types.GenericAlias:  # (``list[int]``; ``*tuple[int]``: review 189)
         return ("alias", *(_attr(x, depth + 1) for x in _BASES[t](v)))
     if t is types.MethodWrapperType:  # (``(1.0).__mul__``; what its name finds on its
         if not own_method(v, v.__self__):  # object's type, not another's: review 200)
             raise NoReuse("persist-library-value:builtin-method-impl")
         return ("wrapper", v.__name__, _attr(v.__self__, depth + 1))
-    if t is memoryview:
+    if t is memoryview:  # (and the object it views: ``mv.obj``, review 201)
         return ("mv", v.format, v.shape, v.strides, v.readonly,
-                hashlib.sha256(v.tobytes()).hexdigest())  # fmt: skip
+                hashlib.sha256(v.tobytes()).hexdigest(), _attr(v.obj, depth + 1))  # fmt: skip
     if t is struct.Struct:
         return ("struct", v.format)
     if t is set:
@@ -483,11 +483,13 @@ def _digest(a: np.ndarray, depth: int = 0) -> Any:
     return tuple(_attr(x, depth + 1) for x in np.ndarray.ravel(a, order="C").tolist())
 
 
-def _layout(a: np.ndarray) -> tuple:
+def _layout(a: np.ndarray, depth: int) -> tuple:
     """How an array lies in memory, which code may read (``ravel(order="K")``, its
-    flags, its base: review 189)."""
-    f = _ND["flags"](a)
-    return (_ND["strides"](a), f.writeable, f.aligned, f.owndata, _ND["base"](a) is None)
+    flags: review 189), and its base, by what it is (``a.base``: an int32 buffer seen
+    as bytes, review 201)."""
+    f, base = _ND["flags"](a), _ND["base"](a)
+    held = () if base is None else _attr(base, depth + 1)
+    return (_ND["strides"](a), f.writeable, f.aligned, f.owndata, base is None, held)
 
 
 #: (module, name) of the standard library's immutable value types: named, not imported

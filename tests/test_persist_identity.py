@@ -2693,6 +2693,14 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
         with pytest.raises(NoReuse, match="builtin-method-impl"):
             looks(other)
     assert looks(True.__or__)[0] == "wrapper" and looks([].append)[0] == "builtin"
+    # review 201: what an array is a view of (``a.base``), what a memoryview views
+    # (``mv.obj``): an int32 buffer and a float32 one, seen alike as bytes
+    zeros = (np.zeros(4, np.int32), np.zeros(4, np.float32))
+    pairs = [
+        tuple(z.view(np.uint8) for z in zeros),
+        tuple(memoryview(z).cast("B") for z in zeros),
+    ]
+    assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
 
 
 def _ring(n: int, tag: float, dense: bool = False) -> list:
