@@ -161,6 +161,16 @@ def stamp(cls: type, module: str, qual: str) -> str | None:
 
 
 def _shape(cls: type, namespace: dict) -> str:
+    here = _LOCAL.__dict__  # (what it holds read as from its own level: a shape kept
+    level = here.get("held", 0)  # is one reading it afresh anywhere gives, `_held`)
+    here["held"] = 0
+    try:
+        return _shape_now(cls, namespace)
+    finally:
+        here["held"] = level
+
+
+def _shape_now(cls: type, namespace: dict) -> str:
     holders = sorted(_key(k) for k, v in items(namespace) if v is cls)
     # (in its namespace's order, which code iterating ``vars(cls)`` sees: review 195)
     own = [(_key(k), _attr(_doc(k, v), 1)) for k, v in items(cdict(cls))]
@@ -190,6 +200,7 @@ _BASES_OF = type.__dict__["__bases__"].__get__
 _TYPE_NAME = type.__dict__["__name__"].__get__
 _HEAPTYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class made by a class statement, ``type()``)
 _FLAGS = type.__dict__["__flags__"].__get__
+_IMMUTABLE = 1 << 8  # (Py_TPFLAGS_IMMUTABLETYPE: an extension's type, ``partial``)
 
 
 #: JAX's own types a description reads, by identity (not by a class's name and module,
@@ -539,9 +550,11 @@ def _wraps(t: type, v: Any) -> tuple:
     function itself)."""
     f = t.__dict__["__func__"].__get__(v)
     try:
-        d = inst_dict(v)
+        d = inst_dict(v, exact=False)
     except Override:
         raise NoReuse("persist-library-value:dict-override") from None
+    if d is not None and type(d) is not dict:
+        raise NoReuse("persist-library-value:dict-subclass")
     own = [(_key(k), x) for k, x in (items(d) if type(d) is dict else ())]
     return (f, tuple(sorted((k, x) for k, x in own if k != "__wrapped__" or x is not f)))
 
@@ -612,23 +625,37 @@ def _ends(v: Any) -> tuple:
 
 
 def _held(v: Any, depth: int) -> tuple:
-    """What an instance holds in its own dict or slots, one level down (the values
-    by `_attr`); () for objects of C types (their state is not read)."""
-    if depth > 2:
+    """What an instance holds in its own dict or slots (the values by `_attr`), to
+    three instances down (state deeper in: documented); () for objects of C types
+    (their state is not read)."""
+    here = _LOCAL.__dict__  # (instances in instances, however many containers lie
+    level = here.get("held", 0)  # between: review 202; from each class's shape anew)
+    if level > 2:
         return ()
+    here["held"] = level + 1
     try:
-        d = inst_dict(v)
+        return _held_now(v, depth)
+    finally:
+        here["held"] = level
+
+
+def _held_now(v: Any, depth: int) -> tuple:
+    try:
+        d = inst_dict(v, exact=False)
     except Override:  # (its class defines ``__dict__``: what it holds is unseen: 189)
         raise NoReuse("persist-library-value:dict-override") from None
+    if d is not None and type(d) is not dict:  # (a dict subclass set as ``__dict__``:
+        raise NoReuse("persist-library-value:dict-subclass")  # review 202)
     out = [(_key(k), _attr(x, depth + 1)) for k, x in items(d)] if type(d) is dict else []
     for k in mro(type(v)):  # (each slot by its descriptor: a mangled ``__v`` too; not
         # the type's own C members, nanobind's ``__vectorcalloffset__``: an address)
         # (a class's own, whether or not ``__slots__`` still names them: review 193)
         for name, got in items(cdict(k)) if _FLAGS(k) & _HEAPTYPE else ():
-            if (
+            if (  # (a class statement's ``__slots__ = ("__x__",)`` is a slot, 202;
+                # an extension's ``__vectorcalloffset__`` an offset: not read)
                 type(got) is types.MemberDescriptorType
                 and got.__objclass__ is k
-                and not _dunder(name)
+                and not (_dunder(name) and (_FLAGS(k) & _IMMUTABLE or native(k)))
             ):
                 try:
                     x = got.__get__(v, type(v))

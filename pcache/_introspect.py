@@ -123,9 +123,10 @@ def dict_reader(t: type) -> Any:
     return None
 
 
-def inst_dict(v: Any) -> dict[str, Any] | None:
+def inst_dict(v: Any, exact: bool = True) -> dict[str, Any] | None:
     """``v``'s own attribute dict, read through the descriptor that holds it (None
-    when its type gives it none); `Override` when a class of its type defines
+    when its type gives it none, or, ``exact``, when it is not a plain dict: a dict
+    subclass assigned to ``__dict__``); `Override` when a class of its type defines
     ``__dict__`` itself (a property, a copied descriptor of another class)."""
     for k in mro(type(v)):
         d = cdict(k).get("__dict__", _MISSING)
@@ -133,7 +134,7 @@ def inst_dict(v: Any) -> dict[str, Any] | None:
             continue
         if type(d) in _DICT_DESCRIPTORS and d.__objclass__ is k:
             got = d.__get__(v, type(v))
-            return got if type(got) is dict else None
+            return got if type(got) is dict or not exact else None
         raise Override(k)
     return None
 

@@ -2702,6 +2702,23 @@ def test_what_a_library_object_is_tells_apart_what_one_name_may_hold():
     ]
     assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
 
+    # review 202: a class statement's dunder-named slot; an instance three lists down;
+    # an instance whose ``__dict__`` is a dict subclass (refused)
+    class Dunder:
+        __slots__ = ("__scale__",)
+
+        def __init__(self, k):
+            self.__scale__ = k
+
+    pairs = [(Dunder(1.0), Dunder(2.0)), ([[[Scaler(1.0)]]], [[[Scaler(2.0)]]])]
+    assert [i for i, (a, b) in enumerate(pairs) if looks(a) == looks(b)] == []
+    odd = Scaler(1.0)
+    odd.__dict__ = type("D", (dict,), {})(k=1.0)
+    with pytest.raises(NoReuse, match="dict-subclass"):
+        looks(odd)
+    # (an extension type's dunder members are its offsets, addresses: not read)
+    assert "__vectorcalloffset__" not in repr(looks(functools.partial(_scaled)))
+
 
 def _ring(n: int, tag: float, dense: bool = False) -> list:
     """``n`` classes, each holding an instance of the next (and, ``dense``, of the one
