@@ -284,6 +284,7 @@ def _library_chain(v: Any, attrs: tuple, run: _Guarding) -> None:
             if (id(d), attr) not in run.done:  # "sparse")``, review 54)
                 run.done.add((id(d), attr))
                 run.guards.append((ABSENT, d, attr, None))
+                _library_getattr(d, run)
             return
         v = d.get(attr)
         if is_a(v, types.ModuleType):
@@ -300,6 +301,19 @@ def _library_chain(v: Any, attrs: tuple, run: _Guarding) -> None:
         name = (module_dict(v) or {}).get("__name__")
         if type(name) is str and reflective_module(name):
             raise NoReuse(f"reflection-module:{name}")
+
+
+def _library_getattr(d: dict, run: _Guarding) -> None:
+    """What answers a name a library module lacks: its ``__getattr__`` (the very
+    function; across processes, what it is: one rebound by a computed name before
+    pcache started is another function, review 203), or its having none."""
+    if (id(d), "__getattr__") in run.done:
+        return
+    run.done.add((id(d), "__getattr__"))
+    if "__getattr__" in d:
+        run.guards.append((LIBATTR, d, "__getattr__", d["__getattr__"]))
+    else:
+        run.guards.append((ABSENT, d, "__getattr__", None))
 
 
 def aliases(callable_walk: Walker | tuple | None, w: Walker) -> tuple:

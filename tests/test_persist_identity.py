@@ -2792,3 +2792,70 @@ def test_the_library_code_reading_sees_each_rebinding_form(tmp_path):
     assert _provenance.stores_global(str(tmp_path / "bad.py"), "Mode")
     assert not _provenance.stores_global(dataclasses.__file__, "FrozenInstanceError")
     assert not _provenance.stores_global(c_ext.__file__, "ndarray")
+
+
+GALIB = """
+import sys
+
+
+def __getattr__(name):
+    if name == "K":
+        return 1.0
+    raise AttributeError(name)
+
+
+def _second(name):
+    if name == "K":
+        return 2.0
+    raise AttributeError(name)
+
+
+def use_second():
+    setattr(sys.modules[__name__], "".join(["__get", "attr__"]), _second)
+"""
+
+GAPROG = """
+import json
+import os
+
+import galib
+
+if os.environ["PHASE"] == "B":
+    galib.use_second()  # (before pcache starts, by a name no code reading sees)
+import jax
+import jax.numpy as jnp
+
+import pcache
+
+if os.environ.get("CACHE"):
+    pcache.enable(os.environ["CACHE"], trace_persist=True)
+x = jnp.arange(3, dtype=jnp.float32)
+got = jax.jit(lambda a: a * galib.K)(x).tolist()
+print(json.dumps([got, pcache.stats()["trace_persist_hits"] if os.environ.get("CACHE") else 0]))
+"""
+
+
+def test_a_library_module_s_getattr_is_part_of_a_name_it_lacks(tmp_path):
+    """A name a library module lacks, read by the program (``lib.K``), is what the
+    module's ``__getattr__`` makes: that function is keyed as a value the program
+    reads from the module, so one rebound by a computed name before pcache started
+    (the code reading's blind spot) gives another key (review 203); the same
+    function is served."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "galib", GALIB)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
+    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu")
+    env["JAX_PCACHE_TRACE_PERSIST_MIN_GAIN"] = "0"
+    env["JAX_PCACHE_TRACE_PERSIST_ENV_IGNORE"] = "PHASE,CACHE"
+    got = []
+    cache = str(tmp_path / "c")
+    for phase, c in (("A", cache), ("B", ""), ("B", cache), ("A", cache)):
+        out = subprocess.run(
+            [sys.executable, "-c", GAPROG], env={**env, "PHASE": phase, "CACHE": c},
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+        got.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    a, stock, b, again = got
+    assert a[0] == [0.0, 1.0, 2.0] and stock[0] == b[0] == [0.0, 2.0, 4.0], got
+    # (the program itself served to A again, not to B: one more than ``arange``)
+    assert again[0] == a[0] and again[1] == b[1] + 1, got
