@@ -26,20 +26,16 @@ module makes both part of what a reuse checks, and fails closed where it cannot:
 from __future__ import annotations
 
 import builtins
-import functools
 import operator
 import sys
 import threading
 import types
-import weakref
 from typing import Any
 
 from pcache import _canon, _canon_rules, _compat, _dictwatch, _reach
 from pcache._generated import prove_nodes
 from pcache._introspect import (
-    cell_bound,
     class_attr,
-    fields,
     is_a,
     items,
     names,
@@ -51,6 +47,7 @@ from pcache._reflection import (
     reflective_module,
 )
 from pcache._rule_state import holds_program_data, holds_state
+from pcache._user_callables import user_code
 from pcache._usercode import (
     NoReuse,
     code_verdict,
@@ -59,16 +56,13 @@ from pcache._usercode import (
     is_library_module,
     is_library_type,
     module_dict,
-    plain_partial,
     qualname,
 )
 from pcache._walk import Walker, plain_array
 
 _MISSING: Any = object()
-_PARTIAL_FIELDS = tuple(functools.partial.__dict__[n].__get__ for n in ("func", "args", "keywords"))
 # Python's own builtins as at pcache's import (one put there later: a global), and theirs.
-_PY_BUILTINS, _RB = dict(vars(builtins)), vars(builtins)
-_FUNCTION = types.FunctionType
+_PY_BUILTINS = dict(vars(builtins))
 
 # Guard kinds: (kind, namespace, name, expected[, code]); TYPE: (TYPE, object, None, type).
 IS, FN, VAL, ABSENT, TYPE, ALIASES, PLAIN, NAMES, LIBATTR = 0, 1, 2, 3, 4, 5, 7, 8, 9
@@ -230,8 +224,21 @@ class _Guarding:
             self.imported(chain[1], chain[2:])
             return
         if chain[0] == "<imported>":  # read through a local an import bound (review 57)
-            mod = sys.modules.get(chain[1])  # (a user module's import refused already)
-            return None if mod is None else _library_chain(mod, chain[2:], self)
+            top, *path = chain[1].split(".")
+            mod = sys.modules.get(top)  # (a user module's import refused already)
+            if mod is None:
+                return None
+            # (``import a.b as c`` binds what ``a``'s attribute ``b`` holds, as
+            # ``IMPORT_FROM`` reads it, not ``sys.modules["a.b"]``: review 205)
+            v = mod
+            for attr in path:
+                d = module_dict(v)
+                if d is None or attr not in d:  # (the import falls back to sys.modules)
+                    raise NoReuse(f"import-as-unbound:{chain[1]}")
+                v = d[attr]
+                if _user_module(v):
+                    raise NoReuse(f"imports-user-module:{chain[1]}")
+            return _library_chain(mod, (*path, *chain[2:]), self)
         # (a ``__hash__`` may hash, never take an id: ``id(v) == id(1000)``)
         identity = chain[0] in IDENTITY_BUILTINS and not (hashing and chain[0] == "hash")
         if (chain[0] in UNGUARDABLE or identity) and chain[0] not in g:
@@ -631,65 +638,4 @@ def registry_key(w: Walker, tabs: tuple | None = None) -> tuple:
     return tuple(out)
 
 
-#: callables (none can be subclassed) that run no code of their own: a builtin, and
-#: the standard library's getters by name (a method or attribute of what they are
-#: given, whose type decides: JAX's ``register_pytree_node_class`` registers
-#: ``methodcaller("tree_flatten")``). (A module or primitive is no callable unless
-#: its class gives it a ``__call__``: then it is judged as any other callable.)
-_NOT_CODE = frozenset(
-    {types.BuiltinFunctionType, operator.methodcaller, operator.attrgetter, operator.itemgetter}
-)
-_PROXIES = frozenset({weakref.ProxyType, weakref.CallableProxyType})
-
-
-def user_code(obj: Any, depth: int = 0, seen: set | None = None) -> bool:
-    """Whether calling ``obj`` may run user code (anything but installed library
-    code), looking through closures, partials and JAX's wrapped functions."""
-    if depth > 8:
-        return True
-    seen = set() if seen is None else seen
-    if id(obj) in seen:
-        return False
-    seen.add(id(obj))
-    t = type(obj)
-    if t is _FUNCTION:
-        if not is_library_code(obj.__globals__, obj.__code__) or obj.__builtins__ is not _RB:
-            return True
-        inner = [c.cell_contents for c in obj.__closure__ or () if cell_bound(c)]
-        inner += list(obj.__defaults__ or ())
-    elif t in _PROXIES:
-        return True  # (calls through to what it refers to, maybe nothing any more)
-    elif plain_partial(obj):  # (its fields as partial.__call__ reads them)
-        inner = [f(obj) for f in _PARTIAL_FIELDS]
-        inner = [inner[0], *inner[1], *inner[2].values()]
-    elif t is types.MethodType:
-        inner = [obj.__func__, obj.__self__]
-    elif t is tuple or t is list or is_a(obj, tuple):
-        inner = list(obj)
-    elif t is dict:
-        inner = list(obj.values())
-    elif is_library_type(t) and hasattr(obj, "f_transformed") and hasattr(obj, "f"):
-        # JAX's WrappedFun
-        inner = [obj.f, obj.f_transformed]
-    elif t is _compat.PjitFunction:  # (review 78; its callee as the C++ object holds it)
-        inner = None if (parts := _compat.jit_parts(obj)) is None else [parts[0]]
-    elif t is _compat.LoweringRuleEntry:
-        inner = [obj.rule]
-    elif is_a(obj, _compat.CUSTOM_DERIVATIVE_TYPES):
-        inner = fields(obj)
-    elif is_a(obj, type):
-        return not is_library_type(obj)
-    elif callable(obj) and t not in _NOT_CODE and t not in _compat.OPAQUE_TYPES:
-        if not is_library_type(t):
-            return True
-        # A library object that may wrap user code (custom_vmap's ClosedRule holds
-        # the user's rule): what it holds decides.
-        inner = fields(obj)
-    else:
-        return False  # data
-    if inner is None:
-        return True  # what it holds cannot be read: taken as user code
-    return any(user_code(x, depth + 1, seen) for x in inner)
-
-
-__all__ = ["failed_guard", "guards_for", "registry_key", "user_code"]
+__all__ = ["failed_guard", "guards_for", "registry_key"]

@@ -60,6 +60,7 @@ from pcache._trace_memo import (
     Recorded,
     TraceMemo,
 )
+from pcache._user_callables import user_code
 from pcache._walk import NoReuse, Walker
 from pcache._walk_kinds import jit_options
 
@@ -567,7 +568,7 @@ def _record(made: Made, p, owned) -> str | None:
         # A user primitive's rules run later too (transpose, lowering, batching), on
         # JAX's caches keyed by this jaxpr: a reuse shares them (review 47).
         return "user-primitive"
-    if callbacks or any(_guards.user_code(c) for c in late):
+    if callbacks or any(user_code(c) for c in late):
         # Python this callable's objects run after the trace (host callbacks at
         # run time, a custom_vjp's bwd when differentiated): its side effects and
         # reads are this callable's own, so another callable must trace its own.

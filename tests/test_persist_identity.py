@@ -2859,3 +2859,85 @@ def test_a_library_module_s_getattr_is_part_of_a_name_it_lacks(tmp_path):
     assert a[0] == [0.0, 1.0, 2.0] and stock[0] == b[0] == [0.0, 2.0, 4.0], got
     # (the program itself served to A again, not to B: one more than ``arange``)
     assert again[0] == a[0] and again[1] == b[1] + 1, got
+
+
+TMOD = """
+from . import sub_a, sub_b
+
+
+def use_second():
+    global sub_a
+    sub_a = sub_b
+"""
+
+
+def _tmod(site: Path) -> Path:
+    """Package ``tmod`` with submodules ``sub_a`` (``K = 1.0``) and ``sub_b`` (2.0);
+    ``use_second()`` points the package's attribute ``sub_a`` at ``sub_b``."""
+    libsite.install(site, "tmod", TMOD)
+    for name, k in (("sub_a", 1.0), ("sub_b", 2.0)):
+        (site / "tmod" / f"{name}.py").write_text(f"K = {k}\n")
+    (site / "tmod-1.0.dist-info" / "RECORD").write_text(
+        "tmod/__init__.py,,\ntmod/sub_a.py,,\ntmod/sub_b.py,,\n"
+    )
+    return site
+
+
+IMPORT_AS_PROG = """
+import os
+
+import tmod
+
+if os.environ["PHASE"] == "B":
+    tmod.use_second()
+
+
+def f(a):
+    import tmod.sub_a as s  # (``s`` is what ``tmod``'s attribute holds)
+
+    return a * s.K
+
+
+show("import-as", lambda: jax.jit(f)(x))
+"""
+
+
+def test_import_as_binds_the_package_attribute_not_the_sys_modules_entry(tmp_path):
+    """``import a.b as c`` in traced code binds ``c`` to ``a``'s attribute ``b`` (the
+    import's ``IMPORT_FROM``), which the library may point elsewhere, while
+    ``sys.modules["a.b"]`` stays: the attribute is what is keyed (review 205)."""
+    site = _tmod(tmp_path / "lib" / "site-packages")
+    _as_stock_in_b(site, IMPORT_AS_PROG, tmp_path)
+
+
+def test_import_as_in_process_follows_the_package_attribute(tmp_path, monkeypatch):
+    """In one process: a function made anew after the library pointed the package
+    attribute elsewhere computes what stock JAX does, where the same function made
+    before was served a reused trace (the in-process guard of review 205)."""
+    import pcache
+
+    site = _tmod(tmp_path / "lib" / "site-packages")
+    gen = libsite.imported(site, "tmod", monkeypatch)
+    tmod = next(gen)
+
+    def make():
+        def f(a):
+            import tmod.sub_a as s
+
+            return a * s.K
+
+        return f
+
+    try:
+        with pcache.enabled(tmp_path / "c", raise_errors=True, check=False):
+            before = [jax.jit(make())(jnp.arange(3.0)).tolist() for _ in range(3)]
+            reused = pcache.stats()["trace_hits"]
+            tmod.use_second()
+            after = jax.jit(make())(jnp.arange(3.0)).tolist()
+            why = pcache.stats()["trace_miss_reasons"]
+        assert reused >= 1 and before == [[0.0, 1.0, 2.0]] * 3, (reused, before)
+        assert after == [0.0, 2.0, 4.0] and why.get("global-changed:sub_a") == 1, why
+    finally:
+        for m in ("tmod.sub_a", "tmod.sub_b"):
+            sys.modules.pop(m, None)
+        next(gen, None)

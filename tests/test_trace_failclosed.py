@@ -767,7 +767,7 @@ def test_opaque_callables_are_taken_as_the_programs():
 
     from jax._src import config
 
-    from pcache import _guards, _hoststate
+    from pcache import _hoststate, _user_callables
     from pcache._introspect import fields
 
     def red(p):
@@ -776,10 +776,10 @@ def test_opaque_callables_are_taken_as_the_programs():
     w = functools.lru_cache(maxsize=None)(red)
     del w.__wrapped__
     assert red in fields(w) and fields(threading.local()) is None
-    assert _guards.user_code(w) and _hoststate._user_hook(w)
+    assert _user_callables.user_code(w) and _hoststate._user_hook(w)
     assert _hoststate._program_function(w)
     for lib in (operator.methodcaller("tree_flatten"), len, config.enable_x64):
-        assert not _guards.user_code(lib)
+        assert not _user_callables.user_code(lib)
 
     class Slotted:
         __slots__ = ("f",)
@@ -803,18 +803,18 @@ def test_partial_subclasses_and_program_data_held_by_hooks_are_the_programs():
 
     import jax
 
-    from pcache import _canon_rules, _guards, _hoststate
+    from pcache import _canon_rules, _hoststate, _user_callables
 
     class P(functools.partial):
         def __call__(self, *a):
             return a
 
     sub = P(operator.add)
-    assert _hoststate._user_hook(sub) and _guards.user_code(sub)
+    assert _hoststate._user_hook(sub) and _user_callables.user_code(sub)
     assert _hoststate._program_function(sub)
     assert _canon_rules._describe_rule(P(jax.numpy.sin), 0) is None
     assert not _hoststate._user_hook(functools.partial(operator.add, 1))
-    assert not _guards.user_code(jax.tree_util.Partial(operator.add))
+    assert not _user_callables.user_code(jax.tree_util.Partial(operator.add))
     D: dict = {}
     for hook in (functools.partial(operator.getitem, D), D.get, types.MethodType(len, [1])):
         assert _hoststate._user_hook(hook), hook
@@ -828,14 +828,14 @@ def test_partial_subclasses_and_program_data_held_by_hooks_are_the_programs():
 
     assert _hoststate._program_function(functools.singledispatch(mine))
     assert _hoststate._program_function(Obj().m) and _hoststate._program_function(Obj)
-    assert _guards.user_code(weakref.proxy(Obj()))  # (dead: no ReferenceError)
+    assert _user_callables.user_code(weakref.proxy(Obj()))  # (dead: no ReferenceError)
 
     class CallableModule(types.ModuleType):
         def __call__(self):
             return 0
 
-    assert _guards.user_code(CallableModule("m")) and not _guards.user_code(types)
-    assert not _guards.user_code(jax.lax.sin_p)
+    assert _user_callables.user_code(CallableModule("m")) and not _user_callables.user_code(types)
+    assert not _user_callables.user_code(jax.lax.sin_p)
 
 
 def test_an_added_entry_is_an_override_unless_its_key_is_new(tmp_path):
