@@ -472,7 +472,9 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
     if type(paths) is not tuple or not all(type(x) is str for x in paths):
         return _refused(rt, "result-paths", fun)
     # (a library's callbacks by content: encoded, each is one `_lib_callbacks` rebuilds)
+    t_fp = timer()  # (what a traced call digests to find its executable: a served one not)
     fingerprint = _canon.jaxpr_fingerprint(closed, _named_callbacks(jaxpr["callbacks"]))
+    saved = seconds + timer() - t_fp
     if not fingerprint.persistent:  # (its digest holds a process's token: review 120)
         return _refused(rt, f"digest:{fingerprint.why or 'process-local'}", fun)
     entry = {
@@ -500,8 +502,9 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
         finally:
             decoded = timer()
     gain = rt.settings.trace_persist_min_gain
-    if gain and seconds < gain * (key_seconds + decoded - t0):
-        # (serving it would cost what tracing does: a content key and this decode)
+    if gain and saved < gain * (key_seconds + decoded - t0):
+        # (serving it would cost what tracing and digesting it do: a content key and
+        # this decode, which digests the decoded jaxpr for its executable)
         return _refused(rt, "cheaper-to-trace", fun)
     if back.out_tree != p.out_tree or [v.aval for v in back.closed.jaxpr.outvars] != [
         v.aval for v in closed.jaxpr.outvars

@@ -4,8 +4,9 @@ A persisted lookup computes the call's content key (`pcache._persist_key`: ~1-2 
 a callable first met in a process) and decodes what it finds: for a small program
 that is about what tracing it costs, so a process of many small jits ran slower with
 persisted traces than without (NumPyro's NUTS example: 195 traces served, 0.7 s
-more). So a trace is stored only when tracing it took ``trace_persist_min_gain``
-times what serving it costs (measured when it is written), and a callable whose
+more). So a trace is stored only when tracing it and digesting the jaxpr (what a
+traced call does to find its executable) took ``trace_persist_min_gain`` times what
+serving it costs (measured when it is written), and a callable whose
 trace was not stored, as too cheap or for a reason that its next trace will have
 again (host callbacks, objects in its output tree, a param with no data encoding),
 is remembered by its `stub`; later calls of a callable with that stub, in this
@@ -33,9 +34,10 @@ from pcache._persist_pack import packed
 from pcache._usercode import NoReuse
 
 #: The store's key set holding the stubs of callables not stored; named anew when
-#: what pcache stores changes (2: a library's host callbacks), so a stub an older
+#: what pcache stores changes (2: a library's host callbacks; 3: a trace's saving counts
+#: the digest a traced call makes for its executable), so a stub an older
 #: pcache wrote does not keep a callable it would now store from being looked up.
-HINTS = "pcache:traces-not-stored:2"
+HINTS = "pcache:traces-not-stored:3"
 _FLUSH_EVERY = 16  # stubs
 _FLUSH_AFTER = 2.0  # seconds
 _MAX = 4096
