@@ -35,7 +35,9 @@ from typing import Any
 from pcache import _canon, _canon_rules, _compat, _dictwatch, _reach
 from pcache._generated import prove_nodes
 from pcache._introspect import (
+    Override,
     class_attr,
+    inst_dict,
     is_a,
     items,
     names,
@@ -90,7 +92,7 @@ class _Guarding:
         # again: objects shared between globals are back-references (CFG is DEFAULT).
         self.vw = walker()
         self.done: set[tuple[int, str]] = set()
-        self.work: list[tuple[dict, types.CodeType]] = []
+        self.work: list[tuple[dict, types.CodeType, Any]] = []  # (and the function)
         self.imports: list = []  # what functions' ``import`` statements take
 
     def more(self, before: int) -> None:
@@ -98,7 +100,7 @@ class _Guarding:
             if not is_library_code(fg, fc):
                 if f.__builtins__ is not _builtins_of(fg):
                     raise NoReuse(f"builtins-not-its-globals:{f.__qualname__}")
-                self.work.append((fg, fc))
+                self.work.append((fg, fc, f))
 
     def guard(self, ns: dict, name: str, builtin: bool) -> Any:
         """Guard ``ns[name]``; return its value (`_MISSING` if absent)."""
@@ -191,15 +193,20 @@ class _Guarding:
             self._imported_module(sys.modules, part, mod)
         mod = sys.modules[name]
         for n in froms:
-            v = module_dict(mod).get(n, sys.modules.get(f"{name}.{n}"))
+            d = module_dict(mod)
+            if n not in d and "__getattr__" in d:  # (what ``IMPORT_FROM`` asks before it
+                raise NoReuse(f"import-from-getattr:{name}.{n}")  # falls back: review 206)
+            v = d.get(n, sys.modules.get(f"{name}.{n}"))
             if v is None or _user_module(v):
                 raise NoReuse(f"imports-user-module:{name}.{n}")
             why = _reach.reflective(v)
             if why is not None:
                 raise NoReuse(f"reflection-import:{name}.{n}:{why}")
             self.imports.append(v)
-            d = module_dict(mod)
             ns, key = (d, n) if n in d else (sys.modules, f"{name}.{n}")
+            if n not in d and (id(d), "__getattr__") not in self.done:
+                self.done.add((id(d), "__getattr__"))
+                self.guards.append((ABSENT, d, "__getattr__", None))
             self._imported_module(ns, key, v)
 
     def _imported_module(self, ns: dict, name: str, v: Any) -> None:
@@ -212,6 +219,19 @@ class _Guarding:
                 self.guards.append((NAMES, module_dict(v), None, tuple(module_dict(v))))
                 if self.vw.content:
                     self.vw.ident(v)
+
+    def free(self, f: Any, chain: tuple, escaped: Any) -> None:
+        """A chain read from a free variable of ``f`` (``("<free>", name, *attrs)``):
+        where its cell holds a library module (``import jax.numpy as jnp`` in an
+        enclosing function), read on as from a global's (review 206); any other value
+        is walked with ``f``."""
+        try:
+            cell = f.__closure__[f.__code__.co_freevars.index(chain[1])]
+            v = cell.cell_contents
+        except (ValueError, TypeError, IndexError, AttributeError):
+            return  # (not ``f``'s own free variable, or an empty cell)
+        if type(v) is types.ModuleType and is_library_module(v):
+            _escapes(_library_chain(v, chain[2:], self), chain, escaped)
 
     def chain(self, g: dict, chain: tuple, escaped: bool, hashing: bool = False) -> None:
         if chain[0] == "<type-is>":  # ``type(a) is B`` compares classes if ``type`` is
@@ -238,7 +258,12 @@ class _Guarding:
                 v = d[attr]
                 if _user_module(v):
                     raise NoReuse(f"imports-user-module:{chain[1]}")
-            return _library_chain(mod, (*path, *chain[2:]), self)
+            return _escapes(_library_chain(mod, (*path, *chain[2:]), self), chain, escaped)
+        if chain[0] == "<from>":  # (``from a import b``: what ``sys.modules["a"]`` holds
+            mod = sys.modules.get(chain[1])  # as ``b``, guarded by `imported`)
+            if chain[2] not in (module_dict(mod) or {}):
+                raise NoReuse(f"import-from-unbound:{chain[1]}.{chain[2]}")
+            return _escapes(_library_chain(mod, chain[2:], self), chain, escaped)
         # (a ``__hash__`` may hash, never take an id: ``id(v) == id(1000)``)
         identity = chain[0] in IDENTITY_BUILTINS and not (hashing and chain[0] == "hash")
         if (chain[0] in UNGUARDABLE or identity) and chain[0] not in g:
@@ -258,13 +283,21 @@ class _Guarding:
                 v = self.guard(d, attr, builtin=False)
                 continue
             if not _user_module(v):
-                _library_chain(v, chain[i:], self)
-                return
+                return _escapes(_library_chain(v, chain[i:], self), chain, escaped)
             v = self.guard(module_dict(v), attr, builtin=False)
         if escaped and _user_module(v):
             # handed on (to getattr, a call, a return): what is read from it later
             # cannot be guarded
             raise NoReuse(f"user-module-escapes:{chain[-1]}")
+        _escapes(v, chain, escaped)
+
+
+def _escapes(v: Any, chain: tuple, escaped: Any) -> None:
+    """A library module a chain ends at, handed on (stored in a cell or a container,
+    passed, returned: ``escaped`` True; a plain local's alias is read as chains of its
+    own): what is read from it there is not guarded (review 206)."""
+    if escaped is True and is_a(v, types.ModuleType):
+        raise NoReuse(f"module-escapes:{'.'.join(map(str, chain))}")
 
 
 def _data_descriptor(v: Any) -> bool:
@@ -277,22 +310,25 @@ def _prefixes(name: str) -> list[str]:
     return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def _library_chain(v: Any, attrs: tuple, run: _Guarding) -> None:
+def _library_chain(v: Any, attrs: tuple, run: _Guarding) -> Any:
     """A chain read on through library modules (``logging.config.X``): refused where
-    it reaches a module that reads state by names held in data. Each module it
+    it reaches a module that reads state by names held in data; what it ends at
+    (None where it stops short: a name absent, an object that is no module). Each module it
     reaches is guarded by identity (its namespace is then checked after a trace:
     `library_spaces`); across processes (``content``) it is named (a submodule must
     be attributed to its distribution as its package is: review 38)."""
     for attr in attrs:
         d = module_dict(v)
-        if d is None:
-            return
+        if d is None:  # (an object: what it holds is described with it, but a module)
+            if _holds_module(v, attr):  # (``lib.CONFIG.np.K``: review 206)
+                raise NoReuse(f"module-held:{attr}")
+            return None
         if attr not in d:  # (a submodule not imported yet: ``hasattr(jax.experimental,
             if (id(d), attr) not in run.done:  # "sparse")``, review 54)
                 run.done.add((id(d), attr))
                 run.guards.append((ABSENT, d, attr, None))
                 _library_getattr(d, run)
-            return
+            return None
         v = d.get(attr)
         if is_a(v, types.ModuleType):
             if (id(d), attr) not in run.done:
@@ -308,6 +344,20 @@ def _library_chain(v: Any, attrs: tuple, run: _Guarding) -> None:
         name = (module_dict(v) or {}).get("__name__")
         if type(name) is str and reflective_module(name):
             raise NoReuse(f"reflection-module:{name}")
+    return v
+
+
+def _holds_module(v: Any, attr: str) -> bool:
+    """Whether ``v.attr`` may be a module, read without running code (its own dict,
+    then its class's; one that defines ``__dict__`` itself: may)."""
+    try:
+        own = None if is_a(v, type) else inst_dict(v)
+    except Override:
+        return True
+    got = own.get(attr) if own is not None else None
+    if got is None:
+        got = class_attr(v if is_a(v, type) else type(v), attr)
+    return is_a(got, types.ModuleType)
 
 
 def _library_getattr(d: dict, run: _Guarding) -> None:
@@ -353,9 +403,9 @@ def guards_for(funcs: list[tuple], callable_walk: Walker | None = None, more_roo
             # (exec'd with other builtins than its namespace now names: the guards
             # read the namespace's)
             raise NoReuse(f"builtins-not-its-globals:{f.__qualname__}")
-    run.work = [(g, c) for g, c, *_ in funcs if not is_library_code(g, c)]
+    run.work = [(g, c, f) for g, c, f, *_ in funcs if not is_library_code(g, c)]
     while run.work:
-        g, code = run.work.pop()
+        g, code, f = run.work.pop()
         why, reads, writes = code_verdict(code)
         if why is not None:
             raise NoReuse(why)
@@ -363,7 +413,10 @@ def guards_for(funcs: list[tuple], callable_walk: Walker | None = None, more_roo
         # result only to dicts and sets, whose contents and order are keyed)
         hashing = code.co_name == "__hash__" and "." in code.co_qualname  # (a class's)
         for chain, escaped in reads:
-            run.chain(g, chain, escaped, hashing)
+            if chain[0] == "<free>":
+                run.free(f, chain, escaped)
+            else:
+                run.chain(g, chain, escaped, hashing)
         for root, target in writes:
             if root[0] == "g":
                 _global_write(g, target, store=root == "g=")

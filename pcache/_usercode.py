@@ -413,6 +413,7 @@ def _bound_to_data(a: Any) -> bool:
 # ------------------------------------------------------------ code scans
 
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+_WRITES = frozenset({"STORE_ATTR", "DELETE_ATTR"})
 # Methods that mutate a builtin container (a captured list, dict or set).
 # A value loaded from outside the function's own frame.
 _OUTER_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"})
@@ -437,7 +438,8 @@ def code_verdict(code: types.CodeType) -> tuple[str | None, tuple, tuple]:
 
     The reads: each ``LOAD_GLOBAL`` with the attributes loaded from it right after,
     as ``(chain, escaped)``; ``escaped``: the last object of the chain goes on (to a
-    call, a store, a return) rather than only being read. ``("<import>", name)``
+    call, a store, a return) rather than only being read ("alias": stored in a plain
+    local, whose reads are chains of their own). ``("<import>", name)``
     for an import. The writes: ``(root, target)``, an attribute stored on, or a
     container method (``append``, ``update``, ...) called on, the object a chain
     ``target`` names, from a global (``root`` "g") or a free variable ("f"); who
@@ -473,6 +475,7 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
     why = "writes-argument:out" if _out_keyword(c, ins) else None  # np.add(a, b, out=G)
     sets = _SETTERS if c.co_name in _CONSTRUCTORS else frozenset()  # (`own_setter`)
     alias: dict = {}  # local -> the global chain or imported module it holds (review 57)
+    sole = _imports.sole_binding(ins)
     fresh, me = _imports.fresh_locals(c, ins, outer)  # what a write may go through
     i = 0
     while i < n:
@@ -490,7 +493,7 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
         elif op in _ATTR_OPS and arg in FORMATS and (i == 0 or ins[i - 1].opname != "LOAD_CONST"):
             why = why or "reflection:computed-format"  # a format string built or held
         elif op == "IMPORT_NAME":
-            why = why or _imports.import_op(ins, i, reads, alias)
+            why = why or _imports.import_op(ins, i, reads, alias, sole)
         elif op == "IMPORT_FROM" and arg in _IMPORT_REFLECTIVE:
             why = why or f"reflection:import-{arg}"  # from builtins import eval
         elif op == "LOAD_BUILD_CLASS":  # (``class K:`` reads builtins.__build_class__)
@@ -538,14 +541,25 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
                 writes[(root + "=", tuple(chain))] = None  # ``m.n = v``, ``m.n += 1``
             elif root and len(chain) > 1 and chain[-1] in _MUTATORS:
                 writes[(root, tuple(chain[:-1]))] = None  # ``m.log.append(v)``
-            if root == "g":
-                reads[(tuple(chain), nxt not in ("STORE_ATTR", "DELETE_ATTR"))] = None
-                if nxt == "STORE_FAST":  # ``m = jax.experimental``: read through m later
-                    alias[ins[j].argval] = (j, ("<global>", *chain))
+            _read(root, chain, ins, j, reads, alias, sole)
             i = j
             continue
         i += 1
     return why
+
+
+def _read(root: str, chain: list, ins: list, j: int, reads: dict, alias: dict, sole) -> None:
+    """Record the chain a global (``root`` "g") or a free variable ("f") starts,
+    ``ins[j]`` the instruction after it."""
+    nxt = ins[j].opname if j < len(ins) else "RETURN_VALUE"
+    if root == "f":  # (a module a cell holds: read as a global's, `_guards`)
+        reads[(("<free>", *chain), nxt not in _WRITES)] = None
+    elif root == "g":
+        # (``m = jax.experimental``: read through m later, as chains of their own)
+        held = nxt == "STORE_FAST" and sole(j)
+        reads[(tuple(chain), "alias" if held else nxt not in _WRITES)] = None
+        if held:
+            alias[ins[j].argval] = (j, ("<global>", *chain))
 
 
 _SINGLETONS = (None, True, False, Ellipsis, NotImplemented)

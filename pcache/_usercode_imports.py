@@ -5,6 +5,8 @@ os.environ``, a relative import). JAX-free."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pcache._reflection import (
     _MUTATORS,
     FORMATS,
@@ -55,22 +57,58 @@ def local(ins: list, i: int, alias: dict, reads: dict, why: str | None) -> tuple
     return i, why
 
 
-def import_op(ins: list, i: int, reads: dict, alias: dict) -> str | None:
+def sole_binding(ins: list) -> Callable[[int], bool]:
+    """Whether the ``STORE_FAST`` at ``ins[j]`` is its local's one binding, read only
+    after it: then every read of that local is of what it stores, and a chain read
+    through it is the stored chain's (an alias, `import_op`). Else a read before it
+    (a loop's next turn), or after another binding of that name on some path, would
+    read through it unseen (review 206)."""
+    stores: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for k, x in enumerate(ins):
+        if x.opname in ("STORE_FAST", "DELETE_FAST"):
+            stores[x.argval] = stores.get(x.argval, 0) + 1
+        elif x.opname == "LOAD_FAST":
+            first.setdefault(x.argval, k)
+    return lambda j: stores[ins[j].argval] == 1 and first.get(ins[j].argval, j) > j
+
+
+def import_op(ins: list, i: int, reads: dict, alias: dict, sole: Callable) -> str | None:
     """The ``import`` at ``ins[i]``, read (guarded in ``sys.modules``); the local it
-    binds remembered. Relative: never reused (review 57: guarded as the absolute)."""
+    binds remembered, so that what is read through it is guarded as a chain from the
+    module. Relative: never reused (review 57: guarded as the absolute). Bound to
+    anything but a plain local bound once (a cell nested code reads, a local bound
+    again: `sole_binding`): never reused, as what is read through it is not seen
+    (review 206)."""
     if i > 1 and ins[i - 2].argval:  # (its level)
         return "relative-import"
     read, n, name = _import_read(ins, i), len(ins), str(ins[i].argval)
     reads[(read, False)] = None
-    if i + 1 < n and ins[i + 1].opname == "STORE_FAST" and len(read) == 2:
-        alias[ins[i + 1].argval] = (i + 1, ("<imported>", name.partition(".")[0]))
-    elif len(read) == 2:  # (``import a.b as c``: c is a.b)
+    binds: list = []  # (where the local is bound, what it holds)
+    if len(read) == 2 and i + 1 < n and ins[i + 1].opname in _IMPORT_BINDS:
+        binds.append((i + 1, ("<imported>", name.partition(".")[0])))
+    elif len(read) == 2:  # (``import a.b as c``: c is what ``a`` holds as ``b``)
         k = i + 1
-        while k < n and ins[k].opname != "STORE_FAST" and ins[k].opname in _IMPORT_STEPS:
+        while k < n and ins[k].opname not in _IMPORT_BINDS and ins[k].opname in _IMPORT_STEPS:
             k += 1
-        if k < n and ins[k].opname == "STORE_FAST":
-            alias[ins[k].argval] = (k, ("<imported>", name))
+        if k < n and ins[k].opname in _IMPORT_BINDS:
+            binds.append((k, ("<imported>", name)))
+    else:  # (``from a import b as c``: c is what ``sys.modules["a"]`` holds as ``b``)
+        k = i + 1
+        while k + 1 < n and ins[k].opname == "IMPORT_FROM":
+            binds.append((k + 1, ("<from>", name, ins[k].argval)))
+            k += 2
+    for k, held in binds:
+        if ins[k].opname != "STORE_FAST":
+            return "import-into-cell"
+        if not sole(k):
+            return "import-rebound"
+        alias[ins[k].argval] = (k, held)
     return None
+
+
+# (what binds an import's module: a plain local, or a cell, a global, a class body's)
+_IMPORT_BINDS = frozenset({"STORE_FAST", "STORE_DEREF", "STORE_GLOBAL", "STORE_NAME"})
 
 
 def _alias_use(ins: list, i: int, held: tuple, reads: dict) -> str | None:

@@ -85,7 +85,7 @@ from pcache._usercode import (
     module_dict,
     qualname,
 )
-from pcache._walk_annotations import annotations, hint_globals
+from pcache._walk_annotations import annotations, function_node
 from pcache._walk_kinds import (
     _abc,
     _annotation,
@@ -114,7 +114,7 @@ from pcache._walk_kinds import (
     equinox_module,
     is_library_float,
     library_value_types,
-    module_names,
+    module_value,
 )
 from pcache._walk_maps import mapping
 from pcache._walk_numpy import NUMPY_MAX_BYTES, dtype, numpy_array, numpy_scalar
@@ -192,7 +192,8 @@ class Walker:
     """
 
     __slots__ = (
-        "pins", "arrays", "funcs", "bodies", "seen", "nodes", "keep", "registry", "ctor", "holders"
+        "pins", "arrays", "funcs", "bodies", "seen", "nodes", "keep", "registry", "ctor", "holders",
+        "in_library",
     )  # fmt: skip
     #: Identity-free (a key comparable across processes: `pcache._persist_key`).
     content = False
@@ -208,6 +209,7 @@ class Walker:
         self.keep: list = []  # what `_enter` numbered, alive for the walk
         self.ctor: Any = None  # the constructor `class_code` is walking (`callable`)
         self.holders: dict | None = None  # `holders_index`, read once a walk (no user code runs)
+        self.in_library = False  # walking what a library function holds (`_function`)
 
     def _enter(self, obj: Any) -> tuple | None:
         """A back-reference if ``obj`` was met already in this walk (shared or cyclic
@@ -326,13 +328,7 @@ class Walker:
                 raise NoReuse("reflective-attrgetter")  # attrgetter(name)(fn), name computed
             return self.klass(v)
         if has(k, types.ModuleType):
-            if type(v) is types.ModuleType and is_library_module(v):
-                if reflective_module(v.__name__):  # ``ins.stack()``: frames (review 24)
-                    raise NoReuse(f"reflection-module:{v.__name__}")
-                # and its names and its submodules' (``hasattr(m, ...)``: reviews 55, 57)
-                return (self.ident(v), module_names(v))
-            # a user module: what is read from it is guarded only for globals
-            raise NoReuse(f"captured-module:{v.__name__}")
+            return module_value(self, v)
         if has(k, enum.Enum):
             return self._enum(v, t)
         if has(k, np.ndarray):  # a masked array, a matrix: more than its data
@@ -359,6 +355,17 @@ class Walker:
             # ``multiple_results``, its impl and abstract eval)
             return ("prim", self.ident(v), self.value(dict(self._own(v))))
         user = not is_library_type(t)
+        if self.in_library is not user:
+            return self._instance(v, t, k, user)
+        # (what a library's object holds its own code reads: library state, README; a
+        # user object, a library's or not, holds what the program's code reads)
+        outer, self.in_library = self.in_library, not user
+        try:
+            return self._instance(v, t, k, user)
+        finally:
+            self.in_library = outer
+
+    def _instance(self, v: Any, t: type, k: Any, user: bool) -> Any:
         if has(k, tuple) and class_attr(t, "_fields") is not None:  # NamedTuples
             back = self._enter(v)  # its identity (``dn is DEFAULT``)
             if back is not None:
@@ -503,15 +510,19 @@ class Walker:
             raise NoReuse(f"class-override:{qualname(cls)}")
         meta = type(cls)
         bases = tuple(self.ident(k) for k in mro(cls))  # bases may be reassigned
-        node = (
-            "K",
-            self.ident(cls),
-            _introspect.names(cls)[:2],
-            bases,
-            self.class_code(cls),
-            _abc(self, cls),
-            tuple(self.klass(k) for k in type.__subclasses__(cls)),  # (read: review 185)
-        )
+        outer, self.in_library = self.in_library, False  # (what the program's class holds)
+        try:
+            node = (
+                "K",
+                self.ident(cls),
+                _introspect.names(cls)[:2],
+                bases,
+                self.class_code(cls),
+                _abc(self, cls),
+                tuple(self.klass(k) for k in type.__subclasses__(cls)),  # (read: review 185)
+            )
+        finally:
+            self.in_library = outer
         if meta is not type and not is_library_type(meta):  # the metaclass whole
             return (*node, self.klass(meta))
         return node
@@ -596,26 +607,11 @@ class Walker:
                     _free_write(self, f, target, store=root == "f=")
         cells = f.__closure__
         d = f.__dict__
-        node = (
-            "F",
-            self.library_code(code) if lib else self.code(code),
-            self.namespace(g),
-            f.__name__,
-            f.__qualname__,
-            self.namespace(f.__builtins__),  # made in a namespace whose builtins changed
-            f.__module__ if type(f.__module__) is str else self.value(f.__module__),
-            f.__doc__ if type(f.__doc__) is str else self.value(f.__doc__),
-            self.value(f.__defaults__),
-            self.value(f.__kwdefaults__),
-            tuple(self._cell(c) for c in cells) if cells else (),
-            tuple((k, self.value(x)) for k, x in items(d)) if d else (),
-            # what library code may read at trace time (singledispatch's register) of
-            # a user function, or of a library's made at run time (a factory's closure
-            # annotated by its argument: review 183; else the library's own state)
-            annotations(self, f.__annotations__, hint_globals(f))
-            if not lib or "<locals>" in code.co_qualname
-            else (),
-        )
+        outer, self.in_library = self.in_library, bool(lib)
+        try:
+            node = function_node(self, f, code, g, lib, cells, d)
+        finally:
+            self.in_library = outer
         self.funcs.append((g, code, f, node))
         return node
 
@@ -624,6 +620,10 @@ class Walker:
             v = c.cell_contents
         except ValueError:  # a cell not yet bound
             return ("empty",)
+        if type(v) is types.ModuleType and is_library_module(v):
+            # (what the function reads from it is guarded as a global's chain:
+            # `_guards._Guarding.free`)
+            return module_value(self, v, held=True)
         return self.value(v)
 
 

@@ -68,3 +68,27 @@ def _names_in(text: str) -> list:
 
 
 __all__ = ["annotations", "hint_globals"]
+
+
+def function_node(w: Any, f: Any, code: Any, g: dict, lib: bool, cells: Any, d: Any) -> tuple:
+    """What the walk keys a Python function by (`pcache._walk.Walker._function`)."""
+    return (
+        "F",
+        w.library_code(code) if lib else w.code(code),
+        w.namespace(g),
+        f.__name__,
+        f.__qualname__,
+        w.namespace(f.__builtins__),  # made in a namespace whose builtins changed
+        f.__module__ if type(f.__module__) is str else w.value(f.__module__),
+        f.__doc__ if type(f.__doc__) is str else w.value(f.__doc__),
+        w.value(f.__defaults__),
+        w.value(f.__kwdefaults__),
+        tuple(w._cell(c) for c in cells) if cells else (),
+        tuple((k, w.value(x)) for k, x in items(d)) if d else (),
+        # what library code may read at trace time (singledispatch's register) of
+        # a user function, or of a library's made at run time (a factory's closure
+        # annotated by its argument: review 183; else the library's own state)
+        annotations(w, f.__annotations__, hint_globals(f))
+        if not lib or "<locals>" in code.co_qualname
+        else (),
+    )

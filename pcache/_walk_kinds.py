@@ -120,6 +120,25 @@ _MODULE_NAMES: dict = _memos.memo("walk.module_names", {})  # id -> (module, dic
 _DICT_NAMES: dict = _memos.memo("walk.dict_names", {})  # id -> (dict, version, digest)
 
 
+def module_value(w: Any, v: types.ModuleType, held: bool = False) -> tuple:
+    """A module the walk meets as a value. Held by library code (what that code reads
+    from it is the library's own state): by identity and its names and its
+    submodules' (``hasattr(m, ...)``: reviews 55, 57). Held where the program's code
+    may read it (a user function's cell or default, a container, an instance):
+    refused, as what is read from it is guarded only through a global's chain or an
+    import (review 206: ``m.K`` of a library module whose own ``global K`` rebinds it),
+    or a function's free variable (``held``: its reads guarded as a global's).
+    A registered rule's (`pcache._guards.registry_key`) is keyed as a library's: one
+    refusal there would refuse every call of the process (``stablehlo`` in a user
+    lowering rule's cell); what such a rule reads from it is not seen (README)."""
+    lib = type(v) is types.ModuleType and is_library_module(v)
+    if lib and reflective_module(v.__name__):  # ``ins.stack()``: frames (review 24)
+        raise NoReuse(f"reflection-module:{v.__name__}")
+    if lib and (w.in_library or w.registry or held):
+        return (w.ident(v), module_names(v))
+    raise NoReuse(f"captured-module:{v.__name__}")
+
+
 def module_names(m: types.ModuleType) -> str:
     """The names library module ``m`` holds and its submodules hold, by digest (what
     ``hasattr(m, "sub")`` of a module held as a value answers: reviews 55, 57).

@@ -2941,3 +2941,239 @@ def test_import_as_in_process_follows_the_package_attribute(tmp_path, monkeypatc
         for m in ("tmod.sub_a", "tmod.sub_b"):
             sys.modules.pop(m, None)
         next(gen, None)
+
+
+KMOD = """
+K = 2.0
+
+
+def set_k(v):
+    global K
+    K = v
+"""
+
+#: a library module reached by traced code otherwise than through a global's chain
+#: or a plain local an import binds once (review 206): each reads ``K`` through a
+#: module held where no chain of the code scan is rooted
+KMOD_ROUTES = """
+def f_cell(a):
+    import kmod
+
+    def g():
+        return kmod.K
+
+    return a * g()
+
+
+def f_comprehension(a):
+    import kmod as m
+
+    return a * sum([m.K for _ in range(1)])
+
+
+def f_default(a):
+    import kmod
+
+    def g(m=kmod):
+        return m.K
+
+    return a * g()
+
+
+def f_walrus(a):
+    return a * (m := kmod).K
+
+
+def f_unpack(a):
+    m, _ = kmod, 0
+    return a * m.K
+
+
+def f_loop(a):
+    for m in (kmod,):
+        a = a * m.K
+    return a
+
+
+def f_global_into_cell(a):
+    m = kmod
+    return a * (lambda: m.K)()
+
+
+def f_read_before_bound(a):
+    for i in range(2):
+        if i:
+            a = a * m.K  # noqa: F821 (bound on the loop's first turn)
+        m = kmod
+    return a
+
+
+def f_bound_twice(a):
+    m = kmod
+    if a.shape:
+        m = kmod
+    return a * m.K
+
+
+def _outer():
+    m = kmod
+
+    def f(a):
+        return a * m.K
+
+    return f
+
+
+def f_closure(a):
+    return _outer()(a)
+
+
+def f_parameter_default(a, m=kmod):
+    return a * m.K
+
+
+def f_from_module(a):
+    from kmod import sub
+
+    return a * sub.K
+
+
+def f_object_attribute(a):
+    return a * kmod.CFG.mod.K  # (a module a library object holds)
+
+
+ROUTES = {k[2:]: v for k, v in dict(globals()).items() if k.startswith("f_")}
+"""
+
+
+def _kmod_site(site: Path) -> Path:
+    """``kmod`` (``K = 2.0``, ``set_k``) with a submodule ``kmod.sub`` alike."""
+    lib = KMOD + "\nfrom . import sub\n\n\nclass Cfg:\n    pass\n\n\nCFG = Cfg()\nCFG.mod = sub\n"
+    libsite.install(site, "kmod", lib)
+    (site / "kmod" / "sub.py").write_text(KMOD)
+    (site / "kmod-1.0.dist-info" / "RECORD").write_text("kmod/__init__.py,,\nkmod/sub.py,,\n")
+    return site
+
+
+def test_a_library_module_reached_otherwise_than_by_a_chain_is_not_reused(tmp_path):
+    """A library module held in a cell, a default, a walrus or loop target, a local
+    bound twice or read before it is bound, or taken by ``from``: what traced code
+    reads from it (``m.K``, which the library's own ``global K`` rebinds) is keyed or
+    the call traces, across processes (review 206: each was served A's trace)."""
+    site = _kmod_site(tmp_path / "lib" / "site-packages")
+    libsite.install(site, "kfixed", "K = 5.0\n")
+    prog = (
+        "import os\n\nimport kmod\n"
+        + KMOD_ROUTES
+        + (
+            'if os.environ["PHASE"] == "B":\n    kmod.set_k(3.0)\n    kmod.sub.set_k(3.0)\n'
+            "for name, f in ROUTES.items():\n    show(name, lambda f=f: jax.jit(f)(x))\n"
+        )
+    )
+    # (the control, served: a module an enclosing function imported, in a cell, whose
+    # attribute the program reads is keyed as a global's chain, not refused)
+    prog += (
+        "\n\ndef make():\n    import kfixed as m\n\n    def f(a):\n        return a * m.K\n\n"
+        "    return f\n\n\nshow('served', lambda: jax.jit(make())(x))\n"
+    )
+    b = _as_stock_in_b(site, prog, tmp_path)
+    assert b["digests"]["served"]["prog.py"] == 1, b["stats"]
+
+
+KMOD_IN_PROCESS = """
+import json, os, sys, tempfile, textwrap
+import jax, jax.numpy as jnp
+if os.environ.get("ON"):
+    import pcache
+    pcache.enable(tempfile.mkdtemp(), raise_errors=True)
+import kmod
+x = jnp.arange(3, dtype=jnp.float32)
+routes = os.environ["ROUTES"].rpartition("ROUTES =")[0]
+# (every function made anew by each call of ``make``, from the same code)
+src = "def make():\\n" + textwrap.indent(routes, "    ") + "\\n    return locals()\\n"
+exec(compile(src, "routes.py", "exec"))
+names = [k for k in make() if k.startswith("f_")]
+got = {n: [jax.jit(make()[n])(x).tolist() for _ in range(3)] for n in names}
+kmod.set_k(3.0)
+kmod.sub.set_k(3.0)
+for n in names:
+    got[n].append(jax.jit(make()[n])(x).tolist())
+hits = pcache.stats()["trace_hits"] if os.environ.get("ON") else 0
+print(json.dumps([got, hits]))
+"""
+
+
+def test_a_library_module_reached_otherwise_than_by_a_chain_in_process(tmp_path):
+    """The same routes in one process: each function made anew after the library's
+    rebinding computes what stock JAX does (review 206: the walrus, the closure and
+    the cell were reused)."""
+    site = _kmod_site(tmp_path / "lib" / "site-packages")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
+    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu", ROUTES=KMOD_ROUTES)
+    got = []
+    for on in ("", "1"):
+        out = subprocess.run(
+            [sys.executable, "-c", KMOD_IN_PROCESS], env={**env, "ON": on},
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+        got.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    (stock, _), (cached, hits) = got
+    assert len(stock) == 13 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
+    assert cached == stock and hits > 0  # (reused before the rebinding)
+
+
+GETATTR_FROM = """
+from . import sub
+
+del sub  # (``sys.modules["gfrom.sub"]`` stays; the namespace has no ``sub``)
+_NS = locals()
+
+
+def _first(name):
+    if name == "sub":
+        return 2.0
+    raise AttributeError(name)
+
+
+def _second(name):
+    if name == "sub":
+        return 3.0
+    raise AttributeError(name)
+
+
+__getattr__ = _first
+
+
+def use_second():
+    _NS["__get" + "attr__"] = _second
+"""
+
+GETATTR_FROM_PROG = """
+import os
+
+import gfrom
+
+if os.environ["PHASE"] == "B":
+    gfrom.use_second()
+
+
+def f(a):
+    from gfrom import sub  # (``__getattr__`` answers, before ``sys.modules``)
+
+    return a * sub
+
+
+show("from-getattr", lambda: jax.jit(f)(x))
+"""
+
+
+def test_from_import_of_a_name_a_module_getattr_answers_is_not_reused(tmp_path):
+    """``from m import n`` with ``n`` absent from ``m``'s namespace asks ``m``'s
+    ``__getattr__`` before it falls back to ``sys.modules["m.n"]`` (``IMPORT_FROM``):
+    such an import is refused (review 206: keyed as the ``sys.modules`` entry)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "gfrom", GETATTR_FROM)
+    (site / "gfrom" / "sub.py").write_text("K = 1.0\n")
+    (site / "gfrom-1.0.dist-info" / "RECORD").write_text("gfrom/__init__.py,,\ngfrom/sub.py,,\n")
+    b = _as_stock_in_b(site, GETATTR_FROM_PROG, tmp_path)
+    assert b["stats"]["trace_persist_misses"].get("import-from-getattr:gfrom.sub"), b["stats"]

@@ -134,9 +134,15 @@ import nodelib
 
 
 
-def step(v, lib=nodelib):  # (a module held as a value: keyed with the names it holds)
-    tree = jax.tree_util.tree_structure((0, lib.Node(0.0, 2)))
-    return lib.Node(lib.twice(v), 3, leaves=[1, 2], tree=tree)
+def _stepper(lib):
+    def step(v):  # (a module a closure holds: what it reads from it, as a global's)
+        tree = jax.tree_util.tree_structure((0, lib.Node(0.0, 2)))
+        return lib.Node(lib.twice(v), 3, leaves=[1, 2], tree=tree)
+
+    return step
+
+
+step = _stepper(nodelib)
 
 
 def plain(v):
