@@ -35,14 +35,12 @@ from typing import Any
 from pcache import _canon, _canon_rules, _compat, _dictwatch, _reach
 from pcache._generated import prove_nodes
 from pcache._introspect import (
-    Override,
-    class_attr,
-    inst_dict,
     is_a,
     items,
     names,
 )
 from pcache._memos import collector_paused, memo
+from pcache._module_reads import data_descriptor, escapes, holds_module
 from pcache._reflection import (
     IDENTITY_BUILTINS,
     UNGUARDABLE,
@@ -231,7 +229,11 @@ class _Guarding:
         except (ValueError, TypeError, IndexError, AttributeError):
             return  # (not ``f``'s own free variable, or an empty cell)
         if type(v) is types.ModuleType and is_library_module(v):
-            _escapes(_library_chain(v, chain[2:], self), chain, escaped)
+            escapes(_library_chain(v, chain[2:], self), chain, escaped)
+        elif len(chain) > 2 and holds_module(v, chain[2:]):  # (``H.m.K``: review 207)
+            raise NoReuse(f"module-held:{'.'.join(chain[1:])}")
+        elif len(chain) == 2:
+            escapes(v, chain, escaped)  # (handed on: ``g(H)``)
 
     def chain(self, g: dict, chain: tuple, escaped: bool, hashing: bool = False) -> None:
         if chain[0] == "<type-is>":  # ``type(a) is B`` compares classes if ``type`` is
@@ -258,12 +260,12 @@ class _Guarding:
                 v = d[attr]
                 if _user_module(v):
                     raise NoReuse(f"imports-user-module:{chain[1]}")
-            return _escapes(_library_chain(mod, (*path, *chain[2:]), self), chain, escaped)
+            return escapes(_library_chain(mod, (*path, *chain[2:]), self), chain, escaped)
         if chain[0] == "<from>":  # (``from a import b``: what ``sys.modules["a"]`` holds
             mod = sys.modules.get(chain[1])  # as ``b``, guarded by `imported`)
             if chain[2] not in (module_dict(mod) or {}):
                 raise NoReuse(f"import-from-unbound:{chain[1]}.{chain[2]}")
-            return _escapes(_library_chain(mod, chain[2:], self), chain, escaped)
+            return escapes(_library_chain(mod, chain[2:], self), chain, escaped)
         # (a ``__hash__`` may hash, never take an id: ``id(v) == id(1000)``)
         identity = chain[0] in IDENTITY_BUILTINS and not (hashing and chain[0] == "hash")
         if (chain[0] in UNGUARDABLE or identity) and chain[0] not in g:
@@ -276,33 +278,20 @@ class _Guarding:
             # fixed.
             if type(v) is _compat.PjitFunction:
                 d = getattr(v, "__dict__", None)
-                if d is None or _data_descriptor(type(v).__dict__.get(attr)):
+                if d is None or data_descriptor(type(v).__dict__.get(attr)):
                     return  # what jit objects compute: library code
                 # (else its instance dict first: ``g.__doc__`` set on it, a method
                 # shadowed by an attribute; absent: guarded absent: review 43)
                 v = self.guard(d, attr, builtin=False)
                 continue
             if not _user_module(v):
-                return _escapes(_library_chain(v, chain[i:], self), chain, escaped)
+                return escapes(_library_chain(v, chain[i:], self), chain, escaped)
             v = self.guard(module_dict(v), attr, builtin=False)
         if escaped and _user_module(v):
             # handed on (to getattr, a call, a return): what is read from it later
             # cannot be guarded
             raise NoReuse(f"user-module-escapes:{chain[-1]}")
-        _escapes(v, chain, escaped)
-
-
-def _escapes(v: Any, chain: tuple, escaped: Any) -> None:
-    """A library module a chain ends at, handed on (stored in a cell or a container,
-    passed, returned: ``escaped`` True; a plain local's alias is read as chains of its
-    own): what is read from it there is not guarded (review 206)."""
-    if escaped is True and is_a(v, types.ModuleType):
-        raise NoReuse(f"module-escapes:{'.'.join(map(str, chain))}")
-
-
-def _data_descriptor(v: Any) -> bool:
-    t = type(v)
-    return v is not None and (class_attr(t, "__set__") or class_attr(t, "__delete__")) is not None
+        escapes(v, chain, escaped)
 
 
 def _prefixes(name: str) -> list[str]:
@@ -320,8 +309,8 @@ def _library_chain(v: Any, attrs: tuple, run: _Guarding) -> Any:
     for attr in attrs:
         d = module_dict(v)
         if d is None:  # (an object: what it holds is described with it, but a module)
-            if _holds_module(v, attr):  # (``lib.CONFIG.np.K``: review 206)
-                raise NoReuse(f"module-held:{attr}")
+            if holds_module(v, attrs[attrs.index(attr) :]):  # (``lib.CONFIG.np.K``:
+                raise NoReuse(f"module-held:{attr}")  # reviews 206, 207)
             return None
         if attr not in d:  # (a submodule not imported yet: ``hasattr(jax.experimental,
             if (id(d), attr) not in run.done:  # "sparse")``, review 54)
@@ -345,19 +334,6 @@ def _library_chain(v: Any, attrs: tuple, run: _Guarding) -> Any:
         if type(name) is str and reflective_module(name):
             raise NoReuse(f"reflection-module:{name}")
     return v
-
-
-def _holds_module(v: Any, attr: str) -> bool:
-    """Whether ``v.attr`` may be a module, read without running code (its own dict,
-    then its class's; one that defines ``__dict__`` itself: may)."""
-    try:
-        own = None if is_a(v, type) else inst_dict(v)
-    except Override:
-        return True
-    got = own.get(attr) if own is not None else None
-    if got is None:
-        got = class_attr(v if is_a(v, type) else type(v), attr)
-    return is_a(got, types.ModuleType)
 
 
 def _library_getattr(d: dict, run: _Guarding) -> None:

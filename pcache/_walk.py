@@ -110,6 +110,7 @@ from pcache._walk_kinds import (
     _slots_of,
     _ufunc,
     _weakref,
+    class_holds_module,
     enum_payload,
     equinox_module,
     is_library_float,
@@ -355,15 +356,14 @@ class Walker:
             # ``multiple_results``, its impl and abstract eval)
             return ("prim", self.ident(v), self.value(dict(self._own(v))))
         user = not is_library_type(t)
-        if self.in_library is not user:
+        if not (user and self.in_library):
             return self._instance(v, t, k, user)
-        # (what a library's object holds its own code reads: library state, README; a
-        # user object, a library's or not, holds what the program's code reads)
-        outer, self.in_library = self.in_library, not user
+        # (a user's object in a library's: the program's code reads it; review 207)
+        self.in_library = False
         try:
             return self._instance(v, t, k, user)
         finally:
-            self.in_library = outer
+            self.in_library = True
 
     def _instance(self, v: Any, t: type, k: Any, user: bool) -> Any:
         if has(k, tuple) and class_attr(t, "_fields") is not None:  # NamedTuples
@@ -502,6 +502,8 @@ class Walker:
         if is_library_type(cls):
             if cls is not _EMPTY and reflective_module(m := str(names(cls)[2])) and m not in _PLAIN:
                 raise NoReuse(f"reflection-module:{m}.{qualname(cls)}")
+            if not (self.in_library or self.registry) and class_holds_module(cls):
+                raise NoReuse(f"captured-module:{qualname(cls)}")  # (``H.m.K``: review 207)
             return self.ident(cls)
         back = self._enter(cls)
         if back is not None:
@@ -608,8 +610,8 @@ class Walker:
         cells = f.__closure__
         d = f.__dict__
         outer, self.in_library = self.in_library, bool(lib)
-        try:
-            node = function_node(self, f, code, g, lib, cells, d)
+        try:  # (its own dict as where it is met: ``fn.m.K``, review 207)
+            node = function_node(self, f, code, g, lib, cells, d, outer)
         finally:
             self.in_library = outer
         self.funcs.append((g, code, f, node))
@@ -620,10 +622,8 @@ class Walker:
             v = c.cell_contents
         except ValueError:  # a cell not yet bound
             return ("empty",)
-        if type(v) is types.ModuleType and is_library_module(v):
-            # (what the function reads from it is guarded as a global's chain:
-            # `_guards._Guarding.free`)
-            return module_value(self, v, held=True)
+        if type(v) is types.ModuleType and is_library_module(v):  # (its reads guarded
+            return module_value(self, v, held=True)  # as a global's: `_Guarding.free`)
         return self.value(v)
 
 

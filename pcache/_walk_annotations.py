@@ -70,8 +70,16 @@ def _names_in(text: str) -> list:
 __all__ = ["annotations", "hint_globals"]
 
 
-def function_node(w: Any, f: Any, code: Any, g: dict, lib: bool, cells: Any, d: Any) -> tuple:
-    """What the walk keys a Python function by (`pcache._walk.Walker._function`)."""
+def function_node(w: Any, f: Any, code: Any, g: dict, lib: bool, cells: Any, d: Any,
+                  outer: bool) -> tuple:  # fmt: skip
+    """What the walk keys a Python function by (`pcache._walk.Walker._function`);
+    ``outer``: whether library code holds the function (what its own dict holds the
+    program's code may read where not)."""
+    inner, w.in_library = w.in_library, outer
+    try:
+        own = tuple((k, w.value(x)) for k, x in items(d)) if d else ()
+    finally:
+        w.in_library = inner
     return (
         "F",
         w.library_code(code) if lib else w.code(code),
@@ -84,7 +92,7 @@ def function_node(w: Any, f: Any, code: Any, g: dict, lib: bool, cells: Any, d: 
         w.value(f.__defaults__),
         w.value(f.__kwdefaults__),
         tuple(w._cell(c) for c in cells) if cells else (),
-        tuple((k, w.value(x)) for k, x in items(d)) if d else (),
+        own,
         # what library code may read at trace time (singledispatch's register) of
         # a user function, or of a library's made at run time (a factory's closure
         # annotated by its argument: review 183; else the library's own state)

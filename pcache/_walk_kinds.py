@@ -139,6 +139,24 @@ def module_value(w: Any, v: types.ModuleType, held: bool = False) -> tuple:
     raise NoReuse(f"captured-module:{v.__name__}")
 
 
+_HOLDS_MODULE: dict = _memos.memo("walk.class_holds_module", {})  # id -> (class, answer)
+
+
+def class_holds_module(cls: type) -> bool:
+    """Whether a library class (or a class of its MRO) holds a module as a class
+    attribute: what the program's code reads through it (``H.m.K``) is not guarded
+    (review 207). Memoized per class (a class attribute set after the first key is
+    documented as not seen)."""
+    e = _HOLDS_MODULE.get(id(cls))
+    if e is not None and e[0] is cls:
+        return e[1]
+    got = any(type(x) is types.ModuleType for k in mro(cls) for x in cdict(k).values())
+    if len(_HOLDS_MODULE) > 4096:
+        _HOLDS_MODULE.clear()
+    _HOLDS_MODULE[id(cls)] = (cls, got)
+    return got
+
+
 def module_names(m: types.ModuleType) -> str:
     """The names library module ``m`` holds and its submodules hold, by digest (what
     ``hasattr(m, "sub")`` of a module held as a value answers: reviews 55, 57).

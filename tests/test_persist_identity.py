@@ -3042,6 +3042,34 @@ def f_object_attribute(a):
     return a * kmod.CFG.mod.K  # (a module a library object holds)
 
 
+def _cell_reader(obj):  # (review 207: a library's class, object or function holding
+    def f(a):  # a module, reached from a cell, a default, a tuple, an argument)
+        return a * obj.m.K
+
+    return f
+
+
+f_class_in_cell = _cell_reader(kmod.H)
+f_object_in_cell = _cell_reader(kmod.IM)
+f_function_in_cell = _cell_reader(kmod.fn)
+
+
+def f_class_default(a, h=kmod.H):
+    return a * h.m.K
+
+
+def f_class_in_tuple(a, t=(kmod.H,)):
+    return a * t[0].m.K
+
+
+def _reads(h, a):
+    return a * h.m.K
+
+
+def f_class_passed(a):
+    return _reads(kmod.H, a)
+
+
 ROUTES = {k[2:]: v for k, v in dict(globals()).items() if k.startswith("f_")}
 """
 
@@ -3049,6 +3077,11 @@ ROUTES = {k[2:]: v for k, v in dict(globals()).items() if k.startswith("f_")}
 def _kmod_site(site: Path) -> Path:
     """``kmod`` (``K = 2.0``, ``set_k``) with a submodule ``kmod.sub`` alike."""
     lib = KMOD + "\nfrom . import sub\n\n\nclass Cfg:\n    pass\n\n\nCFG = Cfg()\nCFG.mod = sub\n"
+    lib += (
+        "import sys\n\n_me = sys.modules[__name__]\n\n\nclass H:\n    pass\n\n\nH.m = _me\n\n\n"
+        "class I:\n    def __init__(self, m):\n        self.m = m\n\n\nIM = I(_me)\n\n\n"
+        "def fn():\n    pass\n\n\nfn.m = _me\n"
+    )
     libsite.install(site, "kmod", lib)
     (site / "kmod" / "sub.py").write_text(KMOD)
     (site / "kmod-1.0.dist-info" / "RECORD").write_text("kmod/__init__.py,,\nkmod/sub.py,,\n")
@@ -3119,7 +3152,7 @@ def test_a_library_module_reached_otherwise_than_by_a_chain_in_process(tmp_path)
         assert out.returncode == 0, out.stderr[-3000:]
         got.append(json.loads(out.stdout.strip().splitlines()[-1]))
     (stock, _), (cached, hits) = got
-    assert len(stock) == 13 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
+    assert len(stock) == 19 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
     assert cached == stock and hits > 0  # (reused before the rebinding)
 
 
