@@ -40,7 +40,7 @@ from pcache._introspect import (
     names,
 )
 from pcache._memos import collector_paused, memo
-from pcache._module_reads import data_descriptor, escapes, holds_module
+from pcache._module_reads import data_descriptor, escapes, static_chain
 from pcache._reflection import (
     IDENTITY_BUILTINS,
     UNGUARDABLE,
@@ -230,10 +230,9 @@ class _Guarding:
             return  # (not ``f``'s own free variable, or an empty cell)
         if type(v) is types.ModuleType and is_library_module(v):
             escapes(_library_chain(v, chain[2:], self), chain, escaped)
-        elif len(chain) > 2 and holds_module(v, chain[2:]):  # (``H.m.K``: review 207)
+        elif static_chain(v, chain[2:])[0]:  # (``H.m.K``: reviews 207, 208; what the
+            # cell holds is walked: a module in it refused there, `captured-module`)
             raise NoReuse(f"module-held:{'.'.join(chain[1:])}")
-        elif len(chain) == 2:
-            escapes(v, chain, escaped)  # (handed on: ``g(H)``)
 
     def chain(self, g: dict, chain: tuple, escaped: bool, hashing: bool = False) -> None:
         if chain[0] == "<type-is>":  # ``type(a) is B`` compares classes if ``type`` is
@@ -309,9 +308,10 @@ def _library_chain(v: Any, attrs: tuple, run: _Guarding) -> Any:
     for attr in attrs:
         d = module_dict(v)
         if d is None:  # (an object: what it holds is described with it, but a module)
-            if holds_module(v, attrs[attrs.index(attr) :]):  # (``lib.CONFIG.np.K``:
-                raise NoReuse(f"module-held:{attr}")  # reviews 206, 207)
-            return None
+            held, end = static_chain(v, attrs[attrs.index(attr) :])
+            if held:  # (``lib.CONFIG.np.K``: reviews 206-208)
+                raise NoReuse(f"module-held:{attr}")
+            return end
         if attr not in d:  # (a submodule not imported yet: ``hasattr(jax.experimental,
             if (id(d), attr) not in run.done:  # "sparse")``, review 54)
                 run.done.add((id(d), attr))

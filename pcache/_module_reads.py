@@ -1,41 +1,85 @@
 """What traced code reads from a module it reaches otherwise than by name: the checks
 `pcache._guards` makes where a chain ends at, or passes through, a module a library
-object holds (reviews 205-207)."""
+object or container holds (reviews 205-208)."""
 
 from __future__ import annotations
 
+import collections
+import functools
 import types
 from typing import Any
 
-from pcache._introspect import Override, class_attr, inst_dict, is_a
-from pcache._usercode import NoReuse, is_library_type
+from pcache._introspect import Override, cdict, class_attr, inst_dict, is_a, mro
+from pcache._usercode import NoReuse, is_library_code, is_library_type
 from pcache._walk_kinds import class_holds_module
+
+#: C getters that hand back what an object stores (a slot, a namedtuple's field)
+_STORED = (types.MemberDescriptorType, type(collections.namedtuple("_T", "a").a))
+_ATOMS = frozenset({int, float, complex, str, bytes, bool, type(None), type(...)})
+_BOUND = 512  # objects looked into before a value counts as holding a module
 
 
 def escapes(v: Any, chain: tuple, escaped: Any) -> None:
-    """A library module a chain ends at, handed on (stored in a cell or a container,
-    passed, returned: ``escaped`` True; a plain local's alias is read as chains of its
-    own): what is read from it there is not guarded (review 206)."""
-    if escaped is True and (is_a(v, types.ModuleType) or _holds_a_module(v)):
+    """A chain's last object handed on (stored in a cell or a container, passed,
+    subscripted, returned: ``escaped`` True; a plain local's alias is read as chains
+    of its own): refused where a module is, or may be, among what it holds, as what
+    the program's code reads from it there is not guarded (reviews 206-208)."""
+    if escaped is True and module_inside(v):
         raise NoReuse(f"module-escapes:{'.'.join(map(str, chain))}")
 
 
-def _holds_a_module(v: Any) -> bool:
-    """Whether a library's class, function or object holds a module as an attribute
-    (one level: its own dict, its classes'): handed on, what the program's code reads
-    through it there (``obj.m.K``) is not guarded (review 207)."""
-    if v is None or type(v) in (int, float, str, bool, tuple):
-        return False
-    k = v if is_a(v, type) else type(v)
-    if not is_library_type(k):
-        return False  # (the program's own: walked where it is held)
-    if class_holds_module(k):
-        return True
+def module_inside(v: Any) -> bool:
+    """Whether ``v`` is, or holds, a module: through containers, partials, a library
+    function's or object's own attributes and slots, a library class's MRO (read
+    without running code; the program's own objects are walked where they are held).
+    Past `_BOUND` objects: may."""
+    todo, seen = [v], set()
+    while todo:
+        x = todo.pop()
+        t = type(x)
+        if t is types.ModuleType:
+            return True
+        if t in _ATOMS or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if len(seen) > _BOUND:
+            return True
+        todo += _held(x, t)
+    return False
+
+
+def _held(x: Any, t: type) -> list:
+    if t is list or t is set or t is frozenset:
+        return list(x)
+    if is_a(x, tuple):
+        return [tuple.__getitem__(x, i) for i in range(tuple.__len__(x))]
+    if is_a(x, dict):
+        return list(dict.values(x))
+    if t is functools.partial:
+        return [x.func, *x.args, *x.keywords.values()]
+    if is_a(x, type):
+        return [types] if is_library_type(x) and class_holds_module(x) else []
+    if not is_library_type(t) and t is not types.FunctionType:
+        return []  # (the program's own: walked where it is held)
+    if t is types.FunctionType and not is_library_code(x.__globals__, x.__code__):
+        return []
+    if class_holds_module(t):
+        return [types]
     try:
-        own = inst_dict(v) if not is_a(v, type) else None
+        own = inst_dict(x)
     except Override:
-        return True
-    return own is not None and any(type(x) is types.ModuleType for x in own.values())
+        return [types]
+    out = list(own.values()) if own is not None else []
+    for k in mro(t):  # (the slots a class statement declares; not a builtin's members)
+        names = cdict(k).get("__slots__", ())
+        for name in (names,) if type(names) is str else names:
+            d = cdict(k).get(name) if type(name) is str else None
+            if type(d) is types.MemberDescriptorType:
+                try:
+                    out.append(d.__get__(x, t))
+                except AttributeError:  # (an unset slot)
+                    pass
+    return out
 
 
 def data_descriptor(v: Any) -> bool:
@@ -43,31 +87,45 @@ def data_descriptor(v: Any) -> bool:
     return v is not None and (class_attr(t, "__set__") or class_attr(t, "__delete__")) is not None
 
 
-def holds_module(v: Any, attrs: tuple) -> bool:
-    """Whether the chain ``attrs`` read from object ``v`` may pass through a module,
-    read without running code (an object's own dict, then its class's; a data
-    descriptor, a ``__dict__`` a class defines itself or a name not found before the
-    chain's end: may)."""
+def static_chain(v: Any, attrs: tuple) -> tuple[bool, Any]:
+    """(whether the chain ``attrs`` read from object ``v`` may pass through a module,
+    the object it ends at or None if unknown), read without running code: an object's
+    own dict, then its class's; a slot's or a namedtuple field's value; a property of
+    the program's own code stops (scanned: a module it returns escapes); any other
+    descriptor, a name not found (a ``__getattr__``'s, a metaclass's) or a ``__dict__``
+    a class defines itself: unknown, so may if the chain reads on (review 208)."""
     for i, attr in enumerate(attrs):
-        k = v if is_a(v, type) else type(v)
-        # (what a library's descriptor or ``__getattr__`` computes is unknown; the
-        # program's own code is scanned: a module it returns escapes, refused)
-        unknown = i < len(attrs) - 1 and is_library_type(k)
+        more = i < len(attrs) - 1
+        cls = is_a(v, type)
+        k = v if cls else type(v)
         got = class_attr(k, attr)
-        if got is not None and data_descriptor(got) and not is_a(v, type):
-            return unknown
-        try:
-            own = None if is_a(v, type) else inst_dict(v)
-        except Override:
-            return True
-        if own is not None and attr in own:
-            got = own[attr]
-        if is_a(got, types.ModuleType):
-            return True
-        if got is None:
-            return unknown
+        if got is not None and not cls and data_descriptor(got):
+            if type(got) in _STORED:
+                try:
+                    got = got.__get__(v, k)
+                except AttributeError:
+                    return more, None
+            elif type(got) is property and _programs(got.fget):
+                return False, None
+            else:
+                return more, None
+        else:
+            try:
+                own = None if cls else inst_dict(v)
+            except Override:
+                return True, None
+            if own is not None and attr in own:
+                got = own[attr]
+            elif got is None:
+                return more, None
+        if type(got) is types.ModuleType:
+            return True, None
         v = got
-    return False
+    return False, v
 
 
-__all__ = ["data_descriptor", "escapes", "holds_module"]
+def _programs(f: Any) -> bool:
+    return type(f) is types.FunctionType and not is_library_code(f.__globals__, f.__code__)
+
+
+__all__ = ["data_descriptor", "escapes", "module_inside", "static_chain"]

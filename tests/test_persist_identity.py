@@ -3070,6 +3070,30 @@ def f_class_passed(a):
     return _reads(kmod.H, a)
 
 
+def f_table(a):  # (review 208: a module a library container or slot holds)
+    return a * kmod.TABLE["m"].K
+
+
+def f_tuple_item(a):
+    return a * kmod.TUP[0].K
+
+
+def f_class_in_table(a):
+    return a * kmod.HT["h"].m.K
+
+
+def f_namedtuple_field(a):
+    return a * kmod.NT.m.K
+
+
+def f_partial_args(a):
+    return a * kmod.PART.args[0].K
+
+
+def f_slot(a):
+    return a * kmod.SL.m.K
+
+
 ROUTES = {k[2:]: v for k, v in dict(globals()).items() if k.startswith("f_")}
 """
 
@@ -3081,6 +3105,10 @@ def _kmod_site(site: Path) -> Path:
         "import sys\n\n_me = sys.modules[__name__]\n\n\nclass H:\n    pass\n\n\nH.m = _me\n\n\n"
         "class I:\n    def __init__(self, m):\n        self.m = m\n\n\nIM = I(_me)\n\n\n"
         "def fn():\n    pass\n\n\nfn.m = _me\n"
+        "import collections, functools\n\nTABLE = {'m': _me}\nTUP = (_me,)\nHT = {'h': H}\n"
+        "NT = collections.namedtuple('NT', 'm')(_me)\nPART = functools.partial(print, _me)\n\n\n"
+        "def _mk():\n    class S:\n        __slots__ = ('m',)\n\n    return S()\n\n\n"
+        "SL = _mk()\nSL.m = _me\n"
     )
     libsite.install(site, "kmod", lib)
     (site / "kmod" / "sub.py").write_text(KMOD)
@@ -3152,7 +3180,7 @@ def test_a_library_module_reached_otherwise_than_by_a_chain_in_process(tmp_path)
         assert out.returncode == 0, out.stderr[-3000:]
         got.append(json.loads(out.stdout.strip().splitlines()[-1]))
     (stock, _), (cached, hits) = got
-    assert len(stock) == 19 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
+    assert len(stock) == 25 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
     assert cached == stock and hits > 0  # (reused before the rebinding)
 
 
