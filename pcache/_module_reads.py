@@ -7,10 +7,11 @@ from __future__ import annotations
 import collections
 import functools
 import types
+import weakref
 from typing import Any
 
 from pcache._introspect import Override, cdict, class_attr, inst_dict, is_a, mro
-from pcache._usercode import NoReuse, is_library_code, is_library_type
+from pcache._usercode import NoReuse, is_library_code
 from pcache._walk_kinds import class_holds_module
 
 #: C getters that hand back what an object stores (a slot, a namedtuple's field)
@@ -49,20 +50,36 @@ def module_inside(v: Any) -> bool:
 
 
 def _held(x: Any, t: type) -> list:
+    """What ``x`` holds that `_class_shape` would describe it by (review 209: dict
+    keys, a mapping proxy's items, a property's functions, a weakref's referent, a
+    metaclass's attributes, the program's objects a library container holds)."""
     if t is list or t is set or t is frozenset:
         return list(x)
     if is_a(x, tuple):
         return [tuple.__getitem__(x, i) for i in range(tuple.__len__(x))]
     if is_a(x, dict):
-        return list(dict.values(x))
+        return [*dict.keys(x), *dict.values(x)]
+    if t is types.MappingProxyType:
+        return [*x.keys(), *x.values()]
     if t is functools.partial:
         return [x.func, *x.args, *x.keywords.values()]
+    if t is property:
+        return [x.fget, x.fset, x.fdel]
+    if t is staticmethod or t is classmethod or t is types.MethodType:
+        return [x.__func__, getattr(x, "__self__", None)]
+    if t is weakref.ref:
+        return [x()]
     if is_a(x, type):
-        return [types] if is_library_type(x) and class_holds_module(x) else []
-    if not is_library_type(t) and t is not types.FunctionType:
-        return []  # (the program's own: walked where it is held)
+        meta = type(x)
+        return (
+            [types]
+            if class_holds_module(x) or (meta is not type and class_holds_module(meta))
+            else []
+        )
     if t is types.FunctionType and not is_library_code(x.__globals__, x.__code__):
-        return []
+        return []  # (the program's function: walked where the program holds it)
+    if t is types.BuiltinFunctionType:
+        return []  # (``math.sqrt``: its ``__self__`` is its module)
     if class_holds_module(t):
         return [types]
     try:
@@ -118,6 +135,10 @@ def static_chain(v: Any, attrs: tuple) -> tuple[bool, Any]:
                 got = own[attr]
             elif got is None:
                 return more, None
+            elif type(got) is staticmethod:  # (what ``__get__`` hands back: review 209)
+                got = got.__func__
+            elif hasattr(type(got), "__get__") and type(got) is not types.FunctionType:
+                return more, None  # (another descriptor's ``__get__``: unknown)
         if type(got) is types.ModuleType:
             return True, None
         v = got

@@ -150,7 +150,18 @@ def class_holds_module(cls: type) -> bool:
     e = _HOLDS_MODULE.get(id(cls))
     if e is not None and e[0] is cls:
         return e[1]
-    got = any(type(x) is types.ModuleType for k in mro(cls) for x in cdict(k).values())
+    got = any(
+        type(y) is types.ModuleType
+        for k in mro(cls)
+        for x in cdict(k).values()
+        for y in (
+            (x.__func__,)
+            if type(x) in (staticmethod, classmethod)
+            else (x.fget, x.fset, x.fdel)
+            if type(x) is property
+            else (x,)
+        )  # fmt: skip
+    )
     if len(_HOLDS_MODULE) > 4096:
         _HOLDS_MODULE.clear()
     _HOLDS_MODULE[id(cls)] = (cls, got)

@@ -3094,6 +3094,30 @@ def f_slot(a):
     return a * kmod.SL.m.K
 
 
+def f_dict_key(a):  # (review 209: what a description reads, the module check opens)
+    return a * next(iter(kmod.KEYED)).K
+
+
+def f_mapping_proxy(a):
+    return a * kmod.MP["m"].K
+
+
+def f_property_parts(a):
+    return a * kmod.PROP["p"].fget.K
+
+
+def f_metaclass(a):
+    return a * [kmod.WithMeta][0].m.K
+
+
+def f_staticmethod(a):
+    return a * kmod.SM.m.K
+
+
+def f_weakref(a):
+    return a * kmod.W().K
+
+
 ROUTES = {k[2:]: v for k, v in dict(globals()).items() if k.startswith("f_")}
 """
 
@@ -3109,6 +3133,10 @@ def _kmod_site(site: Path) -> Path:
         "NT = collections.namedtuple('NT', 'm')(_me)\nPART = functools.partial(print, _me)\n\n\n"
         "def _mk():\n    class S:\n        __slots__ = ('m',)\n\n    return S()\n\n\n"
         "SL = _mk()\nSL.m = _me\n"
+        "import types, weakref\n\nKEYED = {_me: 1}\nMP = types.MappingProxyType({'m': _me})\n"
+        "PROP = {'p': property(_me)}\n\n\nclass Meta(type):\n    m = _me\n\n\n"
+        "class WithMeta(metaclass=Meta):\n    pass\n\n\nclass SM:\n    m = staticmethod(_me)\n\n\n"
+        "W = weakref.ref(_me)\n"
     )
     libsite.install(site, "kmod", lib)
     (site / "kmod" / "sub.py").write_text(KMOD)
@@ -3180,7 +3208,7 @@ def test_a_library_module_reached_otherwise_than_by_a_chain_in_process(tmp_path)
         assert out.returncode == 0, out.stderr[-3000:]
         got.append(json.loads(out.stdout.strip().splitlines()[-1]))
     (stock, _), (cached, hits) = got
-    assert len(stock) == 25 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
+    assert len(stock) == 31 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
     assert cached == stock and hits > 0  # (reused before the rebinding)
 
 
