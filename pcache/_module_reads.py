@@ -53,22 +53,26 @@ def _held(x: Any, t: type) -> list:
     """What ``x`` holds that `_class_shape` would describe it by (review 209: dict
     keys, a mapping proxy's items, a property's functions, a weakref's referent, a
     metaclass's attributes, the program's objects a library container holds)."""
-    if t is list or t is set or t is frozenset:
-        return list(x)
+    if is_a(x, list):  # (a library's subclass too: its items and own dict, review 210)
+        return [*(list.__getitem__(x, i) for i in range(list.__len__(x))), *_own(x)]
+    if is_a(x, set):
+        return [*set.__iter__(x), *_own(x)]
+    if is_a(x, frozenset):
+        return [*frozenset.__iter__(x), *_own(x)]
     if is_a(x, tuple):
-        return [tuple.__getitem__(x, i) for i in range(tuple.__len__(x))]
+        return [*(tuple.__getitem__(x, i) for i in range(tuple.__len__(x))), *_own(x)]
     if is_a(x, dict):
-        return [*dict.keys(x), *dict.values(x)]
+        return [*dict.keys(x), *dict.values(x), *_own(x)]
     if t is types.MappingProxyType:
         return [*x.keys(), *x.values()]
-    if t is functools.partial:
-        return [x.func, *x.args, *x.keywords.values()]
-    if t is property:
-        return [x.fget, x.fset, x.fdel]
-    if t is staticmethod or t is classmethod or t is types.MethodType:
-        return [x.__func__, getattr(x, "__self__", None)]
-    if t is weakref.ref:
-        return [x()]
+    if is_a(x, functools.partial):
+        return [x.func, *x.args, *x.keywords.values(), *_own(x)]
+    if is_a(x, property):
+        return [x.fget, x.fset, x.fdel, *_own(x)]
+    if is_a(x, (staticmethod, classmethod)) or t is types.MethodType:
+        return [x.__func__, getattr(x, "__self__", None), *_own(x)]
+    if is_a(x, weakref.ref):
+        return [x(), *_own(x)]
     if is_a(x, type):
         meta = type(x)
         return (
@@ -97,6 +101,16 @@ def _held(x: Any, t: type) -> list:
                 except AttributeError:  # (an unset slot)
                     pass
     return out
+
+
+def _own(x: Any) -> list:
+    """What a subclass's instance holds in its own dict (what `_held` opens beside
+    what its builtin base holds)."""
+    try:
+        own = inst_dict(x)
+    except Override:
+        return [types]
+    return list(own.values()) if own is not None else []
 
 
 def data_descriptor(v: Any) -> bool:
