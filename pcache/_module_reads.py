@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import collections
 import functools
+import gc
 import types
 import weakref
 from typing import Any
 
-from pcache._introspect import Override, cdict, class_attr, inst_dict, is_a, mro
+from pcache._class_shape import JAX_TYPES
+from pcache._introspect import Override, class_attr, inst_dict, is_a
 from pcache._usercode import NoReuse, is_library_code
 from pcache._walk_kinds import class_holds_module
 
@@ -86,21 +88,18 @@ def _held(x: Any, t: type) -> list:
         return []  # (``math.sqrt``: its ``__self__`` is its module)
     if class_holds_module(t):
         return [types]
-    try:
-        own = inst_dict(x)
-    except Override:
-        return [types]
-    out = list(own.values()) if own is not None else []
-    for k in mro(t):  # (the slots a class statement declares; not a builtin's members)
-        names = cdict(k).get("__slots__", ())
-        for name in (names,) if type(names) is str else names:
-            d = cdict(k).get(name) if type(name) is str else None
-            if type(d) is types.MemberDescriptorType:
-                try:
-                    out.append(d.__get__(x, t))
-                except AttributeError:  # (an unset slot)
-                    pass
-    return out
+    if t is types.FunctionType:  # (a library function's own attributes)
+        return _own(x)
+    jax_type = JAX_TYPES.get(t)
+    if jax_type is not None:  # (JAX's array, tree structure or compiled function: none;
+        # a jit object: what its description reads, its function and options, not the
+        # tree registry its C fields hold, which the program's code cannot read from it)
+        parts = jax_type[1](x) if jax_type[0] == "jit" else ()
+        return [types] if parts is None else [*parts, *_own(x)]
+    # (what the interpreter sees it hold, read without running code: its dict and
+    # slots, a C object's fields: ``operator.methodcaller``'s arguments, a deque's
+    # items, review 211)
+    return [r for r in gc.get_referents(x) if r is not t]
 
 
 def _own(x: Any) -> list:

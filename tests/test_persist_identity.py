@@ -3122,6 +3122,31 @@ def f_list_subclass(a):  # (review 210)
     return a * kmod.LS[0].K
 
 
+class Holder:  # (review 209: an object of the program's in a library's list)
+    def __init__(self, m):
+        self.m = m
+
+
+kmod.REG.append(Holder(kmod))
+
+
+def f_program_object(a):
+    return a * kmod.REG[0].m.K
+
+
+class P:  # (review 211: a library's C object hands the module to the program's code)
+    def get(self, m):
+        return m.K
+
+
+def f_methodcaller(a):
+    return a * kmod.MC(P())
+
+
+def f_deque(a):
+    return a * kmod.DQ[0].K
+
+
 ROUTES = {k[2:]: v for k, v in dict(globals()).items() if k.startswith("f_")}
 """
 
@@ -3140,7 +3165,8 @@ def _kmod_site(site: Path) -> Path:
         "import types, weakref\n\nKEYED = {_me: 1}\nMP = types.MappingProxyType({'m': _me})\n"
         "PROP = {'p': property(_me)}\n\n\nclass Meta(type):\n    m = _me\n\n\n"
         "class WithMeta(metaclass=Meta):\n    pass\n\n\nclass SM:\n    m = staticmethod(_me)\n\n\n"
-        "W = weakref.ref(_me)\n\n\nclass LSub(list):\n    pass\n\n\nLS = LSub([_me])\n"
+        "W = weakref.ref(_me)\n\n\nclass LSub(list):\n    pass\n\n\nLS = LSub([_me])\nREG = []\n"
+        "import operator\n\nMC = operator.methodcaller('get', _me)\nDQ = collections.deque([_me])\n"
     )
     libsite.install(site, "kmod", lib)
     (site / "kmod" / "sub.py").write_text(KMOD)
@@ -3212,7 +3238,7 @@ def test_a_library_module_reached_otherwise_than_by_a_chain_in_process(tmp_path)
         assert out.returncode == 0, out.stderr[-3000:]
         got.append(json.loads(out.stdout.strip().splitlines()[-1]))
     (stock, _), (cached, hits) = got
-    assert len(stock) == 32 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
+    assert len(stock) == 35 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
     assert cached == stock and hits > 0  # (reused before the rebinding)
 
 
