@@ -43,19 +43,21 @@ from pcache import (
 )
 from pcache._errors import CheckError
 from pcache._holders import library_holders
+from pcache._introspect import is_a
 from pcache._memos import collector_paused
-from pcache._usercode import NoReuse
+from pcache._usercode import NoReuse, module_dict
 
-TRACE_FORMAT = 5  # (2: library rules digested; 3: interned strings, shared objects; 4: key
-# tables; 5: a tree's classes stamped, `_class_shape.stamp`)
+TRACE_FORMAT = 6  # (2: library rules digested; 3: interned strings, shared objects; 4: key
+# tables; 5: a tree's classes stamped, `_class_shape.stamp`; 6: module reads)
 HEAD = b"pcache-trace 1\n"
 #: Bounds of an entry: its bytes, and its JSON's nesting.
 MAX_RAW = 16 * 1024 * 1024
 _LOAD = {"kind": "trace", "trace_format": TRACE_FORMAT}
 _FIELDS = frozenset(
     {"trace_format", "key", "function_name", "trace_seconds", "jaxpr_digest", "out_tree",
-     "result_paths", "jaxpr", "library_rules"}
+     "result_paths", "jaxpr", "library_rules", "module_reads"}
 )  # fmt: skip
+_MISSING = object()
 _RULES: dict = _memos.memo("persist.library_rules", {})  # name -> (rules, digest)
 
 # The serve JAX's next trace of one function object takes instead of tracing.
@@ -76,6 +78,11 @@ class Served(NamedTuple):
     #: It holds a library's host callbacks, rebuilt (`pcache._lib_callbacks`): its
     #: digest keys them by content.
     callbacks: bool = False
+    #: What the program's code read from library modules while the storing process
+    #: traced it, beyond what the key guards: ((module, name), ...), and the digest of
+    #: what they held (`_persist_key.module_reads`), compared before it is served.
+    module_reads: tuple = ()
+    reads_digest: str = ""
 
 
 class Bad(Exception):
@@ -134,7 +141,7 @@ def _lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh, frame: Any) -> Loo
         _miss(rt, "absent")
         # (a stored trace is made afresh from what the key describes, never of a
         # trace JAX cached by identity: an inner global jit, whose function an
-        # in-process key does not walk, review 60; `_trace._Recorder`)
+        # in-process key does not walk, review 60; `_recording.Recorder`)
         return Looked(key, None, walks)
     if got[0].standins and not traces.dispatching(frame):
         _miss(rt, "dispatch-only")  # (`.trace()`, `.lower()`: traced, not stored again)
@@ -143,6 +150,9 @@ def _lookup(rt, fun, jit_info, signature, in_avals, ctx_mesh, frame: Any) -> Loo
         # (the program set a rule of a library primitive the trace binds, review 118:
         # traced, and not stored over the entry of the processes that did not)
         _miss(rt, "library-rules-changed")
+        return Looked(None, None)
+    if got[0].module_reads and not _same_reads(got[0]):
+        _miss(rt, "module-reads-changed")  # (as rules: traced, not stored over it)
         return Looked(None, None)
     return Looked(key, got[0], walks)
 
@@ -216,6 +226,42 @@ def _decoded(raw: bytes, key: str) -> Any:
 def _same_rules(stored: tuple) -> bool:
     try:
         return all(_rules_digest(name) == digest for name, digest in stored)
+    except NoReuse:
+        return False
+
+
+def _read_names(reads: list) -> list:
+    """[module, name] of each read `pcache._recording.read_guards` guards."""
+    out = []
+    for _, d, name, _ in reads:
+        mod = d.get("__name__")
+        if type(mod) is not str or module_dict(sys.modules.get(mod)) is not d:
+            raise NoReuse("persist-module-read-unnamed")
+        out.append([mod, name])
+    return out
+
+
+def served_reads(served: Served) -> list | None:
+    """The guards of what a stored trace's program read from library modules
+    (`pcache._recording.read_guards`), of the objects those names hold now (None: a
+    module not loaded): what the served trace is recorded in process with."""
+    guards = []
+    for mod, name in served.module_reads:
+        d = module_dict(sys.modules.get(mod))
+        if d is None:
+            return None
+        v = d.get(name, _MISSING)
+        kind = _guards.IS if is_a(v, types.ModuleType) else _guards.LIBATTR
+        guards.append((_guards.ABSENT, d, name, None) if v is _MISSING else (kind, d, name, v))
+    return guards
+
+
+def _same_reads(served: Served) -> bool:
+    """Whether the library modules' names a stored trace read hold what they held
+    when it was stored (as its key's guards of library chains describe them)."""
+    guards = served_reads(served)
+    try:
+        return guards is not None and _persist_key.module_reads(guards) == served.reads_digest
     except NoReuse:
         return False
 
@@ -360,7 +406,18 @@ def decode(raw: bytes, key: str) -> Served:
     ):
         raise Bad("library-rules")
     rules = tuple(map(tuple, rules))
-    return Served(closed, out_tree, tuple(paths), digest, standins, rules, bool(callbacks))
+    reads = data["module_reads"]
+    names = reads.get("names") if type(reads) is dict and len(reads) == 2 else None
+    if (
+        type(names) is not list
+        or type(reads["digest"]) is not str
+        or not all(
+            type(r) is list and len(r) == 2 and all(type(x) is str for x in r) for r in names
+        )
+    ):
+        raise Bad("module-reads")
+    return Served(closed, out_tree, tuple(paths), digest, standins, rules, bool(callbacks),
+                  tuple(map(tuple, names)), reads["digest"])  # fmt: skip
 
 
 def _named_callbacks(callbacks: bool) -> Any:
@@ -448,10 +505,13 @@ DISPATCH_ONLY = frozenset({"later-user-code", "later-reads-program-data"})
 STORED = DISPATCH_ONLY | {_out_tree.MUTABLE, "host-callback"}
 
 
-def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: Any = None) -> None:
+def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: Any = None,
+           reads: list = ()) -> None:  # fmt: skip
     """Store the trace ``p`` (JAX's PjitParams) of a top-level call under ``key``:
     ``seconds`` tracing it took, ``key_seconds`` its content key; ``fun`` the
-    callable (remembered when its trace is not stored: `_persist_hints`)."""
+    callable (remembered when its trace is not stored: `_persist_hints`); ``reads``
+    the guards of what the program read from library modules while traced, beyond
+    the key's (`pcache._recording.read_guards`)."""
     from pcache._compat import jaxpr_codec
     from pcache._hlo_seam import entry_meta
 
@@ -489,6 +549,8 @@ def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: 
     }
     try:
         entry["library_rules"] = library_rules(jaxpr)
+        names = _read_names(list(reads))
+        entry["module_reads"] = {"names": names, "digest": _persist_key.module_reads(list(reads))}
     except NoReuse as e:
         return _refused(rt, e.reason, fun)
     raw = HEAD + json.dumps(entry, allow_nan=False, separators=(",", ":")).encode()

@@ -375,6 +375,14 @@ def _guard_parts(guards: list, w: ContentWalker) -> tuple:
     return tuple(out)
 
 
+def module_reads(guards: list) -> str:
+    """The digest of what the program's code read from library modules while traced
+    beyond what the key guards (`pcache._recording.read_guards`), described as the
+    key's guards of library chains are (`library_value`: refused where the library
+    may rebind the name)."""
+    return digest(("module-reads", _guard_parts(guards, ContentWalker())))
+
+
 def _settings() -> tuple[str, str]:
     """The digests of every JAX option and of the trace context, by name and
     canonical encoding; memoized by their values with exact types (`typed`)."""

@@ -52,6 +52,7 @@ from pcache import (
     _state,
 )
 from pcache._errors import CheckError, Uncacheable
+from pcache._recording import Recorder, left_behind, read_guards
 from pcache._trace_memo import (
     ENTRY_COST,
     MEMO,
@@ -77,7 +78,7 @@ MAX_REASONS = 256
 # control-flow bodies', custom_jvp's) keep a trace of a function object for as long
 # as it lives, whatever happens to its closure cells, defaults or attributes since:
 # stock JAX serves that trace to every callable built on that object. A recording
-# is made afresh (`_Recorder`), so it would differ from what stock JAX
+# is made afresh (`_recording.Recorder`), so it would differ from what stock JAX
 # computes from then on for a function whose state changed: none is recorded.
 _FN_STATE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MUTATED: weakref.WeakSet = weakref.WeakSet()
@@ -212,66 +213,6 @@ def miss_reason(last: tuple | None, callable_key: tuple, rest: tuple) -> str:
 # ------------------------------------------------------------ the seam
 
 
-class _Recorder:
-    """Stands in for JAX's `InferParamsCacheEntry` on a miss: `_infer_params` reads
-    ``pjit_params`` (None: it traces) and then sets it, which fills JAX's own entry
-    and records the trace for equal callables.
-
-    The read enters a trace context no other trace had (`_compat.recording_trace`)
-    for the trace JAX makes next: every JAX cache keyed on a function misses in it,
-    whatever its key holds, so the trace is made of the states pcache keyed and
-    noted, never of one JAX cached before (eagerly, in a call pcache did not key, of
-    an object that compares equal: reviews 20-22, 73), and no pcache frame is on the
-    stack while JAX traces. The set leaves it, and records only if the context was
-    this recording's all along (review 75: a call under `ensure_compile_time_eval`
-    looks like a top-level one)."""
-
-    __slots__ = ("_entry", "_record", "_cm", "_token", "_fresh", "_fill", "__weakref__")
-
-    def __init__(self, entry: Any, record: Any, fresh: bool = True, fill: bool = True) -> None:
-        self._entry = entry
-        self._record = record
-        self._cm = self._token = None
-        self._fresh = fresh  # (False: check mode's trace of a reuse, as stock makes it)
-        self._fill = fill  # (False: a served trace holding stand-ins, for this dispatch)
-
-    @property
-    def pjit_params(self) -> Any:
-        if self._fresh and self._cm is None and not _compat.recording():
-            self._cm, self._token = _compat.recording_trace()
-            self._cm.__enter__()
-            _RECORDING.active = (weakref.ref(self), self._cm)
-        return None
-
-    @pjit_params.setter
-    def pjit_params(self, p: Any) -> None:
-        cm, self._cm = self._cm, None
-        own = cm is not None and _compat.recording_token() == self._token
-        if cm is not None:
-            _RECORDING.active = None
-            cm.__exit__(None, None, None)
-        if self._fill:
-            self._entry.pjit_params = p
-        if own or not self._fresh:
-            self._record(p)
-
-
-# ``active``: (a weak reference to the `_Recorder` whose context this thread is in, it)
-_RECORDING = threading.local()
-
-
-def _left_behind() -> bool:
-    """Whether this thread's recording context is one a recording whose trace raised
-    left entered (its recorder is gone: the exception let go of it), left now. While
-    the recorder lives (a trace in progress, or an exception kept), it is not."""
-    active = getattr(_RECORDING, "active", None)
-    if active is None or active[0]() is not None:
-        return False  # (a recording in progress; or a context not pcache's: left alone)
-    _RECORDING.active = None
-    active[1].__exit__(None, None, None)
-    return True
-
-
 def infer_params_cached_wrapper(*args, **kwargs):
     """JAX's `_infer_params_cached`, where JAX's own entry is empty and trace reuse
     is on: serve an equal callable's trace, or record this one's."""
@@ -281,7 +222,7 @@ def infer_params_cached_wrapper(*args, **kwargs):
     rt = _state.rt
     if rt is None or not rt.trace_reuse or entry.pjit_params is not None:
         return entry
-    if _compat.recording() and not _left_behind():
+    if _compat.recording() and not left_behind():
         return entry  # (inside a recording: traced afresh, never served nor recorded)
     try:
         return _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh)
@@ -351,7 +292,7 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
         why = rec.stale((w, rw))
         if why is None:
             if rt.check_mode:  # trace anyway, as stock JAX would now, and compare
-                return _Recorder(entry, lambda p: _checked(rt, rec, p), fresh=False)
+                return Recorder(entry, lambda p, *_: _checked(rt, rec, p), fresh=False)
             if rec.holders is not None and not _hold(rec, key, fun):
                 return _missed(rt, entry, fun, "unreferenceable-callable")
             rt.stats.trace_hit()
@@ -430,7 +371,7 @@ def _first_call(rt, entry, *call) -> tuple:
     return _served_first(rt, entry, call, looked, frame), persist, None
 
 
-def _served_first(rt, entry, call: tuple, looked: Any, frame) -> _Recorder | None:
+def _served_first(rt, entry, call: tuple, looked: Any, frame) -> Recorder | None:
     """A stored trace for the first call of a callable on code this process has not
     keyed (`_persist.first_sighting`): served on its persisted key alone, recorded
     in process by an equal callable's next call. None where a function the key
@@ -447,7 +388,7 @@ def _served_first(rt, entry, call: tuple, looked: Any, frame) -> _Recorder | Non
     if not rt.check_mode:
         _persist.serve(call[0], call[3], served, frame)
 
-    def record(p) -> None:
+    def record(p, *_) -> None:
         try:
             if rt.check_mode:
                 _persist.check(rt, served, p)
@@ -457,10 +398,10 @@ def _served_first(rt, entry, call: tuple, looked: Any, frame) -> _Recorder | Non
         except Exception as exc:
             rt.error("trace reuse", exc)
 
-    return _Recorder(entry, record, fill=not served.standins or rt.check_mode)
+    return Recorder(entry, record, fill=not served.standins or rt.check_mode, watch=False)
 
 
-def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple, frame) -> _Recorder:
+def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple, frame) -> Recorder:
     """Trace and record for equal callables (and other processes: ``persisted``, this
     call's `_persist.lookup`; ``frame``: its `_infer_params` frame)."""
     pkey, served = persisted[:2]
@@ -468,8 +409,8 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple, frame
         _persist.serve(call[0], call[3], served, frame)
     t0 = _persist.timer()
 
-    def record(p) -> None:
-        traced = _persist.timer() - t0
+    def record(p, reads: list, watching: float) -> None:
+        traced = _persist.timer() - t0 - watching
         try:
             if served is not None and rt.check_mode:
                 _persist.check(rt, served, p)
@@ -477,7 +418,12 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple, frame
                 rt.stats.count("trace_persist_hits")  # (recorded for this process or not)
                 if served.standins and not rt.check_mode:
                     return  # (dispatch only: kept nowhere a transformation finds it)
-            why = _record(made, p, owned)
+            if served is not None:  # (what the storing process's program read, now)
+                extra = _persist.served_reads(served)
+                why = None if extra is not None else "module-reads-unloaded"
+            else:
+                extra, why = read_guards(made.guards, reads)
+            why = why or _record(made, p, owned, extra)
             if why is not None:
                 rt.stats.count("trace_unrecorded", 0, why)
                 if pkey is not None and served is None and why not in _persist.STORED:
@@ -485,7 +431,8 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple, frame
             if (why is None or why in _persist.STORED) and pkey is not None and served is None:
                 t1 = _persist.timer()
                 if _persist.key_again(rt, *call) == pkey:
-                    _persist.record(rt, pkey, p, traced, _persist.timer() - t1, call[0])
+                    key_s = _persist.timer() - t1
+                    _persist.record(rt, pkey, p, traced, key_s, call[0], extra)
                 else:
                     rt.stats.count("trace_persist_misses", 0, "unstored:changed-while-traced")
         except CheckError:
@@ -494,7 +441,7 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple, frame
             rt.error("trace reuse", exc)
 
     fill = served is None or not served.standins or rt.check_mode
-    return _Recorder(entry, record, fill=fill)
+    return Recorder(entry, record, fill=fill, watch=served is None)
 
 
 class Made(NamedTuple):
@@ -547,9 +494,10 @@ def _changed(made: Made) -> str | None:
     return None if _guards.failed_guard(made.guards, (w, rw)) is None else "global-changed"
 
 
-def _record(made: Made, p, owned) -> str | None:
-    """Record trace ``p`` for equal callables: None, else why it was not (counted in
-    ``stats()["trace_unrecorded"]``)."""
+def _record(made: Made, p, owned, extra: list) -> str | None:
+    """Record trace ``p`` for equal callables (guarded by ``extra`` too: what the
+    program read from library modules while traced): None, else why it was not
+    (counted in ``stats()["trace_unrecorded"]``)."""
     why = _compat.unreusable_params(p) or _changed(made)
     if why == "warned":
         # A recording traces afresh, inner jits included, where JAX's caches would
@@ -587,7 +535,7 @@ def _record(made: Made, p, owned) -> str | None:
     nbytes = ENTRY_COST + sum(int(getattr(c, "nbytes", 0) or 0) for c in jaxpr.consts)
     rec = Recorded(
         p,
-        made.guards,
+        extra + made.guards,
         arrays,
         made.pins,
         made.callable_key,

@@ -3147,7 +3147,89 @@ def f_deque(a):
     return a * kmod.DQ[0].K
 
 
+# (review 213, and what reviews 211-212 left as the library's: each a route the code
+# scan does not model, seen by watching what the program reads from the module)
+def f_class_tuple(a):
+    return a * [kmod.H2][0].t[0].K
+
+
+def f_class_tuple_default(a, h=kmod.H2):
+    return a * h.t[0].K
+
+
+def f_nested_class_default(a, h=kmod.H3):
+    return a * h.Inner.m.K
+
+
+def f_enum_value(a):
+    return a * kmod.E.A.value[0].K
+
+
+def f_object_array(a):
+    return a * kmod.ARR[0].K
+
+
+def _reads_k(a, m):
+    return a * m.K
+
+
+def f_library_closure(a):
+    return kmod.bind(_reads_k, kmod)(a)
+
+
+def f_callback(a):
+    return a * kmod.apply(lambda m: m.K)
+
+
+def f_method_result(a):
+    return a * kmod.OBJ.get().K
+
+
 ROUTES = {k[2:]: v for k, v in dict(globals()).items() if k.startswith("f_")}
+"""
+
+
+#: what `KMOD_ROUTES` reach the module through past review 210 (``_me``: the module)
+LIB_ROUTES = """
+import enum
+
+import numpy as np
+
+
+class H2:
+    t = (_me,)
+
+
+class H3:
+    class Inner:
+        m = _me
+
+
+class E(enum.Enum):
+    A = (_me,)
+
+
+ARR = np.empty(1, object)
+ARR[0] = _me
+
+
+def bind(f, *extra):
+    return lambda a: f(a, *extra)
+
+
+def apply(fn):
+    return fn(_me)
+
+
+class Getter:
+    def __init__(self, m):
+        self.m = m
+
+    def get(self):
+        return self.m
+
+
+OBJ = Getter(_me)
 """
 
 
@@ -3167,6 +3249,7 @@ def _kmod_site(site: Path) -> Path:
         "class WithMeta(metaclass=Meta):\n    pass\n\n\nclass SM:\n    m = staticmethod(_me)\n\n\n"
         "W = weakref.ref(_me)\n\n\nclass LSub(list):\n    pass\n\n\nLS = LSub([_me])\nREG = []\n"
         "import operator\n\nMC = operator.methodcaller('get', _me)\nDQ = collections.deque([_me])\n"
+        + LIB_ROUTES
     )
     libsite.install(site, "kmod", lib)
     (site / "kmod" / "sub.py").write_text(KMOD)
@@ -3238,7 +3321,7 @@ def test_a_library_module_reached_otherwise_than_by_a_chain_in_process(tmp_path)
         assert out.returncode == 0, out.stderr[-3000:]
         got.append(json.loads(out.stdout.strip().splitlines()[-1]))
     (stock, _), (cached, hits) = got
-    assert len(stock) == 35 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
+    assert len(stock) == 43 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
     assert cached == stock and hits > 0  # (reused before the rebinding)
 
 
@@ -3296,3 +3379,131 @@ def test_from_import_of_a_name_a_module_getattr_answers_is_not_reused(tmp_path):
     (site / "gfrom-1.0.dist-info" / "RECORD").write_text("gfrom/__init__.py,,\ngfrom/sub.py,,\n")
     b = _as_stock_in_b(site, GETATTR_FROM_PROG, tmp_path)
     assert b["stats"]["trace_persist_misses"].get("import-from-getattr:gfrom.sub"), b["stats"]
+
+
+KREAD = """
+import sys
+
+K = 2.0
+_me = sys.modules[__name__]
+
+
+class H:
+    t = (_me,)
+
+
+def use_second():  # (a rebinding by a name no reading of this code sees)
+    sys.modules[__name__].__dict__.update({chr(75): 3.0})
+
+
+SEEN = []
+_MODULE = type(sys)
+
+
+def probe():
+    SEEN.append(type(_me) is not _MODULE)  # (its class, while the caller traces)
+    return 1.0
+"""
+
+
+def test_what_traced_code_read_from_a_library_module_is_checked_before_serving(tmp_path):
+    """What the program's code read from a library module while traced, by a route
+    the code scan does not model (``[kread.H][0].t[0].K``), is stored with the trace
+    and read again before it is served: B, whose library rebound ``K`` by a computed
+    name, traces (``module-reads-changed``), as stock JAX does."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "kread", KREAD)
+    prog = """
+        import os
+
+        import kread
+
+        if os.environ["PHASE"] == "B":
+            kread.use_second()
+        show("class_tuple", lambda: jax.jit(lambda a: a * [kread.H][0].t[0].K)(x))
+    """
+    b = _as_stock_in_b(site, prog, tmp_path)
+    assert b["stats"]["trace_persist_misses"].get("module-reads-changed") == 1, b["stats"]
+
+
+WATCH_ENDS = """
+import gc, json, sys, tempfile, types
+import jax, jax.numpy as jnp
+import pcache
+pcache.enable(tempfile.mkdtemp(), trace_persist=True, raise_errors=True)
+import kread
+
+
+def f(a):
+    return a * [kread.H][0].t[0].K * kread.probe()  # (watched while traced)
+
+
+jax.jit(f)(jnp.ones(2))
+ended = type(kread) is types.ModuleType
+
+
+def g(a):
+    raise ValueError(a)
+
+
+try:
+    jax.jit(g)(jnp.ones(2))
+except ValueError:
+    pass
+gc.collect()
+raised = type(kread) is types.ModuleType
+jax.jit(lambda a: a + 1)(jnp.ones(2))
+print(json.dumps([kread.SEEN, ended, raised, type(kread) is types.ModuleType]))
+"""
+
+
+def test_a_recording_watches_library_modules_only_while_it_traces(tmp_path):
+    """Library modules are watched (their class a subclass that notes reads) while a
+    recorded trace runs, and are their own class again when it ends, also when the
+    trace raised."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "kread", KREAD)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
+    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu")
+    out = subprocess.run(
+        [sys.executable, "-c", WATCH_ENDS], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [[True], True, True, True]
+
+
+SERVED_THEN_REBOUND = """
+import json, os, sys
+import jax, jax.numpy as jnp
+import pcache
+pcache.enable(sys.argv[1], trace_persist=True, raise_errors=True)
+import kread
+
+
+def make():
+    return lambda a: a * [kread.H][0].t[0].K
+
+
+x = jnp.ones(2)
+got = [jax.jit(make())(x).tolist() for _ in range(3)]
+kread.use_second()
+got.append(jax.jit(make())(x).tolist())
+print(json.dumps([got, pcache.stats()["trace_persist_hits"]]))
+"""
+
+
+def test_a_served_trace_kept_in_process_is_guarded_by_what_it_read(tmp_path):
+    """A trace served from the store and kept for equal callables in process is
+    guarded by what the storing process's program read from library modules: after
+    the library rebinds that name, a new callable traces (stock: 3.0)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "kread", KREAD)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
+    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu")
+    runs = []
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", SERVED_THEN_REBOUND, str(tmp_path / "c")],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert runs[1][1] >= 1  # (served in the second process)
+    assert [r[0] for r in runs] == [[[2.0, 2.0]] * 3 + [[3.0, 3.0]]] * 2

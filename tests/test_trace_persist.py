@@ -583,7 +583,8 @@ def test_a_chain_of_sub_jaxprs_past_the_stack_is_refused():
     tree = _compat.out_tree_data(jax.tree_util.tree_structure(0.0))
     entry = {"trace_format": _persist.TRACE_FORMAT, "key": key, "function_name": "f",
              "trace_seconds": 0.0, "jaxpr_digest": "0" * 64, "out_tree": tree,
-             "result_paths": [""], "jaxpr": data, "library_rules": []}  # fmt: skip
+             "result_paths": [""], "jaxpr": data, "library_rules": [],
+             "module_reads": {"names": [], "digest": ""}}  # fmt: skip
     raw = _persist.HEAD + json.dumps(entry, separators=(",", ":")).encode()
     with pytest.raises(_persist.Bad, match="too-deep"):
         _persist.decode(raw, key)

@@ -1,0 +1,240 @@
+"""What the program's code reads from library modules while a recorded trace runs.
+
+The code scan (`pcache._usercode`, `pcache._guards`) guards what traced code reads
+from a library module along the routes it models: a global's chain, an import, a
+closure's free variable. Reviews 205-213 found, one after another, routes it did not
+model (a module in a class attribute's tuple, in an object array, handed to the
+program's callback by a library function, returned by a method), each a false hit:
+what the program read through the module (``m.K``, which the library's own
+``global K`` rebinds) was in no key. Here the reads are seen, whatever the route:
+while a trace is recorded, every library module's class is a subclass of its own
+whose ``__getattribute__`` notes each attribute the program's code (a frame of code
+no library defines) reads from it, with the object it got, and hands the read on
+unchanged. What was read becomes guards of the recorded trace (in process: the very
+objects; across processes: `pcache._persist_key`'s description, refused where the
+library may rebind the name), beside the key's own.
+
+So a read is seen whatever object held the module: attribute reads by the program's
+code (``m.K``, ``getattr(m, name)``, ``from m import K``, ``vars(m)`` as a read of
+``__dict__``, which refuses the recording) go through the module's type. Not seen:
+``object.__getattribute__(m, ...)`` (the scan refuses it), what library code reads
+(its own state: documented), a module imported while the trace runs (the trace is
+not recorded: the loaded modules are keyed). JAX-free."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+from time import perf_counter  # (no read of a watched module's attribute here)
+from typing import Any
+
+from pcache._introspect import is_a
+from pcache._memos import memo
+from pcache._usercode import is_library_code, is_library_module, module_dict
+
+_LOCAL = threading.local()  # .reads: [(module, name, what it gave), ...] while recording
+_LOCK = threading.RLock()
+#: (recordings in progress, [(module, its class before), ...], modules not watched)
+_ACTIVE: list = [0, [], []]
+#: a module class -> the subclass that notes reads
+_WATCHING: dict[type, type] = memo("module_watch.classes", {})
+#: id(module) -> (module, whether a library's)
+_LIBRARY: dict[int, tuple] = memo("module_watch.library", {})
+#: id(code) -> (code, whether the program's)
+_PROGRAM: dict[int, tuple] = memo("module_watch.program", {})
+ABSENT = object()  # (what a read of a name the module lacks gave)
+#: [sys.modules' values when planned, `_plan`'s modules to watch, its problems]
+_PLAN: list = [None, [], []]
+#: JAX's own modules are not watched: JAX reads them all the time it traces (five in
+#: six reads), what the program reads from them along the scan's routes is guarded,
+#: and their state is JAX's (its settings are keyed)
+_UNWATCHED = frozenset({"jax", "jaxlib", "pcache"})
+_PCACHE = __name__.partition(".")[0] + "."
+
+
+def _programs(frame: Any) -> bool:
+    code = frame.f_code
+    e = _PROGRAM.get(id(code))
+    if e is None or e[0] is not code:
+        reads, _LOCAL.reads = getattr(_LOCAL, "reads", None), None  # (pcache's reads: not
+        t0 = perf_counter()  # noted, and no read of its own comes back here)
+        try:
+            g = frame.f_globals
+            name = g.get("__name__")
+            own = type(name) is str and (name + ".").startswith(_PCACHE)
+            e = (code, not own and not is_library_code(g, code))
+        finally:
+            _LOCAL.reads = reads
+            _LOCAL.spent = getattr(_LOCAL, "spent", 0.0) + perf_counter() - t0
+        if len(_PROGRAM) > 16384:
+            _PROGRAM.clear()
+        _PROGRAM[id(code)] = e  # (kept alive: its id stays its own)
+    return e[1]
+
+
+def _watching(cls: type) -> type:
+    sub = _WATCHING.get(cls)
+    if sub is not None:
+        return sub
+    get, local, frame_of, absent = cls.__getattribute__, _LOCAL, sys._getframe, ABSENT
+
+    def __getattribute__(self: Any, name: str) -> Any:
+        if name == "__class__":
+            return cls  # (``m.__class__ is ModuleType`` as without the watch)
+        reads = getattr(local, "reads", None)
+        if reads is None:
+            return get(self, name)
+        try:
+            v = get(self, name)
+        except AttributeError:
+            if _programs(frame_of(1)):
+                reads.append((self, name, absent))
+            raise
+        if _programs(frame_of(1)):
+            reads.append((self, name, v))
+        return v
+
+    ns = {"__getattribute__": __getattribute__, "__slots__": (), "__module__": cls.__module__}
+    sub = _WATCHING[cls] = type(cls.__name__, (cls,), ns)
+    return sub
+
+
+def _library(m: Any) -> bool:
+    e = _LIBRARY.get(id(m))
+    if e is None or e[0] is not m:
+        try:
+            e = (m, is_library_module(m))
+        except Exception:  # (a module pcache cannot read: not watched, the trace refused)
+            e = (m, None)
+        if len(_LIBRARY) > 16384:
+            _LIBRARY.clear()
+        _LIBRARY[id(m)] = e
+    return e[1]
+
+
+def _plan(mods: list) -> tuple[list, list]:
+    """The library modules among ``mods`` to watch, each (module, its class, the class
+    that watches), and those that cannot be watched (as reads that refuse)."""
+    plan, problems, seen = [], [], set()
+    mine = set(_WATCHING.values())
+    for m in mods:
+        if not isinstance(m, types.ModuleType) or type(m) in mine or id(m) in seen:
+            continue  # (``os.path`` is ``posixpath``: one module, two names)
+        seen.add(id(m))
+        lib = _library(m)
+        if not lib:
+            if lib is None:
+                problems.append((m, "<unreadable>", ABSENT))
+            continue
+        name = getattr(module_dict(m), "get", {}.get)("__name__")
+        if type(name) is str and name.partition(".")[0] in _UNWATCHED:
+            continue
+        plan.append((m, type(m), _watching(type(m))))
+    return plan, problems
+
+
+def start() -> list:
+    """Watch library modules' reads for this thread's recording; the list the reads
+    go to (`watched`), until `stop`."""
+    t0 = perf_counter()
+    with _LOCK:
+        if _ACTIVE[0] == 0:
+            mods = list(sys.modules.values())
+            if mods != _PLAN[0]:  # (by identity: a module compares so)
+                _PLAN[:] = [mods, *_plan(mods)]
+            swapped, problems = _ACTIVE[1], _ACTIVE[2] = [], list(_PLAN[2])
+            for m, cls, sub in _PLAN[1]:
+                if type(m) is not cls:  # (its class changed since: planned again next time)
+                    _PLAN[0] = None
+                    problems.append((m, "<unwatched>", ABSENT))
+                    continue
+                try:
+                    m.__class__ = sub
+                except TypeError:  # (a module class whose layout forbids it)
+                    problems.append((m, "<unwatched>", ABSENT))
+                    continue
+                swapped.append((m, cls, sub))
+        _ACTIVE[0] += 1
+        reads = list(_ACTIVE[2])
+    _LOCAL.reads, _LOCAL.spent = reads, perf_counter() - t0
+    return reads
+
+
+def forget() -> None:
+    """This thread notes no more reads (a recording that raised: `stop` comes when
+    its recorder goes)."""
+    _LOCAL.reads = None
+
+
+def stop(reads: list) -> float:
+    """The end of this thread's recording (`release`); a module whose class changed
+    while watched (a lazy module that loaded) is noted in ``reads`` as not watched.
+    The seconds watching cost beyond what it costs every trace (a plan of the
+    modules, a code's first reading): what a trace's saving, `pcache._persist.
+    record`'s cost policy, must not count."""
+    _LOCAL.reads = None
+    spent, _LOCAL.spent = getattr(_LOCAL, "spent", 0.0), 0.0
+    t0 = perf_counter()
+    with _LOCK:
+        for m, _, sub in _ACTIVE[1]:
+            if type(m) is not sub:
+                reads.append((m, "<unwatched>", ABSENT))
+    release()
+    return spent + perf_counter() - t0
+
+
+def release() -> None:
+    """One recording fewer (from any thread: a recording whose trace raised ends when
+    its recorder goes); the modules' classes are their own again once none is left."""
+    with _LOCK:
+        _ACTIVE[0] -= 1
+        if _ACTIVE[0] == 0:
+            for m, cls, sub in _ACTIVE[1]:
+                if type(m) is sub:  # (unless something else set it since)
+                    m.__class__ = cls
+            _ACTIVE[1] = _ACTIVE[2] = []
+
+
+def watched(reads: list, known: set) -> tuple[list, str | None]:
+    """The reads of a recording as guard tuples ``(kind, namespace, name, object)``
+    of `pcache._guards` (``kind``: "is" for a module, "attr" for another object,
+    "absent"), each name once, but those ``known`` (``(id(namespace), name)``: the
+    key's guards); or why the recording cannot be guarded so."""
+    out, seen = [], {}
+    for m, name, v in reads:
+        if name in ("<unreadable>", "<unwatched>"):
+            return [], f"module-{name[1:-1]}:{getattr(m, '__name__', '?')}"
+        d = module_dict(m)
+        if type(d) is not dict or name == "__dict__":
+            return [], f"module-namespace-read:{d.get('__name__') if type(d) is dict else '?'}"
+        if (id(d), name) in seen:
+            if seen[id(d), name] is not v:
+                return [], f"module-read-changed:{name}"  # (two reads, two objects)
+            continue
+        seen[id(d), name] = v
+        if (id(d), name) in known:
+            continue
+        if name not in d:
+            if v is not ABSENT and _from_type(name):
+                continue  # (``m.__class__``, ``m.__repr__``: the module type's own)
+            # (absent, or what its ``__getattr__`` answered: as `_guards._library_getattr`)
+            out.append(("absent", d, name, None))
+            if (id(d), "__getattr__") not in known:
+                getter = d.get("__getattr__", ABSENT)
+                got = ("absent", d, "__getattr__", None) if getter is ABSENT else None
+                out.append(got or ("attr", d, "__getattr__", getter))
+        elif d[name] is not v:  # (rebound while traced)
+            return [], f"module-read-changed:{name}"
+        else:
+            out.append(("is" if is_a(v, types.ModuleType) else "attr", d, name, v))
+    return out, None
+
+
+def _from_type(name: str) -> bool:
+    """Whether ``m.name`` of a name no module holds gives what the module type
+    defines (``__class__``, ``__repr__``) rather than anything of the module's."""
+    return name.startswith("__") and hasattr(types.ModuleType, name)
+
+
+__all__ = ["ABSENT", "forget", "release", "start", "stop", "watched"]
