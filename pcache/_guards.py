@@ -238,6 +238,7 @@ class _Guarding:
         if chain[0] == "<type-is>":  # ``type(a) is B`` compares classes if ``type`` is
             if g.get("type", _builtins_of(g).get("type")) is not type:  # the builtin
                 raise NoReuse("identity-test:type")
+            _module_type_test(g, chain)
             return
         if chain[0] == "<class-is>":  # `Walker.klass` refuses ``__class__`` overrides
             return
@@ -291,6 +292,17 @@ class _Guarding:
             # cannot be guarded
             raise NoReuse(f"user-module-escapes:{chain[-1]}")
         escapes(v, chain, escaped)
+
+
+def _module_type_test(g: dict, chain: tuple) -> None:
+    """``type(a) is B`` where ``B`` may be a module's class: refused, as a recording
+    watches modules through a subclass of their class (`pcache._module_watch`: ``a``
+    a module, the test would differ while recorded, review 214); ``B`` a closure's
+    variable, unknown here: refused."""
+    _, op, name = chain
+    b = g.get(name, _builtins_of(g).get(name, _MISSING)) if op == "LOAD_GLOBAL" else _MISSING
+    if b is _MISSING or (is_a(b, type) and issubclass(b, types.ModuleType)):
+        raise NoReuse("module-type-test")
 
 
 def _prefixes(name: str) -> list[str]:

@@ -23,6 +23,7 @@ not recorded: the loaded modules are keyed). JAX-free."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import types
@@ -41,7 +42,8 @@ _ACTIVE: list = [0, [], []]
 _WATCHING: dict[type, type] = memo("module_watch.classes", {})
 #: id(module) -> (module, whether a library's)
 _LIBRARY: dict[int, tuple] = memo("module_watch.library", {})
-#: id(code) -> (code, whether the program's)
+_HOME = os.path.dirname(os.path.realpath(__file__)) + os.sep  # (pcache's package)
+#: id(code) -> (code, whose: `_kind`)
 _PROGRAM: dict[int, tuple] = memo("module_watch.program", {})
 ABSENT = object()  # (what a read of a name the module lacks gave)
 #: [sys.modules' values when planned, `_plan`'s modules to watch, its problems]
@@ -53,7 +55,10 @@ _UNWATCHED = frozenset({"jax", "jaxlib", "pcache"})
 _PCACHE = __name__.partition(".")[0] + "."
 
 
-def _programs(frame: Any) -> bool:
+def _kind(frame: Any) -> str:
+    """Whose code ``frame`` runs: "program", "library" or "pcache" (pcache's own
+    modules' code, by its file: a program module named ``pcache.x`` is the
+    program's, review 214)."""
     code = frame.f_code
     e = _PROGRAM.get(id(code))
     if e is None or e[0] is not code:
@@ -61,9 +66,8 @@ def _programs(frame: Any) -> bool:
         t0 = perf_counter()  # noted, and no read of its own comes back here)
         try:
             g = frame.f_globals
-            name = g.get("__name__")
-            own = type(name) is str and (name + ".").startswith(_PCACHE)
-            e = (code, not own and not is_library_code(g, code))
+            kind = "pcache" if _own(g, code) else "library" if is_library_code(g, code) else ""
+            e = (code, kind or "program")
         finally:
             _LOCAL.reads = reads
             _LOCAL.spent = getattr(_LOCAL, "spent", 0.0) + perf_counter() - t0
@@ -71,6 +75,74 @@ def _programs(frame: Any) -> bool:
             _PROGRAM.clear()
         _PROGRAM[id(code)] = e  # (kept alive: its id stays its own)
     return e[1]
+
+
+def _own(g: dict, code: Any) -> bool:
+    """Whether ``code`` is one of pcache's own modules' (its globals that module's, in
+    pcache's package directory, and the code from its file)."""
+    name = g.get("__name__")
+    if type(name) is not str or not (name + ".").startswith(_PCACHE):
+        return False
+    f = g.get("__file__")
+    return (
+        module_dict(sys.modules.get(name)) is g
+        and type(f) is str
+        and os.path.realpath(f).startswith(_HOME)
+        and os.path.realpath(code.co_filename) == os.path.realpath(f)
+    )
+
+
+def _programs(frame: Any) -> bool:
+    return _kind(frame) == "program"
+
+
+def _posing(cls: type) -> type:
+    """A subclass of ``cls``'s metaclass under which a class looks like ``cls`` in all
+    but identity: its attributes (``__mro__``, ``__name__``, ``__dict__``), equality,
+    hash, repr, instance and subclass checks and calls are ``cls``'s. A module's
+    watching class is of it, so that what code computes from ``type(m)`` while a
+    trace is recorded is what it computes unwatched (review 214: ``type(m).__mro__``,
+    ``type(m) == ModuleType``); ``type(m) is ModuleType`` differs (the code scan
+    refuses the program's: `pcache._guards`)."""
+    meta = type(cls)
+
+    def __getattribute__(k: type, name: str) -> Any:
+        return meta.__getattribute__(cls, name)
+
+    def __setattr__(k: type, name: str, value: Any) -> None:
+        setattr(cls, name, value)
+
+    def __delattr__(k: type, name: str) -> None:
+        delattr(cls, name)
+
+    def __eq__(k: type, other: Any) -> bool:
+        return other is k or other is cls
+
+    def __ne__(k: type, other: Any) -> bool:
+        return not (other is k or other is cls)
+
+    def __hash__(k: type) -> int:
+        return hash(cls)
+
+    def __repr__(k: type) -> str:
+        return repr(cls)
+
+    def __dir__(k: type) -> Any:
+        return dir(cls)
+
+    def __instancecheck__(k: type, x: Any) -> bool:
+        return isinstance(x, cls)
+
+    def __subclasscheck__(k: type, c: type) -> bool:
+        return issubclass(c, cls)
+
+    def __call__(k: type, *args: Any, **kwargs: Any) -> Any:
+        return cls(*args, **kwargs)
+
+    ns = {f.__name__: f for f in (__getattribute__, __setattr__, __delattr__, __eq__, __ne__,
+                                  __hash__, __repr__, __dir__, __instancecheck__,
+                                  __subclasscheck__, __call__)}  # fmt: skip
+    return type(meta)(meta.__name__, (meta,), ns)
 
 
 def _watching(cls: type) -> type:
@@ -96,7 +168,7 @@ def _watching(cls: type) -> type:
         return v
 
     ns = {"__getattribute__": __getattribute__, "__slots__": (), "__module__": cls.__module__}
-    sub = _WATCHING[cls] = type(cls.__name__, (cls,), ns)
+    sub = _WATCHING[cls] = _posing(cls)(cls.__name__, (cls,), ns)
     return sub
 
 
@@ -117,9 +189,9 @@ def _plan(mods: list) -> tuple[list, list]:
     """The library modules among ``mods`` to watch, each (module, its class, the class
     that watches), and those that cannot be watched (as reads that refuse)."""
     plan, problems, seen = [], [], set()
-    mine = set(_WATCHING.values())
+    mine = {id(sub) for sub in _WATCHING.values()}  # (by identity: they pose as theirs)
     for m in mods:
-        if not isinstance(m, types.ModuleType) or type(m) in mine or id(m) in seen:
+        if not isinstance(m, types.ModuleType) or id(type(m)) in mine or id(m) in seen:
             continue  # (``os.path`` is ``posixpath``: one module, two names)
         seen.add(id(m))
         lib = _library(m)

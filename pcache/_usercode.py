@@ -508,6 +508,8 @@ def _scan(c: types.CodeType, outer: frozenset, reads: dict, writes: dict) -> str
             test = _singleton_test(ins, i)
             if test is None:
                 why = why or "identity-test"
+            elif test == "type":  # (and what it compares with: `_guards`, review 214)
+                reads[(("<type-is>", ins[i - 1].opname, ins[i - 1].argval), False)] = None
             elif test != "const":  # holds only where `_walk` checks it does
                 reads[((f"<{test}-is>",), False)] = None
         if op in _GLOBAL_OPS and arg in _ATTR_WRITES:

@@ -3507,3 +3507,88 @@ def test_a_served_trace_kept_in_process_is_guarded_by_what_it_read(tmp_path):
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     assert runs[1][1] >= 1  # (served in the second process)
     assert [r[0] for r in runs] == [[[2.0, 2.0]] * 3 + [[3.0, 3.0]]] * 2
+
+
+WATCH_UNSEEN = """
+import importlib.util, json, os, sys, tempfile, types
+from types import ModuleType
+import jax, jax.numpy as jnp
+if os.environ.get("ON"):
+    import pcache
+    pcache.enable(tempfile.mkdtemp(), trace_persist=True)
+import kmod
+
+# (program code in a module its loader names ``pcache.<x>``: the program's still)
+spec = importlib.util.spec_from_file_location("pcache.userplug", os.environ["PLUG"])
+plug = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = plug
+spec.loader.exec_module(plug)
+
+
+def make():
+    def mro(a):  # (what code computes from a watched module's type is as unwatched)
+        t = type(kmod.OBJ.get())
+        return a * len(t.__mro__) * (2.0 if t == types.ModuleType else 3.0)
+
+    def is_test(a):  # (``type(m) is ModuleType``: refused, review 214)
+        m = [kmod.H2][0].t[0]
+        return a * (2.0 if type(m) is ModuleType else 3.0)
+
+    return {"mro": mro, "is_test": is_test, "plug": plug.make()}
+
+
+x = jnp.arange(3, dtype=jnp.float32)
+got = {n: [jax.jit(make()[n])(x).tolist() for _ in range(3)] for n in make()}
+kmod.set_k(3.0)
+for n in got:
+    got[n].append(jax.jit(make()[n])(x).tolist())
+print(json.dumps([got, 0]))
+"""
+
+PLUG = """
+import kmod
+
+
+def make():
+    return lambda a: a * [kmod.H2][0].t[0].K
+"""
+
+
+def test_a_recording_s_watch_is_unseen_by_the_program(tmp_path):
+    """While a trace is recorded the program computes what it computes unwatched:
+    from a watched module's type (its MRO, equality), and ``type(m) is ModuleType``
+    (refused); and program code in a module named ``pcache.<x>`` is the program's,
+    whose reads are watched (review 214: each differed from stock JAX)."""
+    site = _kmod_site(tmp_path / "lib" / "site-packages")
+    (tmp_path / "userplug.py").write_text(PLUG)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
+    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu",
+               PLUG=str(tmp_path / "userplug.py"))  # fmt: skip
+    got = []
+    for on in ("", "1"):
+        out = subprocess.run(
+            [sys.executable, "-c", WATCH_UNSEEN], env={**env, "ON": on},
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+        got.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    (stock, _), (cached, _) = got
+    assert stock["mro"][0] == [0.0, 4.0, 8.0] and stock["plug"][-1] == [0.0, 3.0, 6.0], stock
+    assert cached == stock
+
+
+def test_a_type_test_against_a_module_s_class_is_refused():
+    """``type(a) is B`` in the program's code, ``B`` a module class (a library's
+    module subclass; ``types.ModuleType`` itself is refused as reflection) or a
+    closure's variable: refused, as ``type(a)`` of a module is its watching class
+    while a trace is recorded; against any other class, kept."""
+    from pcache._guards import _module_type_test
+
+    class LazyModule(types.ModuleType):
+        pass
+
+    for g, op in [({"B": LazyModule}, "LOAD_GLOBAL"), ({"B": float}, "LOAD_DEREF")]:
+        with pytest.raises(NoReuse, match="module-type-test"):
+            _module_type_test(g, ("<type-is>", op, "B"))
+    _module_type_test({"B": float}, ("<type-is>", "LOAD_GLOBAL", "B"))
+    _module_type_test({}, ("<type-is>", "LOAD_GLOBAL", "float"))  # (a builtin)
