@@ -238,7 +238,6 @@ class _Guarding:
         if chain[0] == "<type-is>":  # ``type(a) is B`` compares classes if ``type`` is
             if g.get("type", _builtins_of(g).get("type")) is not type:  # the builtin
                 raise NoReuse("identity-test:type")
-            _module_type_test(g, chain)
             return
         if chain[0] == "<class-is>":  # `Walker.klass` refuses ``__class__`` overrides
             return
@@ -294,13 +293,21 @@ class _Guarding:
         escapes(v, chain, escaped)
 
 
-def _module_type_test(g: dict, chain: tuple) -> None:
+def _module_type_test(g: dict, chain: tuple, f: Any = None, code: Any = None) -> None:
     """``type(a) is B`` where ``B`` may be a module's class: refused, as a recording
     watches modules through a subclass of their class (`pcache._module_watch`: ``a``
-    a module, the test would differ while recorded, review 214); ``B`` a closure's
-    variable, unknown here: refused."""
+    a module, the test would differ while recorded, review 214). ``B`` a global, a
+    builtin, or a free variable of function ``f`` running ``code`` (a frozen
+    dataclass's ``type(self) is cls``); else unknown: refused."""
     _, op, name = chain
-    b = g.get(name, _builtins_of(g).get(name, _MISSING)) if op == "LOAD_GLOBAL" else _MISSING
+    b = _MISSING
+    if op == "LOAD_GLOBAL":
+        b = g.get(name, _builtins_of(g).get(name, _MISSING))
+    elif f is not None and f.__code__ is code and name in code.co_freevars:
+        try:
+            b = f.__closure__[code.co_freevars.index(name)].cell_contents
+        except (TypeError, IndexError, ValueError):  # (an empty cell: unknown)
+            b = _MISSING
     if b is _MISSING or (is_a(b, type) and issubclass(b, types.ModuleType)):
         raise NoReuse("module-type-test")
 
@@ -404,6 +411,8 @@ def guards_for(funcs: list[tuple], callable_walk: Walker | None = None, more_roo
             if chain[0] == "<free>":
                 run.free(f, chain, escaped)
             else:
+                if chain[0] == "<type-is>":
+                    _module_type_test(g, chain, f, code)
                 run.chain(g, chain, escaped, hashing)
         for root, target in writes:
             if root[0] == "g":

@@ -27,6 +27,7 @@ import os
 import sys
 import threading
 import types
+import weakref
 from time import perf_counter  # (no read of a watched module's attribute here)
 from typing import Any
 
@@ -34,7 +35,9 @@ from pcache._introspect import is_a
 from pcache._memos import memo
 from pcache._usercode import is_library_code, is_library_module, module_dict
 
-_LOCAL = threading.local()  # .reads: [(module, name, what it gave), ...] while recording
+_LOCAL = threading.local()  # .busy: pcache reads (not noted); .spent: see `stop`
+#: the reads of each recording in progress: [(module, name, what it gave), ...]
+_SINKS: list[list] = []
 _LOCK = threading.RLock()
 #: (recordings in progress, [(module, its class before), ...], modules not watched)
 _ACTIVE: list = [0, [], []]
@@ -46,8 +49,11 @@ _HOME = os.path.dirname(os.path.realpath(__file__)) + os.sep  # (pcache's packag
 #: id(code) -> (code, whose: `_kind`)
 _PROGRAM: dict[int, tuple] = memo("module_watch.program", {})
 ABSENT = object()  # (what a read of a name the module lacks gave)
-#: [sys.modules' values when planned, `_plan`'s modules to watch, its problems]
+#: [the modules when planned, `_plan`'s modules to watch, its problems]
 _PLAN: list = [None, [], []]
+_TRACKING: list = []  # (True once `_track_made` patched the import system)
+#: the modules ``module_from_spec`` made (`_track_made`)
+_MADE: weakref.WeakSet = weakref.WeakSet()
 #: JAX's own modules are not watched: JAX reads them all the time it traces (five in
 #: six reads), what the program reads from them along the scan's routes is guarded,
 #: and their state is JAX's (its settings are keyed)
@@ -62,14 +68,14 @@ def _kind(frame: Any) -> str:
     code = frame.f_code
     e = _PROGRAM.get(id(code))
     if e is None or e[0] is not code:
-        reads, _LOCAL.reads = getattr(_LOCAL, "reads", None), None  # (pcache's reads: not
+        busy, _LOCAL.busy = getattr(_LOCAL, "busy", False), True  # (pcache's reads: not
         t0 = perf_counter()  # noted, and no read of its own comes back here)
         try:
             g = frame.f_globals
             kind = "pcache" if _own(g, code) else "library" if is_library_code(g, code) else ""
             e = (code, kind or "program")
         finally:
-            _LOCAL.reads = reads
+            _LOCAL.busy = busy
             _LOCAL.spent = getattr(_LOCAL, "spent", 0.0) + perf_counter() - t0
         if len(_PROGRAM) > 16384:
             _PROGRAM.clear()
@@ -149,25 +155,35 @@ def _watching(cls: type) -> type:
     sub = _WATCHING.get(cls)
     if sub is not None:
         return sub
-    get, local, frame_of, absent = cls.__getattribute__, _LOCAL, sys._getframe, ABSENT
+    get, local, frame_of, absent, sinks = (
+        cls.__getattribute__,
+        _LOCAL,
+        sys._getframe,
+        ABSENT,
+        _SINKS,
+    )
 
     def __getattribute__(self: Any, name: str) -> Any:
         if name == "__class__":
             return cls  # (``m.__class__ is ModuleType`` as without the watch)
-        reads = getattr(local, "reads", None)
-        if reads is None:
+        if not sinks or getattr(local, "busy", False):
             return get(self, name)
         try:
             v = get(self, name)
         except AttributeError:
-            if _programs(frame_of(1)):
-                reads.append((self, name, absent))
+            if _programs(frame_of(1)):  # (from any thread: review 215)
+                for reads in sinks:
+                    reads.append((self, name, absent))
             raise
         if _programs(frame_of(1)):
-            reads.append((self, name, v))
+            for reads in sinks:
+                reads.append((self, name, v))
         return v
 
-    ns = {"__getattribute__": __getattribute__, "__slots__": (), "__module__": cls.__module__}
+    # (nothing else of its own an instance lookup could find: ``__slots__``, a
+    # ``__doc__`` of None, review 215)
+    ns = {"__getattribute__": __getattribute__, "__module__": cls.__module__,
+          "__doc__": cls.__doc__}  # fmt: skip
     sub = _WATCHING[cls] = _posing(cls)(cls.__name__, (cls,), ns)
     return sub
 
@@ -206,13 +222,43 @@ def _plan(mods: list) -> tuple[list, list]:
     return plan, problems
 
 
+def _made(orig: Any) -> Any:
+    def module_from_spec(spec: Any) -> Any:
+        m = orig(spec)
+        try:
+            _MADE.add(m)
+        except TypeError:  # (a loader's object that takes no weak reference)
+            pass
+        return m
+
+    module_from_spec.__wrapped__ = orig
+    return module_from_spec
+
+
+def _track_made() -> None:
+    """Note every module the import system's ``module_from_spec`` makes, so that one
+    no ``sys.modules`` entry holds (a plugin a library executes without registering
+    it, review 215) is watched too."""
+    if _TRACKING:
+        return
+    _TRACKING.append(True)
+    import importlib.util
+    from importlib import _bootstrap
+
+    wrapped = _made(_bootstrap.module_from_spec)
+    _bootstrap.module_from_spec = wrapped
+    if getattr(importlib.util, "module_from_spec", None) is wrapped.__wrapped__:
+        importlib.util.module_from_spec = wrapped
+
+
 def start() -> list:
     """Watch library modules' reads for this thread's recording; the list the reads
     go to (`watched`), until `stop`."""
     t0 = perf_counter()
     with _LOCK:
         if _ACTIVE[0] == 0:
-            mods = list(sys.modules.values())
+            _track_made()
+            mods = [*sys.modules.values(), *_MADE]
             if mods != _PLAN[0]:  # (by identity: a module compares so)
                 _PLAN[:] = [mods, *_plan(mods)]
             swapped, problems = _ACTIVE[1], _ACTIVE[2] = [], list(_PLAN[2])
@@ -229,14 +275,9 @@ def start() -> list:
                 swapped.append((m, cls, sub))
         _ACTIVE[0] += 1
         reads = list(_ACTIVE[2])
-    _LOCAL.reads, _LOCAL.spent = reads, perf_counter() - t0
+        _SINKS.append(reads)
+    _LOCAL.spent = perf_counter() - t0
     return reads
-
-
-def forget() -> None:
-    """This thread notes no more reads (a recording that raised: `stop` comes when
-    its recorder goes)."""
-    _LOCAL.reads = None
 
 
 def stop(reads: list) -> float:
@@ -245,21 +286,24 @@ def stop(reads: list) -> float:
     The seconds watching cost beyond what it costs every trace (a plan of the
     modules, a code's first reading): what a trace's saving, `pcache._persist.
     record`'s cost policy, must not count."""
-    _LOCAL.reads = None
     spent, _LOCAL.spent = getattr(_LOCAL, "spent", 0.0), 0.0
     t0 = perf_counter()
     with _LOCK:
         for m, _, sub in _ACTIVE[1]:
             if type(m) is not sub:
                 reads.append((m, "<unwatched>", ABSENT))
-    release()
+    release(reads)
     return spent + perf_counter() - t0
 
 
-def release() -> None:
-    """One recording fewer (from any thread: a recording whose trace raised ends when
-    its recorder goes); the modules' classes are their own again once none is left."""
+def release(reads: list) -> None:
+    """The end of the recording whose reads go to ``reads`` (from any thread: one
+    whose trace raised); the modules' classes are their own again once none is
+    left."""
     with _LOCK:
+        if not any(r is reads for r in _SINKS):
+            return  # (ended already)
+        _SINKS[:] = [r for r in _SINKS if r is not reads]
         _ACTIVE[0] -= 1
         if _ACTIVE[0] == 0:
             for m, cls, sub in _ACTIVE[1]:
@@ -309,4 +353,4 @@ def _from_type(name: str) -> bool:
     return name.startswith("__") and hasattr(types.ModuleType, name)
 
 
-__all__ = ["ABSENT", "forget", "release", "start", "stop", "watched"]
+__all__ = ["ABSENT", "release", "start", "stop", "watched"]

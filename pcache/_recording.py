@@ -9,7 +9,7 @@ import threading
 import weakref
 from typing import Any
 
-from pcache import _compat, _guards, _module_watch
+from pcache import _compat, _guards, _module_watch, _state
 
 
 class Recorder:
@@ -47,6 +47,7 @@ class Recorder:
             _RECORDING.active = (weakref.ref(self), self._cm)
             if self._watch:  # (what the program's code reads from library modules)
                 self._reads = _module_watch.start()
+                _RECORDING.armed = weakref.ref(self)
         return None
 
     @pjit_params.setter
@@ -63,10 +64,28 @@ class Recorder:
         if own or not self._fresh:
             self._record(p, reads or [], spent)
 
+    def abandon(self) -> None:
+        """Its trace raised: no setter comes."""
+        reads, self._reads = self._reads, None
+        if reads is not None:
+            _module_watch.release(reads)
+
     def __del__(self) -> None:
-        if self._reads is not None:  # (its trace raised: no setter came; this thread's
-            self._reads = None  # reads are dropped by `left_behind`)
-            _module_watch.release()
+        self.abandon()
+
+
+def trace_for_jit_wrapper(*args: Any, **kwargs: Any) -> Any:
+    """JAX's `_trace_for_jit`: where the recording whose entry JAX just read (its
+    trace, not one nested in it) raises, its watch ends now, not when its recorder
+    goes, which a kept exception delays (review 215)."""
+    armed, _RECORDING.armed = getattr(_RECORDING, "armed", None), None
+    try:
+        return _state.ORIG["trace_for_jit"](*args, **kwargs)
+    except BaseException:
+        rec = armed() if armed is not None else None
+        if rec is not None:
+            rec.abandon()
+        raise
 
 
 # ``active``: (a weak reference to the `Recorder` whose context this thread is in, it)
@@ -81,7 +100,6 @@ def left_behind() -> bool:
     if active is None or active[0]() is not None:
         return False  # (a recording in progress; or a context not pcache's: left alone)
     _RECORDING.active = None
-    _module_watch.forget()
     active[1].__exit__(None, None, None)
     return True
 

@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOT_MEMOS = {
     ("_class_shape.py", "JAX_TYPES"): "JAX's own types, told once by the compat layer at import",
     ("_state.py", "ORIG"): "the originals of the JAX functions pcache wraps",
+    ("_module_watch.py", "_MADE"): "modules the import system made (weakly): not a memo",
+    ("_module_watch.py", "_SINKS"): "the reads of the recordings in progress",
     ("_replay.py", "_INITIALIZED"): "initializers already run in this process (never undone)",
     ("_config.py", "_WARNED_UNKNOWN"): "unknown variables already warned about (once)",
     ("_local.py", "_UNTRUSTED_WARNED"): "directories already warned about (once)",

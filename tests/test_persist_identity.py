@@ -3185,6 +3185,18 @@ def f_method_result(a):
     return a * kmod.OBJ.get().K
 
 
+def f_thread_callback(a):  # (review 215: program code another thread runs)
+    return a * kmod.apply_thread(lambda m: m.K)
+
+
+def f_unregistered(a):  # (review 215: a module no ``sys.modules`` entry holds)
+    return a * [kmod.HP][0].t[0].K
+
+
+def f_type_slots(a):  # (review 215: the watching class's own names unseen)
+    return a * len(getattr([kmod.H2][0].t[0], "__slots__", (1, 2, 3)))
+
+
 ROUTES = {k[2:]: v for k, v in dict(globals()).items() if k.startswith("f_")}
 """
 
@@ -3230,6 +3242,28 @@ class Getter:
 
 
 OBJ = Getter(_me)
+
+
+def apply_thread(fn):
+    import threading
+
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn(_me)))
+    t.start()
+    t.join()
+    return out[0]
+
+
+import importlib.util
+import os
+
+_spec = importlib.util.spec_from_file_location("kmod_plug", os.path.join(os.path.dirname(__file__), "plug.py"))
+PLUG = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(PLUG)
+
+
+class HP:
+    t = (PLUG,)
 """
 
 
@@ -3253,7 +3287,10 @@ def _kmod_site(site: Path) -> Path:
     )
     libsite.install(site, "kmod", lib)
     (site / "kmod" / "sub.py").write_text(KMOD)
-    (site / "kmod-1.0.dist-info" / "RECORD").write_text("kmod/__init__.py,,\nkmod/sub.py,,\n")
+    (site / "kmod" / "plug.py").write_text(KMOD)
+    (site / "kmod-1.0.dist-info" / "RECORD").write_text(
+        "kmod/__init__.py,,\nkmod/sub.py,,\nkmod/plug.py,,\n"
+    )
     return site
 
 
@@ -3269,6 +3306,7 @@ def test_a_library_module_reached_otherwise_than_by_a_chain_is_not_reused(tmp_pa
         + KMOD_ROUTES
         + (
             'if os.environ["PHASE"] == "B":\n    kmod.set_k(3.0)\n    kmod.sub.set_k(3.0)\n'
+            "    kmod.PLUG.set_k(3.0)\n"
             "for name, f in ROUTES.items():\n    show(name, lambda f=f: jax.jit(f)(x))\n"
         )
     )
@@ -3298,6 +3336,7 @@ names = [k for k in make() if k.startswith("f_")]
 got = {n: [jax.jit(make()[n])(x).tolist() for _ in range(3)] for n in names}
 kmod.set_k(3.0)
 kmod.sub.set_k(3.0)
+kmod.PLUG.set_k(3.0)
 for n in names:
     got[n].append(jax.jit(make()[n])(x).tolist())
 hits = pcache.stats()["trace_hits"] if os.environ.get("ON") else 0
@@ -3321,7 +3360,7 @@ def test_a_library_module_reached_otherwise_than_by_a_chain_in_process(tmp_path)
         assert out.returncode == 0, out.stderr[-3000:]
         got.append(json.loads(out.stdout.strip().splitlines()[-1]))
     (stock, _), (cached, hits) = got
-    assert len(stock) == 43 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
+    assert len(stock) == 46 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
     assert cached == stock and hits > 0  # (reused before the rebinding)
 
 
@@ -3447,9 +3486,8 @@ def g(a):
 
 try:
     jax.jit(g)(jnp.ones(2))
-except ValueError:
-    pass
-gc.collect()
+except ValueError as e:
+    kept = e  # (its traceback holds the recording: watched no longer, review 215)
 raised = type(kread) is types.ModuleType
 jax.jit(lambda a: a + 1)(jnp.ones(2))
 print(json.dumps([kread.SEEN, ended, raised, type(kread) is types.ModuleType]))
