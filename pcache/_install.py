@@ -19,7 +19,6 @@ from pcache import (
     _jit_compile,
     _jit_seam,
     _memos,
-    _recording,
     _replay,
     _served,
     _snapshots,
@@ -165,7 +164,6 @@ def _install_jit_seam() -> None:
     )
     orig["stablehlo"] = _compat.patch("stablehlo", _jit_seam.stablehlo_wrapper)
     orig["run_python"] = _compat.patch("run_python", _served.run_python_pjit_wrapper)
-    orig["trace_for_jit"] = _compat.patch("trace_for_jit", _recording.trace_for_jit_wrapper)
     # Last: `lower` present in ORIG means "installed".
     orig["lower"] = _compat.patch("lower", _CacheClearProxy(_jit_seam.lowering_wrapper, lower))
 

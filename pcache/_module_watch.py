@@ -202,20 +202,18 @@ def _library(m: Any) -> bool:
 
 
 def _plan(mods: list) -> tuple[list, list]:
-    """The library modules among ``mods`` to watch, each (module, its class, the class
-    that watches), and those that cannot be watched (as reads that refuse)."""
+    """The modules among ``mods`` to watch, each (module, its class, the class that
+    watches), and those that cannot be watched (as reads that refuse). Every module
+    but JAX's and pcache's: which are a library's is asked only of those the program
+    reads (`watched`; asking it of every loaded module costs ~75 ms a process)."""
     plan, problems, seen = [], [], set()
     mine = {id(sub) for sub in _WATCHING.values()}  # (by identity: they pose as theirs)
     for m in mods:
         if not isinstance(m, types.ModuleType) or id(type(m)) in mine or id(m) in seen:
             continue  # (``os.path`` is ``posixpath``: one module, two names)
         seen.add(id(m))
-        lib = _library(m)
-        if not lib:
-            if lib is None:
-                problems.append((m, "<unreadable>", ABSENT))
-            continue
-        name = getattr(module_dict(m), "get", {}.get)("__name__")
+        d = module_dict(m)
+        name = d.get("__name__") if type(d) is dict else None
         if type(name) is str and name.partition(".")[0] in _UNWATCHED:
             continue
         plan.append((m, type(m), _watching(type(m))))
@@ -321,6 +319,11 @@ def watched(reads: list, known: set) -> tuple[list, str | None]:
     for m, name, v in reads:
         if name in ("<unreadable>", "<unwatched>"):
             return [], f"module-{name[1:-1]}:{getattr(m, '__name__', '?')}"
+        lib = _library(m)
+        if lib is None:
+            return [], "module-unreadable"
+        if not lib:
+            continue  # (a program's module: its names are keyed as the program's)
         d = module_dict(m)
         if type(d) is not dict or name == "__dict__":
             return [], f"module-namespace-read:{d.get('__name__') if type(d) is dict else '?'}"

@@ -5,11 +5,12 @@ it ran (`pcache._module_watch`)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from typing import Any
 
-from pcache import _compat, _guards, _module_watch, _state
+from pcache import _compat, _guards, _module_watch
 
 
 class Recorder:
@@ -27,14 +28,14 @@ class Recorder:
     looks like a top-level one)."""
 
     __slots__ = ("_entry", "_record", "_cm", "_token", "_fresh", "_fill", "_reads", "_watch",
-                 "__weakref__")  # fmt: skip
+                 "_frame", "__weakref__")  # fmt: skip
 
     def __init__(
         self, entry: Any, record: Any, fresh: bool = True, fill: bool = True, watch: bool = True
     ) -> None:
         self._entry = entry
         self._record = record
-        self._cm = self._token = self._reads = None
+        self._cm = self._token = self._reads = self._frame = None
         self._fresh = fresh  # (False: check mode's trace of a reuse, as stock makes it)
         self._fill = fill  # (False: a served trace holding stand-ins, for this dispatch)
         self._watch = watch  # (False: a stored trace served, nothing recorded)
@@ -47,14 +48,14 @@ class Recorder:
             _RECORDING.active = (weakref.ref(self), self._cm)
             if self._watch:  # (what the program's code reads from library modules)
                 self._reads = _module_watch.start()
-                _RECORDING.armed = weakref.ref(self)
+                self._frame = sys._getframe(1)  # (JAX's `_infer_params`, which traces)
         return None
 
     @pjit_params.setter
     def pjit_params(self, p: Any) -> None:
         cm, self._cm = self._cm, None
         own = cm is not None and _compat.recording_token() == self._token
-        reads, self._reads = self._reads, None
+        reads, self._reads, self._frame = self._reads, None, None
         spent = _module_watch.stop(reads) if reads is not None else 0.0
         if cm is not None:
             _RECORDING.active = None
@@ -66,26 +67,22 @@ class Recorder:
 
     def abandon(self) -> None:
         """Its trace raised: no setter comes."""
-        reads, self._reads = self._reads, None
+        reads, self._reads, self._frame = self._reads, None, None
         if reads is not None:
             _module_watch.release(reads)
 
+    def tracing(self) -> bool:
+        """Whether the call it records still runs (its `_infer_params` frame on this
+        thread's stack), not one whose trace raised, its exception kept (review 215).
+        No pcache frame stands in JAX's trace to see it raise: a trace may read its
+        stack (``logging``'s ``findCaller``: review 28)."""
+        f = sys._getframe(1)
+        while f is not None and f is not self._frame:
+            f = f.f_back
+        return f is not None
+
     def __del__(self) -> None:
         self.abandon()
-
-
-def trace_for_jit_wrapper(*args: Any, **kwargs: Any) -> Any:
-    """JAX's `_trace_for_jit`: where the recording whose entry JAX just read (its
-    trace, not one nested in it) raises, its watch ends now, not when its recorder
-    goes, which a kept exception delays (review 215)."""
-    armed, _RECORDING.armed = getattr(_RECORDING, "armed", None), None
-    try:
-        return _state.ORIG["trace_for_jit"](*args, **kwargs)
-    except BaseException:
-        rec = armed() if armed is not None else None
-        if rec is not None:
-            rec.abandon()
-        raise
 
 
 # ``active``: (a weak reference to the `Recorder` whose context this thread is in, it)
@@ -97,8 +94,13 @@ def left_behind() -> bool:
     left entered (its recorder is gone: the exception let go of it), left now. While
     the recorder lives (a trace in progress, or an exception kept), it is not."""
     active = getattr(_RECORDING, "active", None)
-    if active is None or active[0]() is not None:
-        return False  # (a recording in progress; or a context not pcache's: left alone)
+    if active is None:
+        return False  # (a context not pcache's: left alone)
+    rec = active[0]()
+    if rec is not None:
+        if rec._reads is None or rec.tracing():
+            return False  # (a recording in progress)
+        rec.abandon()  # (its trace raised, the exception kept: review 215)
     _RECORDING.active = None
     active[1].__exit__(None, None, None)
     return True

@@ -3320,6 +3320,22 @@ def test_a_library_module_reached_otherwise_than_by_a_chain_is_not_reused(tmp_pa
     assert b["digests"]["served"]["prog.py"] == 1, b["stats"]
 
 
+def _stock_then_pcache(script: str, site: Path, **env: str) -> list:
+    """What ``script`` prints last (JSON), run in a fresh process without pcache and
+    with it (``ON=1``: the script enables it), the library ``site`` on the path."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
+    e.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu", **env)
+    got = []
+    for on in ("", "1"):
+        out = subprocess.run(
+            [sys.executable, "-c", script], env={**e, "ON": on},
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+        got.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return got
+
+
 KMOD_IN_PROCESS = """
 import json, os, sys, tempfile, textwrap
 import jax, jax.numpy as jnp
@@ -3349,17 +3365,7 @@ def test_a_library_module_reached_otherwise_than_by_a_chain_in_process(tmp_path)
     rebinding computes what stock JAX does (review 206: the walrus, the closure and
     the cell were reused)."""
     site = _kmod_site(tmp_path / "lib" / "site-packages")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
-    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu", ROUTES=KMOD_ROUTES)
-    got = []
-    for on in ("", "1"):
-        out = subprocess.run(
-            [sys.executable, "-c", KMOD_IN_PROCESS], env={**env, "ON": on},
-            capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert out.returncode == 0, out.stderr[-3000:]
-        got.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    (stock, _), (cached, hits) = got
+    (stock, _), (cached, hits) = _stock_then_pcache(KMOD_IN_PROCESS, site, ROUTES=KMOD_ROUTES)
     assert len(stock) == 46 and all(v[-1] == [0.0, 3.0, 6.0] for v in stock.values()), stock
     assert cached == stock and hits > 0  # (reused before the rebinding)
 
@@ -3487,17 +3493,17 @@ def g(a):
 try:
     jax.jit(g)(jnp.ones(2))
 except ValueError as e:
-    kept = e  # (its traceback holds the recording: watched no longer, review 215)
+    kept = e  # (its traceback holds the recorder: review 215)
+jax.jit(lambda a: a + 1)(jnp.ones(2))  # (the next call ends the watch, and records)
 raised = type(kread) is types.ModuleType
-jax.jit(lambda a: a + 1)(jnp.ones(2))
-print(json.dumps([kread.SEEN, ended, raised, type(kread) is types.ModuleType]))
+print(json.dumps([kread.SEEN, ended, raised, pcache.stats()["trace_unrecorded"] == {}]))
 """
 
 
 def test_a_recording_watches_library_modules_only_while_it_traces(tmp_path):
     """Library modules are watched (their class a subclass that notes reads) while a
     recorded trace runs, and are their own class again when it ends, also when the
-    trace raised."""
+    trace raised and its exception is kept (by the next call: review 215)."""
     site = libsite.install(tmp_path / "lib" / "site-packages", "kread", KREAD)
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
     env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu")
@@ -3599,18 +3605,8 @@ def test_a_recording_s_watch_is_unseen_by_the_program(tmp_path):
     whose reads are watched (review 214: each differed from stock JAX)."""
     site = _kmod_site(tmp_path / "lib" / "site-packages")
     (tmp_path / "userplug.py").write_text(PLUG)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
-    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu",
-               PLUG=str(tmp_path / "userplug.py"))  # fmt: skip
-    got = []
-    for on in ("", "1"):
-        out = subprocess.run(
-            [sys.executable, "-c", WATCH_UNSEEN], env={**env, "ON": on},
-            capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert out.returncode == 0, out.stderr[-3000:]
-        got.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    (stock, _), (cached, _) = got
+    plug = str(tmp_path / "userplug.py")
+    (stock, _), (cached, _) = _stock_then_pcache(WATCH_UNSEEN, site, PLUG=plug)
     assert stock["mro"][0] == [0.0, 4.0, 8.0] and stock["plug"][-1] == [0.0, 3.0, 6.0], stock
     assert cached == stock
 

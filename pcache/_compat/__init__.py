@@ -174,7 +174,6 @@ PATCH_POINTS = {
     "compile_or_get_cached": ("compiler", "compile_or_get_cached"),
     "trace_to_jaxpr": ("pe", "trace_to_jaxpr"),  # (persisted traces: `pcache._persist`)
     "run_python": ("pjit", "_run_python_pjit"),  # (a served trace: `pcache._served`)
-    "trace_for_jit": ("pjit", "_trace_for_jit"),  # (a recording's trace: `pcache._recording`)
 }
 
 
