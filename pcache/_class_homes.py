@@ -13,7 +13,7 @@ import types
 from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Any
 
-from pcache._introspect import cdict, inst_dict, is_a, names
+from pcache._introspect import cdict, inst_dict, is_a, names, plain_module
 from pcache._memos import memo
 from pcache._usercode import NoReuse, module_dict
 
@@ -35,7 +35,7 @@ def fixed(cls: type, d: dict) -> bool:
         real = os.path.realpath(file)
         if top in sys.stdlib_module_names and not real.startswith(_SITES):
             homes = _STDLIB_DIRS
-        elif top in ("jax", "jaxlib") and type(sys.modules.get(top)) is types.ModuleType:
+        elif top in ("jax", "jaxlib") and plain_module(sys.modules.get(top)):
             homes = (
                 os.path.join(os.path.dirname(os.path.realpath(sys.modules[top].__file__)), ""),
             )

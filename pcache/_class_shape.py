@@ -53,6 +53,7 @@ from pcache._introspect import (
     names,
     native,
     own_method,
+    plain_module,
 )
 from pcache._memos import memo
 from pcache._persist_code import code_digest, unordered
@@ -292,7 +293,7 @@ def _attr(v: Any, depth: int) -> tuple:
                 tuple(kw), own)  # fmt: skip
     if is_a(v, type):  # (an inner class by its shape too: ``Outer.Mode = ...``)
         return ("cls", *_class(v))
-    if t is types.ModuleType:  # (a loaded module by its name: its version is keyed)
+    if plain_module(v):  # (a loaded module by its name: its version is keyed)
         name = (module_dict(v) or {}).get("__name__")
         if type(name) is not str or sys.modules.get(name) is not v:
             raise NoReuse("persist-library-value:module")

@@ -38,6 +38,7 @@ from pcache._introspect import (
     is_a,
     items,
     names,
+    plain_module,
 )
 from pcache._memos import collector_paused, memo
 from pcache._module_reads import data_descriptor, escapes, static_chain
@@ -150,7 +151,7 @@ class _Guarding:
                 guards.append((PLAIN, v, None, None))
             guards.append((IS, ns, name, v))
         elif is_a(v, types.ModuleType):
-            if t is not types.ModuleType:
+            if not plain_module(v):
                 raise NoReuse(f"module-subclass:{name}")
             guards.append((IS, ns, name, v))  # its attributes are guarded as read
             guards.append((TYPE, v, None, types.ModuleType))  # no __class__ swapped in
@@ -212,7 +213,7 @@ class _Guarding:
             self.done.add((id(ns), name))
             self.guards.append((IS, ns, name, v))
             if is_a(v, types.ModuleType):
-                if type(v) is not types.ModuleType:
+                if not plain_module(v):
                     raise NoReuse(f"module-subclass:{name}")
                 self.guards.append((NAMES, module_dict(v), None, tuple(module_dict(v))))
                 if self.vw.content:
@@ -228,7 +229,7 @@ class _Guarding:
             v = cell.cell_contents
         except (ValueError, TypeError, IndexError, AttributeError):
             return  # (not ``f``'s own free variable, or an empty cell)
-        if type(v) is types.ModuleType and is_library_module(v):
+        if plain_module(v) and is_library_module(v):
             escapes(_library_chain(v, chain[2:], self), chain, escaped)
         elif static_chain(v, chain[2:])[0]:  # (``H.m.K``: reviews 207, 208; what the
             # cell holds is walked: a module in it refused there, `captured-module`)

@@ -26,7 +26,16 @@ from types import FunctionType as _FUNCTION
 from typing import Any
 
 from pcache._dictwatch import Watch
-from pcache._introspect import Override, cdict, dict_reader, flags, inst_dict, is_a, items
+from pcache._introspect import (
+    Override,
+    cdict,
+    dict_reader,
+    flags,
+    inst_dict,
+    is_a,
+    items,
+    unwatched,
+)
 from pcache._memos import collector_paused, memo
 from pcache._usercode import is_library_module, module_dict
 
@@ -54,7 +63,7 @@ def library_held(v: Any, t: type, index: dict | None = None) -> bool:
     elif t in (str, bytes, tuple) and (not v or (len(v) == 1 and t is not tuple and
                                               (t is bytes or ord(v) < 256))):  # fmt: skip
         return False  # (CPython's cached empty and Latin-1 one-character ones)
-    elif v is None or t is bool or t is ModuleType or is_a(v, type):
+    elif v is None or t is bool or unwatched(t) is ModuleType or is_a(v, type):
         return False  # (a function: held under a name not its own, `_index_module`)
     return any(_holds(h, v) for h in holders)
 

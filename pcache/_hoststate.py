@@ -26,7 +26,16 @@ from typing import Any
 import numpy as np
 
 from pcache._dictwatch import Derived
-from pcache._introspect import Override, cell_bound, fields, inst_dict, is_a, items, typed
+from pcache._introspect import (
+    Override,
+    cell_bound,
+    fields,
+    inst_dict,
+    is_a,
+    items,
+    plain_module,
+    typed,
+)
 from pcache._memos import memo
 from pcache._snapshots import FINDER
 from pcache._usercode import (
@@ -230,7 +239,7 @@ def _user_hook(hook: Any, depth: int = 0, held: bool = False) -> bool:
     elif t is types.MethodType:
         inner, held = [hook.__func__, hook.__self__], True
     elif t is types.BuiltinFunctionType or t is types.MethodWrapperType:
-        return type(hook.__self__) is not types.ModuleType  # (``DATA.get``: data read)
+        return not plain_module(hook.__self__)  # (``DATA.get``: data read)
     elif plain_partial(hook):  # (its fields as partial.__call__ reads them)
         func, args, kw = (f(hook) for f in _PARTIAL_FIELDS)
         inner, held = [func, *args, *kw.values()], True

@@ -24,6 +24,7 @@ import types
 from typing import Any
 
 __all__ = [
+    "POSING",
     "Override",
     "cell_bound",
     "by_id",
@@ -37,9 +38,11 @@ __all__ = [
     "items",
     "mro",
     "names",
+    "plain_module",
     "subclass",
     "type_ids",
     "typed",
+    "unwatched",
 ]
 
 cdict = type.__dict__["__dict__"].__get__  # a class's own namespace (a mappingproxy)
@@ -103,6 +106,25 @@ def has(ids: set[int], classes: type | tuple[type, ...]) -> bool:
     if type(classes) is tuple:
         return any(id(c) in ids for c in classes)
     return id(classes) in ids
+
+
+#: id(a watching class) -> (it, the module class it poses as): `pcache._module_watch`
+POSING: dict[int, tuple[type, type]] = {}
+
+
+def unwatched(t: type) -> type:
+    """``t``, or the module class it stands in for where it is one of `pcache.
+    _module_watch`'s watching classes: pcache's own tests of a module's type see
+    through the watch (review 219: a key made while another thread's trace was
+    recorded refused every plain module as a module subclass)."""
+    e = POSING.get(id(t))
+    return t if e is None or e[0] is not t else e[1]
+
+
+def plain_module(v: Any) -> bool:
+    """Whether ``v``'s real class is `types.ModuleType` (a watched module's too)."""
+    t = type(v)
+    return t is types.ModuleType or (bool(POSING) and unwatched(t) is types.ModuleType)
 
 
 def is_a(v: Any, classes: type | tuple[type, ...]) -> bool:

@@ -12,7 +12,7 @@ import weakref
 from typing import Any
 
 from pcache._class_shape import JAX_TYPES
-from pcache._introspect import Override, class_attr, inst_dict, is_a
+from pcache._introspect import Override, class_attr, inst_dict, is_a, plain_module, unwatched
 from pcache._usercode import NoReuse, is_library_code
 from pcache._walk_kinds import class_holds_module
 
@@ -40,7 +40,7 @@ def module_inside(v: Any) -> bool:
     while todo:
         x = todo.pop()
         t = type(x)
-        if t is types.ModuleType:
+        if t is types.ModuleType or unwatched(t) is types.ModuleType:
             return True
         if t in _ATOMS or id(x) in seen:
             continue
@@ -152,7 +152,7 @@ def static_chain(v: Any, attrs: tuple) -> tuple[bool, Any]:
                 got = got.__func__
             elif hasattr(type(got), "__get__") and type(got) is not types.FunctionType:
                 return more, None  # (another descriptor's ``__get__``: unknown)
-        if type(got) is types.ModuleType:
+        if plain_module(got):
             return True, None
         v = got
     return False, v

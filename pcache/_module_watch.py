@@ -18,8 +18,8 @@ So a read is seen whatever object held the module: attribute reads by the progra
 code (``m.K``, ``getattr(m, name)``, ``from m import K``, ``vars(m)`` as a read of
 ``__dict__``, which refuses the recording) go through the module's type. Not seen:
 ``object.__getattribute__(m, ...)`` (the scan refuses it), what library code reads
-(its own state: documented), a module imported while the trace runs (the trace is
-not recorded: the loaded modules are keyed). JAX-free."""
+(its own state: documented), a module imported while the trace runs (not watched
+for it: the recording is refused, `stop`). JAX-free."""
 
 from __future__ import annotations
 
@@ -31,16 +31,19 @@ import weakref
 from time import perf_counter  # (no read of a watched module's attribute here)
 from typing import Any
 
-from pcache._introspect import is_a
+from pcache._introspect import POSING, is_a
 from pcache._memos import memo
 from pcache._usercode import is_library_code, is_library_module, module_dict
 
 _LOCAL = threading.local()  # .busy: pcache reads (not noted); .spent: see `stop`
 #: the reads of each recording in progress: [(module, name, what it gave), ...]
 _SINKS: list[list] = []
+#: [(a recording's reads, how many modules were watched when it started), ...]
+_STARTS: list[tuple] = []
 _LOCK = threading.RLock()
-#: (recordings in progress, [(module, its class before), ...], modules not watched)
-_ACTIVE: list = [0, [], []]
+#: (recordings in progress, [(module, its class before, watching class), ...], the
+#: modules not watched as reads, the modules loaded when last swapped)
+_ACTIVE: list = [0, [], [], None]
 #: a module class -> the subclass that notes reads
 _WATCHING: dict[type, type] = memo("module_watch.classes", {})
 #: id(module) -> (module, whether a library's)
@@ -185,6 +188,7 @@ def _watching(cls: type) -> type:
     ns = {"__getattribute__": __getattribute__, "__module__": cls.__module__,
           "__doc__": cls.__doc__}  # fmt: skip
     sub = _WATCHING[cls] = _posing(cls)(cls.__name__, (cls,), ns)
+    POSING[id(sub)] = (sub, cls)  # (what pcache's own type tests see it as)
     return sub
 
 
@@ -256,26 +260,45 @@ def start() -> list:
     with _LOCK:
         if _ACTIVE[0] == 0:
             _track_made()
-            mods = [*sys.modules.values(), *_MADE]
-            if mods != _PLAN[0]:  # (by identity: a module compares so)
-                _PLAN[:] = [mods, *_plan(mods)]
-            swapped, problems = _ACTIVE[1], _ACTIVE[2] = [], list(_PLAN[2])
-            for m, cls, sub in _PLAN[1]:
-                if type(m) is not cls:  # (its class changed since: planned again next time)
-                    _PLAN[0] = None
-                    problems.append((m, "<unwatched>", ABSENT))
-                    continue
-                try:
-                    m.__class__ = sub
-                except TypeError:  # (a module class whose layout forbids it)
-                    problems.append((m, "<unwatched>", ABSENT))
-                    continue
-                swapped.append((m, cls, sub))
+            _ACTIVE[1:] = [], [], None
+        _swap_loaded()
         _ACTIVE[0] += 1
         reads = list(_ACTIVE[2])
         _SINKS.append(reads)
+        _STARTS.append((reads, len(_ACTIVE[1])))
     _LOCAL.spent = perf_counter() - t0
     return reads
+
+
+def _swap_loaded() -> None:
+    """Give every loaded module not watched yet its watching class: all of them for
+    the first recording in progress; for one that starts while another is (in any
+    thread), those loaded since (review 219: a module a thread imported while
+    another's trace ran was not watched for a recording the first thread started
+    then). Under `_LOCK`."""
+    mods = [*sys.modules.values(), *_MADE]
+    if _ACTIVE[0]:
+        if mods == _ACTIVE[3]:  # (by identity: a module compares so)
+            return  # (nothing loaded since the modules were swapped)
+        plan, problems = _plan(mods)  # (of those not watched yet: `_plan` skips the rest)
+    else:
+        if mods != _PLAN[0]:
+            _PLAN[:] = [mods, *_plan(mods)]
+        plan, problems = _PLAN[1], _PLAN[2]
+    _ACTIVE[3] = mods
+    swapped, problems = _ACTIVE[1], _ACTIVE[2] + problems
+    _ACTIVE[2] = problems
+    for m, cls, sub in plan:
+        if type(m) is not cls:  # (its class changed since: planned again next time)
+            _PLAN[0] = None
+            problems.append((m, "<unwatched>", ABSENT))
+            continue
+        try:
+            m.__class__ = sub
+        except TypeError:  # (a module class whose layout forbids it)
+            problems.append((m, "<unwatched>", ABSENT))
+            continue
+        swapped.append((m, cls, sub))
 
 
 def stop(reads: list) -> float:
@@ -287,9 +310,16 @@ def stop(reads: list) -> float:
     spent, _LOCAL.spent = getattr(_LOCAL, "spent", 0.0), 0.0
     t0 = perf_counter()
     with _LOCK:
-        for m, _, sub in _ACTIVE[1]:
-            if type(m) is not sub:
+        # (a module watched only since another recording started, one loaded since and
+        # not watched (by this trace or another thread: review 219): what this trace
+        # read from it is not known)
+        began = next((n for r, n in _STARTS if r is reads), 0)
+        for i, (m, _, sub) in enumerate(_ACTIVE[1]):
+            if type(m) is not sub or i >= began:
                 reads.append((m, "<unwatched>", ABSENT))
+        mods = [*sys.modules.values(), *_MADE]
+        if mods != _ACTIVE[3]:
+            reads += [(m, "<unwatched>", ABSENT) for m, _, _ in _plan(mods)[0]]
     release(reads)
     return spent + perf_counter() - t0
 
@@ -302,12 +332,13 @@ def release(reads: list) -> None:
         if not any(r is reads for r in _SINKS):
             return  # (ended already)
         _SINKS[:] = [r for r in _SINKS if r is not reads]
+        _STARTS[:] = [e for e in _STARTS if e[0] is not reads]
         _ACTIVE[0] -= 1
         if _ACTIVE[0] == 0:
             for m, cls, sub in _ACTIVE[1]:
                 if type(m) is sub:  # (unless something else set it since)
                     m.__class__ = cls
-            _ACTIVE[1] = _ACTIVE[2] = []
+            _ACTIVE[1:] = [], [], None
 
 
 def watched(reads: list, known: set) -> tuple[list, str | None]:

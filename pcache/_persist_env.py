@@ -31,7 +31,7 @@ import pcache.store.schemas as _schemas
 from pcache import _memos
 from pcache._dictwatch import tag
 from pcache._hoststate import modules_stamp
-from pcache._introspect import cdict, is_a, items
+from pcache._introspect import cdict, is_a, items, plain_module
 from pcache._records import recorded
 from pcache._usercode import (
     NoReuse,
@@ -299,7 +299,7 @@ def namespace_package(d: dict) -> bool:
         and type(spec.loader) is _NAMESPACE_LOADER  # (a spec of the program's: review 173)
         # (it holds its submodules and the import system's names, nothing else: a
         # loader swapped after code ran into it, review 175)
-        and all(type(v) is types.ModuleType or _dunder(k) for k, v in items(d))
+        and all(plain_module(v) or _dunder(k) for k, v in items(d))
     )
 
 

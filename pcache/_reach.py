@@ -37,7 +37,7 @@ import types
 from typing import Any
 
 from pcache import _memos
-from pcache._introspect import Override, cdict, inst_dict, is_a, items, mro, names
+from pcache._introspect import Override, cdict, inst_dict, is_a, items, mro, names, plain_module
 from pcache._reflection import (
     reflective_callable,
     reflective_module,
@@ -98,7 +98,7 @@ def spelled(funcs: list[tuple]) -> frozenset:
 
 def _fixed(v: Any) -> bool:
     """A library object the key takes by identity and user code may read on from."""
-    if type(v) is types.ModuleType:
+    if plain_module(v):
         return is_library_module(v)
     return is_a(v, type) and is_library_type(v)
 
@@ -147,7 +147,7 @@ def _submodule_file(d: dict, name: str) -> bool:
 def _user(v: Any) -> str | None:
     """A user module or function held by a library object (``rlcompleter.__main__``,
     a hook a library keeps): what it reads from there on is not guarded."""
-    if is_a(v, types.ModuleType) and not (type(v) is types.ModuleType and is_library_module(v)):
+    if is_a(v, types.ModuleType) and not (plain_module(v) and is_library_module(v)):
         return "user-module"
     if type(v) is types.FunctionType and not is_library_code(v.__globals__, v.__code__):
         return "user-function"
@@ -158,7 +158,7 @@ def _attr(v: Any, name: str) -> Any:
     """``v.name`` as stored, without running code: a module's global (or its
     submodule), a class's attribute by its real MRO, an instance's own attribute or
     its class's."""
-    if type(v) is types.ModuleType:
+    if plain_module(v):
         d = module_dict(v)
         got = d.get(name, _MISSING)
         # (a name the module type has, ``m.__init__``, never reaches ``__getattr__``)
@@ -236,7 +236,7 @@ def _stateful(a: Any) -> bool:
 
 
 def _label(v: Any) -> str:
-    if type(v) is types.ModuleType:
+    if plain_module(v):
         return str((module_dict(v) or {}).get("__name__"))
     return qualname(v) if is_a(v, type) else qualname(type(v))
 

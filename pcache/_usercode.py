@@ -25,7 +25,17 @@ import weakref
 from typing import Any
 
 from pcache import _usercode_imports as _imports
-from pcache._introspect import Override, cdict, flags, inst_dict, is_a, items, mro, names
+from pcache._introspect import (
+    Override,
+    cdict,
+    flags,
+    inst_dict,
+    is_a,
+    items,
+    mro,
+    names,
+    plain_module,
+)
 from pcache._memos import memo
 from pcache._provenance import defined_by, real_path
 from pcache._records import recorded
@@ -259,7 +269,7 @@ def _extension_submodule(name: str, m: types.ModuleType, d: dict) -> bool:
     pm = sys.modules.get(parent)
     return (
         "__file__" not in d
-        and type(pm) is types.ModuleType
+        and plain_module(pm)
         and (module_dict(pm) or {}).get(last) is m
         and is_library_module(pm)
         and "__file__" in (module_dict(pm) or {})  # (the extension itself: not a package)
@@ -346,7 +356,7 @@ def _reachable(t: type, module: str, path: list) -> bool:
     (else made at run time: ``namedtuple()``, ``type()``, or a user's)."""
     obj: Any = sys.modules.get(module)
     for part in path:  # through library modules and classes only, as stored
-        if type(obj) is types.ModuleType and is_library_module(obj):
+        if plain_module(obj) and is_library_module(obj):
             obj = module_dict(obj).get(part)
         elif is_a(obj, type) and obj is not t:
             obj = cdict(obj).get(part)

@@ -622,7 +622,7 @@ class Walker:
             v = c.cell_contents
         except ValueError:  # a cell not yet bound
             return ("empty",)
-        if type(v) is types.ModuleType and is_library_module(v):  # (its reads guarded
+        if _introspect.plain_module(v) and is_library_module(v):  # (its reads guarded
             return module_value(self, v, held=True)  # as a global's: `_Guarding.free`)
         return self.value(v)
 

@@ -35,6 +35,7 @@ from pcache._introspect import (
     mro,
     names,
     own_method,
+    plain_module,
     type_ids,
 )
 from pcache._reflection import (
@@ -131,7 +132,7 @@ def module_value(w: Any, v: types.ModuleType, held: bool = False) -> tuple:
     A registered rule's (`pcache._guards.registry_key`) is keyed as a library's: one
     refusal there would refuse every call of the process (``stablehlo`` in a user
     lowering rule's cell); what such a rule reads from it is not seen (README)."""
-    lib = type(v) is types.ModuleType and is_library_module(v)
+    lib = plain_module(v) and is_library_module(v)
     if lib and reflective_module(v.__name__):  # ``ins.stack()``: frames (review 24)
         raise NoReuse(f"reflection-module:{v.__name__}")
     if lib and (w.in_library or w.registry or held):
@@ -151,7 +152,7 @@ def class_holds_module(cls: type) -> bool:
     if e is not None and e[0] is cls:
         return e[1]
     got = any(
-        type(y) is types.ModuleType
+        plain_module(y)
         for k in mro(cls)
         for x in cdict(k).values()
         for y in (
@@ -181,7 +182,7 @@ def module_names(m: types.ModuleType) -> str:
     lens = (len(d), len(sys.modules))
     if e is not None and e[0] is m and e[2] == (*lens, *map(len, e[1])):
         return e[3]
-    subs = [(k, module_dict(s) or {}) for k, s in items(d) if type(s) is types.ModuleType]
+    subs = [(k, module_dict(s) or {}) for k, s in items(d) if plain_module(s)]
     # and which of its submodules are loaded, at any depth (``hasattr(m.a.b, "c")``:
     # review 76; in process, which modules are loaded is keyed too)
     name = d.get("__name__")
@@ -494,10 +495,10 @@ def _free_write(w: Walker, f: types.FunctionType, target: tuple, store: bool = F
     except (ValueError, TypeError, IndexError):
         return  # not one of f's own free variables, or unbound
     for attr in target[1:]:
-        if not (type(v) is types.ModuleType and is_library_module(v)):
+        if not (plain_module(v) and is_library_module(v)):
             raise NoReuse(f"writes-attribute:{'.'.join(target)}")  # (past a class: review 61)
         v = getattr(v, attr, None)
-    if type(v) is types.ModuleType and is_library_module(v) and not store:
+    if plain_module(v) and is_library_module(v) and not store:
         return  # a library function named like a mutator (``np.append``)
     # (a class's: unbound, ``L.append(lib_list, 1)`` writes its argument: review 61)
     raise NoReuse(f"writes-attribute:{'.'.join(target)}")
@@ -559,7 +560,7 @@ def _builtin(w: Walker, v: Any) -> tuple:
     bound = getattr(v, "__self__", None)
     if is_a(bound, types.ModuleType) and v.__name__.startswith("__"):
         raise NoReuse(f"reflective-method:{v.__name__}")  # cfg.__getattribute__
-    if bound is None or type(bound) is types.ModuleType:
+    if bound is None or plain_module(bound):
         why = reflective_callable(v)
         if why is not None:
             raise NoReuse(why)

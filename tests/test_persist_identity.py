@@ -3470,6 +3470,73 @@ def test_what_traced_code_read_from_a_library_module_is_checked_before_serving(t
     assert b["stats"]["trace_persist_misses"].get("module-reads-changed") == 1, b["stats"]
 
 
+KWAIT = """
+import threading
+
+_inside, _go = threading.Event(), threading.Event()
+
+
+def block():  # (holds the caller's trace open until `release`)
+    _inside.set()
+    _go.wait(60)
+    return 1.0
+
+
+def wait_inside():
+    _inside.wait(60)
+
+
+def release():
+    _go.set()
+"""
+
+KTHREAD = KREAD + """
+
+def me():
+    return sys.modules[__name__]
+"""
+
+TWO_RECORDINGS = """
+import os
+import threading
+
+import kwait
+
+
+def f1(a):
+    return a * kwait.block()
+
+
+t = threading.Thread(target=lambda: show("t1", lambda: jax.jit(f1)(x)))
+t.start()
+kwait.wait_inside()
+import kthread  # (first imported while t1's trace is recorded)
+
+if os.environ["PHASE"] == "B":
+    kthread.use_second()
+show("plain", lambda: jax.jit(lambda a: a * 5.0)(x))  # (keyed while t1's is recorded)
+show("t2", lambda: jax.jit(lambda a: a * kthread.me().K)(x))
+kwait.release()
+t.join()
+"""
+
+
+def test_a_recording_begun_while_another_runs_watches_modules_loaded_since(tmp_path):
+    """Two recordings at once: a module first imported while thread t1's trace runs
+    is watched for the main thread's recording that starts then (review 219: it kept
+    its own class, so ``kthread.me().K`` was read unseen and served after the
+    library rebound ``K``); t1's recording, which it was not watched for, is not
+    kept; and a key made while another thread's trace is recorded sees plain
+    modules as plain (it missed on every module as a "subclass")."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "kthread", KTHREAD)
+    libsite.install(site, "kwait", KWAIT)
+    b = _as_stock_in_b(site, TWO_RECORDINGS, tmp_path)
+    st = b["stats"]
+    assert st["trace_persist_misses"].get("module-reads-changed") == 1, st
+    assert st["trace_unrecorded"].get("module-unwatched:kthread"), st
+    assert b["digests"]["served"]["prog.py"] == 1, st  # ("plain")
+
+
 WATCH_ENDS = """
 import gc, json, sys, tempfile, types
 import jax, jax.numpy as jnp

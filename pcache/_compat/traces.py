@@ -28,7 +28,7 @@ from pcache import _class_shape, _dictwatch, _memos
 from pcache._class_shape import stamp
 from pcache._introspect import cdict as _class_dict
 from pcache._introspect import inst_dict as _inst_dict
-from pcache._introspect import is_a, items, names, typed
+from pcache._introspect import is_a, items, names, plain_module, typed
 from pcache._introspect import mro as _mro
 
 # ------------------------------------------------------------------ trace reuse
@@ -414,7 +414,7 @@ def _resolve(module: str, qualname: str) -> Any:
     """The object at ``qualname`` in loaded module ``module`` (nothing imported, no
     attribute hook run), else None."""
     m = sys.modules.get(module)
-    if type(m) is not types.ModuleType or "<locals>" in qualname:
+    if not plain_module(m) or "<locals>" in qualname:
         return None
     ns: Any = _inst_dict(m)
     got = None
@@ -527,7 +527,7 @@ def _found_tables_locked() -> tuple[tuple, tuple]:
         for name, m in items(sys.modules):
             if type(name) is not str or not (name == "jax" or name.startswith(_JAX)):
                 continue
-            if scanned.get(name) is m or type(m) is not types.ModuleType:
+            if scanned.get(name) is m or not plain_module(m):
                 continue
             if getattr(getattr(m, "__spec__", None), "_initializing", False):
                 _MODULES.clear()  # (still running its body: scanned next time)
