@@ -3490,11 +3490,14 @@ def release():
     _go.set()
 """
 
-KTHREAD = KREAD + """
+KTHREAD = (
+    KREAD
+    + """
 
 def me():
     return sys.modules[__name__]
 """
+)
 
 TWO_RECORDINGS = """
 import os
