@@ -39,6 +39,7 @@ from pcache._introspect import (
     items,
     names,
     plain_module,
+    unwatched,
 )
 from pcache._memos import collector_paused, memo
 from pcache._module_reads import data_descriptor, escapes, static_chain
@@ -482,8 +483,8 @@ def failed_guard(guards: list[tuple], callable_walk: Walker | None = None) -> st
         if kind == IS or kind == LIBATTR:
             if g.get(name, _MISSING) is not expected:
                 return name
-        elif kind == TYPE:
-            if type(g) is not expected:
+        elif kind == TYPE:  # (a module's watching class is its own: another thread records)
+            if unwatched(type(g)) is not expected:
                 return getattr(g, "__name__", "?")
         elif kind == FN:
             v = g.get(name, _MISSING)

@@ -27,6 +27,7 @@ from typing import Any
 
 from pcache._dictwatch import Watch
 from pcache._introspect import (
+    POSING,
     Override,
     cdict,
     dict_reader,
@@ -78,7 +79,7 @@ def library_holders(v: Any, of_type: bool = False) -> list:
     loaded library module holds ``v`` now (``of_type``: an instance of class ``v``, as
     a module attribute), each read back; none for what only a metaclass or a class
     no module still reaches holds (the persisted key refuses those)."""
-    if not of_type and type(v) in _UNINDEXED:  # (not in the index: looked for here)
+    if not of_type and unwatched(type(v)) in _UNINDEXED:  # (not indexed: looked for here)
         found = [h for name, m in items(sys.modules) if is_library_module(m)
                  for h in _holding(name, module_dict(m), v)]  # fmt: skip
         return [h for h in found if resolve(*h) is v]
@@ -232,7 +233,7 @@ def _index_module(index: dict, name: str, d: dict | None, classes: dict) -> None
     for k, x in dict.copy(d or {}).items():
         if type(k) is not str:
             continue
-        tx = type(x)
+        tx = unwatched(type(x)) if POSING else type(x)  # (a watched module: a module)
         if tx in _UNINDEXED:
             if tx is _FUNCTION and x.__name__ != k:  # (``FA = lambda: 1``: review 142)
                 add(id(x), []).append((name, k))

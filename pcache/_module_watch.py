@@ -28,6 +28,7 @@ import sys
 import threading
 import types
 import weakref
+from operator import is_
 from time import perf_counter  # (no read of a watched module's attribute here)
 from typing import Any
 
@@ -56,7 +57,8 @@ ABSENT = object()  # (what a read of a name the module lacks gave)
 _PLAN: list = [None, [], []]
 _TRACKING: list = []  # (True once `_track_made` patched the import system)
 #: the modules ``module_from_spec`` made (`_track_made`)
-_MADE: weakref.WeakSet = weakref.WeakSet()
+#: (by id: a module class may hash and compare as it likes, review 220)
+_MADE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 #: JAX's own modules are not watched: JAX reads them all the time it traces (five in
 #: six reads), what the program reads from them along the scan's routes is guarded,
 #: and their state is JAX's (its settings are keyed)
@@ -87,17 +89,22 @@ def _kind(frame: Any) -> str:
 
 
 def _own(g: dict, code: Any) -> bool:
-    """Whether ``code`` is one of pcache's own modules' (its globals that module's, in
-    pcache's package directory, and the code from its file)."""
+    """Whether ``code`` is one of pcache's own modules' (its globals that module's,
+    loaded from the file of pcache's package its name names, and the code from that
+    file: review 220, a program's module named ``pcache.zz`` whose ``__file__`` and
+    code claim a path in pcache's directory where no file of that name is)."""
     name = g.get("__name__")
     if type(name) is not str or not (name + ".").startswith(_PCACHE):
         return False
     f = g.get("__file__")
+    if module_dict(sys.modules.get(name)) is not g or type(f) is not str:
+        return False
+    path = os.path.join(_HOME, *name.split(".")[1:])
+    real = os.path.realpath(f)
     return (
-        module_dict(sys.modules.get(name)) is g
-        and type(f) is str
-        and os.path.realpath(f).startswith(_HOME)
-        and os.path.realpath(code.co_filename) == os.path.realpath(f)
+        real in (path + ".py", os.path.join(path, "__init__.py"))
+        and os.path.isfile(real)
+        and os.path.realpath(code.co_filename) == real
     )
 
 
@@ -213,7 +220,7 @@ def _plan(mods: list) -> tuple[list, list]:
     plan, problems, seen = [], [], set()
     mine = {id(sub) for sub in _WATCHING.values()}  # (by identity: they pose as theirs)
     for m in mods:
-        if not isinstance(m, types.ModuleType) or id(type(m)) in mine or id(m) in seen:
+        if not is_a(m, types.ModuleType) or id(type(m)) in mine or id(m) in seen:
             continue  # (``os.path`` is ``posixpath``: one module, two names)
         seen.add(id(m))
         d = module_dict(m)
@@ -228,7 +235,7 @@ def _made(orig: Any) -> Any:
     def module_from_spec(spec: Any) -> Any:
         m = orig(spec)
         try:
-            _MADE.add(m)
+            _MADE[id(m)] = m
         except TypeError:  # (a loader's object that takes no weak reference)
             pass
         return m
@@ -270,19 +277,25 @@ def start() -> list:
     return reads
 
 
+def _same(mods: list, was: list | None) -> bool:
+    """Whether ``mods`` are the very objects of ``was`` (never ``==``: a module class,
+    or a ``sys.modules`` entry, may say it equals anything, review 220)."""
+    return was is not None and len(mods) == len(was) and all(map(is_, mods, was))
+
+
 def _swap_loaded() -> None:
     """Give every loaded module not watched yet its watching class: all of them for
     the first recording in progress; for one that starts while another is (in any
     thread), those loaded since (review 219: a module a thread imported while
     another's trace ran was not watched for a recording the first thread started
     then). Under `_LOCK`."""
-    mods = [*sys.modules.values(), *_MADE]
+    mods = [*sys.modules.values(), *_MADE.values()]
     if _ACTIVE[0]:
-        if mods == _ACTIVE[3]:  # (by identity: a module compares so)
+        if _same(mods, _ACTIVE[3]):
             return  # (nothing loaded since the modules were swapped)
         plan, problems = _plan(mods)  # (of those not watched yet: `_plan` skips the rest)
     else:
-        if mods != _PLAN[0]:
+        if not _same(mods, _PLAN[0]):
             _PLAN[:] = [mods, *_plan(mods)]
         plan, problems = _PLAN[1], _PLAN[2]
     _ACTIVE[3] = mods
@@ -317,8 +330,8 @@ def stop(reads: list) -> float:
         for i, (m, _, sub) in enumerate(_ACTIVE[1]):
             if type(m) is not sub or i >= began:
                 reads.append((m, "<unwatched>", ABSENT))
-        mods = [*sys.modules.values(), *_MADE]
-        if mods != _ACTIVE[3]:
+        mods = [*sys.modules.values(), *_MADE.values()]
+        if not _same(mods, _ACTIVE[3]):
             reads += [(m, "<unwatched>", ABSENT) for m, _, _ in _plan(mods)[0]]
     release(reads)
     return spent + perf_counter() - t0

@@ -36,7 +36,16 @@ from importlib.machinery import ModuleSpec
 from typing import Any
 
 from pcache._holders import _BOOKKEEPING, FUNC_PART, TYPE_PART
-from pcache._introspect import Override, cdict, class_ids, dict_reader, flags, inst_dict, is_a
+from pcache._introspect import (
+    Override,
+    cdict,
+    class_ids,
+    dict_reader,
+    flags,
+    inst_dict,
+    is_a,
+    unwatched,
+)
 from pcache._memos import after_fork, collector_paused
 from pcache._usercode import _library_file, is_library_module
 
@@ -103,7 +112,7 @@ def _deep(module: str, d: dict, late: Any = None) -> set:
     todo = [
         x
         for k, x in d.items()
-        if id(type(x)) not in plain and (type(k) is not str or k not in _IMPORT_STATE)
+        if id(unwatched(type(x))) not in plain and (type(k) is not str or k not in _IMPORT_STATE)
     ]
     readers: dict = {}
     seen: set = set()  # (ids copied by this call: its objects stay alive meanwhile)

@@ -3540,6 +3540,94 @@ def test_a_recording_begun_while_another_runs_watches_modules_loaded_since(tmp_p
     assert b["digests"]["served"]["prog.py"] == 1, st  # ("plain")
 
 
+EQLIB = """
+import sys
+import types
+
+
+class EqMod(types.ModuleType):  # (a proxy module that says it equals any other)
+    def __eq__(self, other):
+        return True
+
+    __hash__ = types.ModuleType.__hash__
+
+
+def place(name):
+    m = EqMod(name)
+    m.__file__ = __file__
+    sys.modules[name] = m
+"""
+
+LOADED_BY_IDENTITY = """
+import os
+import sys
+
+import eqlib
+
+for i in range(4):
+    eqlib.place(f"eqlib._ph{i}")
+show("first", lambda: jax.jit(lambda a: a + 1.0)(x))  # (the watch plans the modules)
+sys.modules.pop("eqlib._ph0")
+sys.modules.pop("eqlib._ph1")
+import kthread  # (as many modules as before, two of them in the stand-ins' places)
+
+if os.environ["PHASE"] == "B":
+    kthread.use_second()
+show("read", lambda: jax.jit(lambda a: a * kthread.me().K)(x))
+"""
+
+
+def test_which_modules_are_loaded_is_told_by_identity(tmp_path):
+    """The watch tells which modules were loaded since by identity: a module class
+    whose ``__eq__`` says True made the new list equal the old (review 220), so a
+    module imported since went unwatched and what was read from it unguarded."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "kthread", KTHREAD)
+    libsite.install(site, "eqlib", EQLIB)
+    b = _as_stock_in_b(site, LOADED_BY_IDENTITY, tmp_path)
+    assert b["stats"]["trace_persist_misses"].get("module-reads-changed") == 1, b["stats"]
+
+
+CLAIMS_PCACHE = """
+import os
+import sys
+import types
+
+import kthread
+
+import pcache
+
+m = types.ModuleType("pcache.zz")  # (no such file in pcache's package)
+m.__file__ = os.path.join(os.path.dirname(pcache.__file__), "zz.py")
+sys.modules["pcache.zz"] = m
+exec(compile("def read(mod):\\n    return mod.K\\n", m.__file__, "exec"), m.__dict__)
+if os.environ["PHASE"] == "B":
+    kthread.use_second()
+read = m.read
+show("read", lambda: jax.jit(lambda a: a * read(kthread.me()))(x))
+"""
+
+
+def test_program_code_claiming_a_file_of_pcache_is_the_program_s(tmp_path):
+    """Code is pcache's own (its reads not noted) only from the file of pcache's
+    package its module's name names: a module ``pcache.zz`` whose ``__file__`` and
+    code claim a path in pcache's directory is the program's (review 220)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "kthread", KTHREAD)
+    b = _as_stock_in_b(site, CLAIMS_PCACHE, tmp_path)
+    assert b["stats"]["trace_persist_misses"].get("module-reads-changed") == 1, b["stats"]
+
+
+def test_an_unhashable_sys_modules_entry_breaks_nothing(monkeypatch):
+    """Which modules are loaded is stamped by identity (an entry that hashes as it
+    likes, or not at all, ``unittest.mock.ANY``: review 220 saw a TypeError)."""
+    from unittest import mock
+
+    from pcache import _hoststate
+
+    before = _hoststate._modules_stamp()
+    monkeypatch.setitem(sys.modules, "_pcache_test_any", mock.ANY)
+    assert _hoststate._modules_stamp() != before
+
+
 WATCH_ENDS = """
 import gc, json, sys, tempfile, types
 import jax, jax.numpy as jnp
