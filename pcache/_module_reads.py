@@ -12,7 +12,15 @@ import weakref
 from typing import Any
 
 from pcache._class_shape import JAX_TYPES
-from pcache._introspect import Override, class_attr, inst_dict, is_a, plain_module, unwatched
+from pcache._introspect import (
+    POSING,
+    Override,
+    class_attr,
+    inst_dict,
+    is_a,
+    plain_module,
+    unwatched,
+)
 from pcache._usercode import NoReuse, is_library_code
 from pcache._walk_kinds import class_holds_module
 
@@ -40,7 +48,7 @@ def module_inside(v: Any) -> bool:
     while todo:
         x = todo.pop()
         t = type(x)
-        if t is types.ModuleType or unwatched(t) is types.ModuleType:
+        if t is types.ModuleType or (POSING and unwatched(t) is types.ModuleType):
             return True
         if t in _ATOMS or id(x) in seen:
             continue
@@ -55,6 +63,10 @@ def _held(x: Any, t: type) -> list:
     """What ``x`` holds that `_class_shape` would describe it by (review 209: dict
     keys, a mapping proxy's items, a property's functions, a weakref's referent, a
     metaclass's attributes, the program's objects a library container holds)."""
+    if t is tuple or t is list or t is set or t is frozenset:  # (exactly: nothing more)
+        return list(x)
+    if t is dict:
+        return [*dict.keys(x), *dict.values(x)]
     if is_a(x, list):  # (a library's subclass too: its items and own dict, review 210)
         return [*(list.__getitem__(x, i) for i in range(list.__len__(x))), *_own(x)]
     if is_a(x, set):

@@ -40,6 +40,7 @@ from pcache import (
     _out_tree,
     _persist_hints,
     _persist_key,
+    _snapshots,
 )
 from pcache._errors import CheckError
 from pcache._holders import library_holders
@@ -237,6 +238,8 @@ def _read_names(reads: list) -> list:
         mod = d.get("__name__")
         if type(mod) is not str or module_dict(sys.modules.get(mod)) is not d:
             raise NoReuse("persist-module-read-unnamed")
+        if not _snapshots.sole(mod):  # (another of its name alive: review 221)
+            raise NoReuse(f"persist-module-read-reimported:{mod}")
         out.append([mod, name])
     return out
 
@@ -248,8 +251,8 @@ def served_reads(served: Served) -> list | None:
     guards = []
     for mod, name in served.module_reads:
         d = module_dict(sys.modules.get(mod))
-        if d is None:
-            return None
+        if d is None or not _snapshots.sole(mod):  # (the program may hold another
+            return None  # module of that name, imported before it: review 221)
         v = d.get(name, _MISSING)
         kind = _guards.IS if is_a(v, types.ModuleType) else _guards.LIBATTR
         guards.append((_guards.ABSENT, d, name, None) if v is _MISSING else (kind, d, name, v))

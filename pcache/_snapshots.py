@@ -51,6 +51,9 @@ from pcache._usercode import _library_file, is_library_module
 
 #: module name -> (the module, its namespace copied, whether that is its import's state)
 _SNAPSHOTS: dict[str, tuple] = {}
+#: the names another module object was copied under since the first (a module
+#: imported again: whoever held the first reads another namespace than the name's)
+_REPLACED: set[str] = set()
 #: id -> (a class or instance a library module held when its import finished, its
 #: own dict copied then or None, its class then, whether provisional, whether
 #: trusted): `_deep`
@@ -74,6 +77,9 @@ def _copy(name: Any, m: Any, late: Any = None, library: bool | None = None) -> s
         # (a module copied after a `stop`, or whose import ran program code, may hold
         # what the program rebound, ``globals()[k] = v`` through the library's API:
         # none of its names is import state, review 158)
+        old = _SNAPSHOTS.get(name)
+        if old is not None and old[0] is not m:
+            _REPLACED.add(name)
         d = _SNAPSHOTS[name] = (m, d.copy(), not isinstance(late, _Every))
         if is_library_module(m) if library is None else library:
             return _deep(name, d[1], late)
@@ -646,6 +652,15 @@ _PLAIN = frozenset(
 _IMPORT_STATE = frozenset({"__spec__", "__loader__", "__builtins__"})
 
 
+def sole(name: str) -> bool:
+    """Whether the module ``sys.modules`` holds under ``name`` is the only one pcache
+    copied under it: no module of that name was imported again (or put in its place)
+    since, which code that held the first would still read (review 221: a trace's
+    reads of ``m.K``, checked by name, where ``m`` was the module a library held)."""
+    got = _SNAPSHOTS.get(name)
+    return got is not None and got[0] is sys.modules.get(name) and name not in _REPLACED
+
+
 def reloaded(name: str, m: Any) -> bool:
     """Whether module ``m`` was executed again since pcache copied it
     (``importlib.reload`` gives it a new ``__spec__``): functions made from what it
@@ -669,4 +684,4 @@ def started() -> bool:
     return any(f is FINDER for f in sys.meta_path)
 
 
-__all__ = ["FINDER", "Finder", "start", "started", "stop", "unchanged"]
+__all__ = ["FINDER", "Finder", "sole", "start", "started", "stop", "unchanged"]

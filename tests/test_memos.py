@@ -50,6 +50,7 @@ NOT_MEMOS = {
     ("_snapshots.py", "_SNAPSHOTS"): "what each module's import bound: a fact, never forgotten",
     ("_snapshots.py", "_DEEP"): "what each library class's and instance's dict held then: the same",
     ("_snapshots.py", "_STOPPED"): "whether the finder was ever taken out: a fact",
+    ("_snapshots.py", "_REPLACED"): "the names a module was imported again under: a fact",
     ("_snapshots.py", "_FILES"): "whether a file is a library's: the path rule, fixed per path",
     ("_snapshots.py", "_AUDITING"): "whether the audit hook was added: a fact",
     ("_snapshots.py", "_HOOKED"): "whether an audit hook was added since: a fact",

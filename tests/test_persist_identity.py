@@ -3496,6 +3496,10 @@ KTHREAD = (
 
 def me():
     return sys.modules[__name__]
+
+
+def rebind_own(v):  # (this very module's, whatever the name holds now)
+    _me.__dict__.update({chr(75): v})
 """
 )
 
@@ -3626,6 +3630,53 @@ def test_an_unhashable_sys_modules_entry_breaks_nothing(monkeypatch):
     before = _hoststate._modules_stamp()
     monkeypatch.setitem(sys.modules, "_pcache_test_any", mock.ANY)
     assert _hoststate._modules_stamp() != before
+
+
+KHOLDER = """
+import kthread as held
+
+
+def get():
+    return held
+
+
+def apply(f):
+    return f(held)
+"""
+
+IMPORTED_AGAIN = """
+import importlib
+import os
+import sys
+
+import kholder
+
+
+def make():
+    return lambda a: a * kholder.get().K * kholder.apply(lambda m: m.K)
+
+
+for i in range(3):  # (in process: stored, then served to the third creation)
+    show(f"c{i}", lambda: jax.jit(make())(x))
+old = sys.modules.pop("kthread")
+importlib.import_module("kthread")  # (kholder still holds the first module)
+if os.environ["PHASE"] == "B":
+    old.rebind_own(3.0)
+del old
+show("again", lambda: jax.jit(make())(x))
+"""
+
+
+def test_a_module_imported_again_is_not_the_one_a_library_holds(tmp_path):
+    """What a trace read from a library module is checked by the module's name; after
+    the program imports that module again, a library still holds the first one, whose
+    names the check does not read (review 221: served, in process and across
+    processes, after the first module's ``K`` was rebound). Such a read is not
+    checked by name: the trace is made again."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "kthread", KTHREAD)
+    libsite.install(site, "kholder", KHOLDER)
+    b = _as_stock_in_b(site, IMPORTED_AGAIN, tmp_path)
+    assert b["digests"]["served"]["prog.py"] >= 2, b["stats"]  # (c1, c2: as before)
 
 
 WATCH_ENDS = """
