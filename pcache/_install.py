@@ -19,6 +19,7 @@ from pcache import (
     _jit_compile,
     _jit_seam,
     _memos,
+    _module_watch,
     _replay,
     _served,
     _snapshots,
@@ -90,6 +91,7 @@ def install(rt) -> None:
         _state.rt = rt
         if _compat.JIT_SEAM:
             _install_jit_seam()
+            _module_watch.note_loaded()  # (which modules there are: `_module_watch`)
             if rt.settings.trace_persist:
                 # (now, not at the first lookup: an import between a call's key and
                 # its trace reads as a setting changed while tracing)

@@ -59,6 +59,10 @@ _TRACKING: list = []  # (True once `_track_made` patched the import system)
 #: the modules ``module_from_spec`` made (`_track_made`)
 #: (by id: a module class may hash and compare as it likes, review 220)
 _MADE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+#: every module ``sys.modules`` held when pcache looked, while it lives: one the
+#: program took out (popped, replaced by a new import) is still one a library may
+#: hold and the program read through (review 222)
+_SEEN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 #: JAX's own modules are not watched: JAX reads them all the time it traces (five in
 #: six reads), what the program reads from them along the scan's routes is guarded,
 #: and their state is JAX's (its settings are keyed)
@@ -277,6 +281,48 @@ def start() -> list:
     return reads
 
 
+def note_loaded() -> None:
+    """Note the modules loaded now (from pcache's start: `pcache._install`), so that
+    those the program takes out of ``sys.modules`` later are watched too."""
+    _track_made()
+    for m in list(sys.modules.values()):
+        if is_a(m, types.ModuleType):
+            _SEEN[id(m)] = m
+
+
+def note(d: dict) -> None:
+    """Note the modules namespace ``d`` holds (a library module's, when its import
+    finished: `pcache._snapshots`): a module a library's import bound, which
+    ``sys.modules`` may never hold when pcache looks (a copy the program made by hand
+    and registered only while the library imported it: review 222)."""
+    for v in list(d.values()):
+        if is_a(v, types.ModuleType) and _SEEN.get(id(v)) is not v:
+            _SEEN[id(v)] = v
+
+
+def _loaded() -> list:
+    """Every module to watch: those ``sys.modules`` holds, then those it held when
+    pcache looked before or that the import system made, while they live."""
+    now = list(sys.modules.values())
+    for m in now:
+        if is_a(m, types.ModuleType) and _SEEN.get(id(m)) is not m:
+            _SEEN[id(m)] = m
+    return [*now, *_MADE.values(), *_SEEN.values()]
+
+
+def others(name: str, m: Any) -> bool:
+    """Whether a module other than ``m`` that pcache knows of (`_loaded`: held by
+    ``sys.modules`` when it looked, or made by the import system, and alive) names
+    itself ``name``: a copy made by hand, the first of a module imported again, which
+    a library may hold and the program read through (review 222)."""
+    for x in _loaded():
+        if x is not m and is_a(x, types.ModuleType):
+            d = module_dict(x)
+            if type(d) is dict and d.get("__name__") == name:
+                return True
+    return False
+
+
 def _same(mods: list, was: list | None) -> bool:
     """Whether ``mods`` are the very objects of ``was`` (never ``==``: a module class,
     or a ``sys.modules`` entry, may say it equals anything, review 220)."""
@@ -289,7 +335,7 @@ def _swap_loaded() -> None:
     thread), those loaded since (review 219: a module a thread imported while
     another's trace ran was not watched for a recording the first thread started
     then). Under `_LOCK`."""
-    mods = [*sys.modules.values(), *_MADE.values()]
+    mods = _loaded()
     if _ACTIVE[0]:
         if _same(mods, _ACTIVE[3]):
             return  # (nothing loaded since the modules were swapped)
@@ -330,7 +376,7 @@ def stop(reads: list) -> float:
         for i, (m, _, sub) in enumerate(_ACTIVE[1]):
             if type(m) is not sub or i >= began:
                 reads.append((m, "<unwatched>", ABSENT))
-        mods = [*sys.modules.values(), *_MADE.values()]
+        mods = _loaded()
         if not _same(mods, _ACTIVE[3]):
             reads += [(m, "<unwatched>", ABSENT) for m, _, _ in _plan(mods)[0]]
     release(reads)
@@ -366,8 +412,12 @@ def watched(reads: list, known: set) -> tuple[list, str | None]:
         lib = _library(m)
         if lib is None:
             return [], "module-unreadable"
-        if not lib:
-            continue  # (a program's module: its names are keyed as the program's)
+        if name == "__spec__" and lib and v is module_dict(m).get("__spec__"):
+            continue  # (the import system's test of a loaded library module, made from C
+            # for the program's frame: ``ndarray.sum`` importing ``numpy._core._methods``)
+        # (a program's module too: its names are keyed where the program's code reads
+        # them by name, `known`, not where a library hands it over: review 222, a copy
+        # of a library module made by hand, which no RECORD lists)
         d = module_dict(m)
         if type(d) is not dict or name == "__dict__":
             return [], f"module-namespace-read:{d.get('__name__') if type(d) is dict else '?'}"
@@ -400,4 +450,4 @@ def _from_type(name: str) -> bool:
     return name.startswith("__") and hasattr(types.ModuleType, name)
 
 
-__all__ = ["ABSENT", "release", "start", "stop", "watched"]
+__all__ = ["ABSENT", "note", "note_loaded", "others", "release", "start", "stop", "watched"]

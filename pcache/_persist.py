@@ -37,6 +37,7 @@ from pcache import (
     _compat,
     _guards,
     _memos,
+    _module_watch,
     _out_tree,
     _persist_hints,
     _persist_key,
@@ -238,10 +239,19 @@ def _read_names(reads: list) -> list:
         mod = d.get("__name__")
         if type(mod) is not str or module_dict(sys.modules.get(mod)) is not d:
             raise NoReuse("persist-module-read-unnamed")
-        if not _snapshots.sole(mod):  # (another of its name alive: review 221)
+        if not _one_module(mod):  # (another of its name alive: reviews 221, 222)
             raise NoReuse(f"persist-module-read-reimported:{mod}")
         out.append([mod, name])
     return out
+
+
+def _one_module(name: str) -> bool:
+    """Whether ``sys.modules[name]`` is the only module of that name: none imported
+    again under it since pcache copied the first (`_snapshots.sole`), and no other
+    that pcache saw, or the import system made, alive and naming itself so (a copy
+    made by hand: `_module_watch.others`). A read described by the module's name is
+    a read of whichever module the program reaches, which a name tells only then."""
+    return _snapshots.sole(name) and not _module_watch.others(name, sys.modules.get(name))
 
 
 def served_reads(served: Served) -> list | None:
@@ -251,8 +261,8 @@ def served_reads(served: Served) -> list | None:
     guards = []
     for mod, name in served.module_reads:
         d = module_dict(sys.modules.get(mod))
-        if d is None or not _snapshots.sole(mod):  # (the program may hold another
-            return None  # module of that name, imported before it: review 221)
+        if d is None or not _one_module(mod):  # (the program may hold another
+            return None  # module of that name: reviews 221, 222)
         v = d.get(name, _MISSING)
         kind = _guards.IS if is_a(v, types.ModuleType) else _guards.LIBATTR
         guards.append((_guards.ABSENT, d, name, None) if v is _MISSING else (kind, d, name, v))

@@ -35,6 +35,7 @@ from importlib import _bootstrap_external, machinery
 from importlib.machinery import ModuleSpec
 from typing import Any
 
+from pcache import _module_watch
 from pcache._holders import _BOOKKEEPING, FUNC_PART, TYPE_PART
 from pcache._introspect import (
     Override,
@@ -81,6 +82,7 @@ def _copy(name: Any, m: Any, late: Any = None, library: bool | None = None) -> s
         if old is not None and old[0] is not m:
             _REPLACED.add(name)
         d = _SNAPSHOTS[name] = (m, d.copy(), not isinstance(late, _Every))
+        _module_watch.note(d[1])  # (the modules it holds: watched while they live)
         if is_library_module(m) if library is None else library:
             return _deep(name, d[1], late)
     return set()

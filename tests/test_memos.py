@@ -21,6 +21,7 @@ NOT_MEMOS = {
     ("_state.py", "ORIG"): "the originals of the JAX functions pcache wraps",
     ("_module_watch.py", "_MADE"): "modules the import system made (weakly): not a memo",
     ("_module_watch.py", "_SINKS"): "the reads of the recordings in progress",
+    ("_module_watch.py", "_SEEN"): "modules sys.modules held (weakly): not a memo",
     ("_module_watch.py", "_STARTS"): "the recordings in progress, each with where it began",
     ("_introspect.py", "POSING"): "the module watch's classes: live while any module has one",
     ("_replay.py", "_INITIALIZED"): "initializers already run in this process (never undone)",

@@ -3679,6 +3679,47 @@ def test_a_module_imported_again_is_not_the_one_a_library_holds(tmp_path):
     assert b["digests"]["served"]["prog.py"] >= 2, b["stats"]  # (c1, c2: as before)
 
 
+HAND_COPY = """
+import importlib.util
+import os
+import sys
+
+import kholder
+import kthread
+
+
+def make():
+    return lambda a: a * kholder.get().K
+
+
+show("first", lambda: jax.jit(make())(x))
+spec = importlib.util.find_spec("kthread")
+copy = importlib.util.module_from_spec(spec)  # (made by hand: no RECORD lists it)
+sys.modules["kthread"] = copy
+spec.loader.exec_module(copy)
+sys.modules.pop("kholder")
+import kholder  # (now holding the copy)
+
+sys.modules["kthread"] = kthread
+if os.environ["PHASE"] == "B":
+    copy.rebind_own(3.0)
+del copy
+show("copy", lambda: jax.jit(make())(x))
+"""
+
+
+def test_what_is_read_from_a_module_copied_by_hand_is_watched(tmp_path):
+    """A copy of a library module made by hand (``module_from_spec`` and
+    ``exec_module``, registered while another library imported it) is watched like
+    any module (review 222: it was taken for the program's own module, whose names
+    the key was said to cover), and a stored trace whose reads name its module is not
+    served while such a copy of it is alive (reviews 221, 222)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "kthread", KTHREAD)
+    libsite.install(site, "kholder", KHOLDER)
+    b = _as_stock_in_b(site, HAND_COPY, tmp_path)
+    assert b["stats"]["trace_persist_misses"].get("module-reads-changed") == 1, b["stats"]
+
+
 WATCH_ENDS = """
 import gc, json, sys, tempfile, types
 import jax, jax.numpy as jnp
