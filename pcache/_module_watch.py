@@ -23,6 +23,7 @@ for it: the recording is refused, `stop`). JAX-free."""
 
 from __future__ import annotations
 
+import dis
 import os
 import sys
 import threading
@@ -53,6 +54,13 @@ _HOME = os.path.dirname(os.path.realpath(__file__)) + os.sep  # (pcache's packag
 #: id(code) -> (code, whose: `_kind`)
 _PROGRAM: dict[int, tuple] = memo("module_watch.program", {})
 ABSENT = object()  # (what a read of a name the module lacks gave)
+#: the instructions by which code itself reads an attribute (any other read a frame
+#: shows is made by C code it called: `_direct`)
+_READS = frozenset(
+    dis.opmap[n]
+    for n in ("LOAD_ATTR", "LOAD_METHOD", "IMPORT_FROM", "LOAD_SUPER_ATTR")
+    if n in dis.opmap
+)
 #: [the modules when planned, `_plan`'s modules to watch, its problems]
 _PLAN: list = [None, [], []]
 _TRACKING: list = []  # (True once `_track_made` patched the import system)
@@ -103,13 +111,26 @@ def _own(g: dict, code: Any) -> bool:
     f = g.get("__file__")
     if module_dict(sys.modules.get(name)) is not g or type(f) is not str:
         return False
-    path = os.path.join(_HOME, *name.split(".")[1:])
+    parts = name.split(".")[1:]
+    if parts[:1] == ["store"]:  # (``pcache.store``: a folder of its own in a checkout)
+        path = os.path.join(_store_home(), *parts[1:])
+    else:
+        path = os.path.join(_HOME, *parts)
     real = os.path.realpath(f)
     return (
         real in (path + ".py", os.path.join(path, "__init__.py"))
         and os.path.isfile(real)
         and os.path.realpath(code.co_filename) == real
     )
+
+
+def _store_home() -> str:
+    """The folder ``pcache.store`` is loaded from (its own beside ``pcache`` where the
+    checkout maps it so: review 223's runs saw its code's reads taken for the
+    program's, from a thread writing the store while a trace was recorded)."""
+    import pcache.store
+
+    return os.path.dirname(os.path.realpath(pcache.store.__file__))
 
 
 def _programs(frame: Any) -> bool:
@@ -185,13 +206,15 @@ def _watching(cls: type) -> type:
         try:
             v = get(self, name)
         except AttributeError:
-            if _programs(frame_of(1)):  # (from any thread: review 215)
+            f = frame_of(1)
+            if _programs(f):  # (from any thread: review 215)
                 for reads in sinks:
-                    reads.append((self, name, absent))
+                    reads.append((self, name, absent, _direct(f)))
             raise
-        if _programs(frame_of(1)):
+        f = frame_of(1)
+        if _programs(f):
             for reads in sinks:
-                reads.append((self, name, v))
+                reads.append((self, name, v, _direct(f)))
         return v
 
     # (nothing else of its own an instance lookup could find: ``__slots__``, a
@@ -201,6 +224,16 @@ def _watching(cls: type) -> type:
     sub = _WATCHING[cls] = _posing(cls)(cls.__name__, (cls,), ns)
     POSING[id(sub)] = (sub, cls)  # (what pcache's own type tests see it as)
     return sub
+
+
+def _direct(frame: Any) -> bool:
+    """Whether ``frame``'s code reads the attribute itself (``m.K``, ``from m import
+    K``), by whatever route it holds the module, rather than C code it called (numpy's
+    ``ndarray.sum`` importing ``numpy._core._methods`` by name and reading ``_sum``)."""
+    try:
+        return frame.f_code.co_code[frame.f_lasti] in _READS
+    except IndexError:
+        return True
 
 
 def _library(m: Any) -> bool:
@@ -400,18 +433,23 @@ def release(reads: list) -> None:
             _ACTIVE[1:] = [], [], None
 
 
-def watched(reads: list, known: set) -> tuple[list, str | None]:
+def watched(reads: list, known: set) -> tuple[list, str | None, str | None]:
     """The reads of a recording as guard tuples ``(kind, namespace, name, object)``
     of `pcache._guards` (``kind``: "is" for a module, "attr" for another object,
     "absent"), each name once, but those ``known`` (``(id(namespace), name)``: the
-    key's guards); or why the recording cannot be guarded so."""
-    out, seen = [], {}
-    for m, name, v in reads:
+    key's guards); or why the recording cannot be guarded so; and the first of them
+    the program's code read itself (``module.name``; None: only C code it called, as
+    by the module's name, read them), which no name describes across processes: by
+    whatever route the program holds a module, a later process's may hold another of
+    that name (reviews 221-223: a copy made by hand, renamed, the first of a module
+    imported again)."""
+    out, seen, direct = [], {}, None
+    for m, name, v, *how in reads:
         if name in ("<unreadable>", "<unwatched>"):
-            return [], f"module-{name[1:-1]}:{getattr(m, '__name__', '?')}"
+            return [], f"module-{name[1:-1]}:{getattr(m, '__name__', '?')}", None
         lib = _library(m)
         if lib is None:
-            return [], "module-unreadable"
+            return [], "module-unreadable", None
         if name == "__spec__" and lib and v is module_dict(m).get("__spec__"):
             continue  # (the import system's test of a loaded library module, made from C
             # for the program's frame: ``ndarray.sum`` importing ``numpy._core._methods``)
@@ -420,14 +458,18 @@ def watched(reads: list, known: set) -> tuple[list, str | None]:
         # of a library module made by hand, which no RECORD lists)
         d = module_dict(m)
         if type(d) is not dict or name == "__dict__":
-            return [], f"module-namespace-read:{d.get('__name__') if type(d) is dict else '?'}"
-        if (id(d), name) in seen:
-            if seen[id(d), name] is not v:
-                return [], f"module-read-changed:{name}"  # (two reads, two objects)
-            continue
+            why = f"module-namespace-read:{d.get('__name__') if type(d) is dict else '?'}"
+            return [], why, None
+        before = seen.get((id(d), name), seen)
+        if before is not seen and before is not v:
+            return [], f"module-read-changed:{name}", None  # (two reads, two objects)
         seen[id(d), name] = v
         if (id(d), name) in known:
             continue
+        if direct is None and how and how[0]:
+            direct = f"{d.get('__name__')}.{name}"
+        if before is not seen:
+            continue  # (once)
         if name not in d:
             if v is not ABSENT and _from_type(name):
                 continue  # (``m.__class__``, ``m.__repr__``: the module type's own)
@@ -438,10 +480,10 @@ def watched(reads: list, known: set) -> tuple[list, str | None]:
                 got = ("absent", d, "__getattr__", None) if getter is ABSENT else None
                 out.append(got or ("attr", d, "__getattr__", getter))
         elif d[name] is not v:  # (rebound while traced)
-            return [], f"module-read-changed:{name}"
+            return [], f"module-read-changed:{name}", None
         else:
             out.append(("is" if is_a(v, types.ModuleType) else "attr", d, name, v))
-    return out, None
+    return out, None, direct
 
 
 def _from_type(name: str) -> bool:

@@ -519,14 +519,18 @@ STORED = DISPATCH_ONLY | {_out_tree.MUTABLE, "host-callback"}
 
 
 def record(rt, key: str, p: Any, seconds: float, key_seconds: float = 0.0, fun: Any = None,
-           reads: list = ()) -> None:  # fmt: skip
+           reads: list = (), direct: str | None = None) -> None:  # fmt: skip
     """Store the trace ``p`` (JAX's PjitParams) of a top-level call under ``key``:
     ``seconds`` tracing it took, ``key_seconds`` its content key; ``fun`` the
     callable (remembered when its trace is not stored: `_persist_hints`); ``reads``
     the guards of what the program read from library modules while traced, beyond
-    the key's (`pcache._recording.read_guards`)."""
+    the key's (`pcache._recording.read_guards`); ``direct``: the first of them the
+    program's code made itself (not stored: `pcache._module_watch.watched`)."""
     from pcache._compat import jaxpr_codec
     from pcache._hlo_seam import entry_meta
+
+    if direct is not None:  # (by a route no name describes: reviews 221-223)
+        return _refused(rt, f"module-read:{direct}", fun)
 
     closed = p.params["jaxpr"]
     if p.consts or closed.effects:

@@ -109,12 +109,13 @@ def left_behind() -> bool:
 _KINDS = {"is": _guards.IS, "attr": _guards.LIBATTR, "absent": _guards.ABSENT}
 
 
-def read_guards(guards: list, reads: list) -> tuple[list, str | None]:
-    """The guards of what the program's code read from library modules while traced
-    (`pcache._module_watch`) but the key's ``guards``; or why it is not recorded."""
+def read_guards(guards: list, reads: list) -> tuple[list, str | None, str | None]:
+    """The guards of what the program's code read from modules while traced
+    (`pcache._module_watch`) but the key's ``guards``; or why it is not recorded; and
+    the first read the program's code made itself (`_module_watch.watched`)."""
     known = {(id(g[1]), g[2]) for g in guards if g[0] in _KINDS.values()}
-    got, why = _module_watch.watched(reads, known)
-    return [(_KINDS[k], *rest) for k, *rest in got], why
+    got, why, direct = _module_watch.watched(reads, known)
+    return [(_KINDS[k], *rest) for k, *rest in got], why, direct
 
 
 __all__ = ["Recorder", "left_behind", "read_guards"]

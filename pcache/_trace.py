@@ -418,11 +418,12 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple, frame
                 rt.stats.count("trace_persist_hits")  # (recorded for this process or not)
                 if served.standins and not rt.check_mode:
                     return  # (dispatch only: kept nowhere a transformation finds it)
+            direct = None
             if served is not None:  # (what the storing process's program read, now)
                 extra = _persist.served_reads(served)
                 why = None if extra is not None else "module-reads-unloaded"
             else:
-                extra, why = read_guards(made.guards, reads)
+                extra, why, direct = read_guards(made.guards, reads)
             why = why or _record(made, p, owned, extra)
             if why is not None:
                 rt.stats.count("trace_unrecorded", 0, why)
@@ -432,7 +433,7 @@ def _recorder(rt, entry, made: Made, owned, call: tuple, persisted: tuple, frame
                 t1 = _persist.timer()
                 if _persist.key_again(rt, *call) == pkey:
                     key_s = _persist.timer() - t1
-                    _persist.record(rt, pkey, p, traced, key_s, call[0], extra)
+                    _persist.record(rt, pkey, p, traced, key_s, call[0], extra, direct)
                 else:
                     rt.stats.count("trace_persist_misses", 0, "unstored:changed-while-traced")
         except CheckError:
