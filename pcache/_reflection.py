@@ -11,6 +11,7 @@ JAX-free.
 
 from __future__ import annotations
 
+import string
 import sys
 from typing import Any
 
@@ -372,8 +373,27 @@ def library_function_reflects(module: str, name: str) -> bool:
 _REFLECTS: dict = memo("reflection.verdicts", {})  # module name, or (module, name) -> verdict
 
 
+def format_reaches(text: str) -> bool:
+    """Whether format string ``text`` reads an attribute or item of an argument
+    (``"{0.K}"``, ``"{m[k]}"``, also in a nested spec): C code reading it for the
+    program's frame, as the module watch counts no read of the program's own (review
+    224: ``"{0.K}".format(m)`` of a module a library handed over)."""
+    fields = []
+    try:  # (up to where it stops parsing: ``format`` reads the fields before that)
+        fields += string.Formatter().parse(text)
+    except (ValueError, TypeError):
+        pass
+    for _, name, spec, _ in fields:
+        if name is not None and ("." in name or "[" in name):
+            return True
+        if spec and "{" in spec and format_reaches(spec):
+            return True
+    return False
+
+
 __all__ = [
     "FORMATS",
+    "format_reaches",
     "FORMAT_REFLECTIVE",
     "IDENTITY_BUILTINS",
     "PLAIN_STDLIB",

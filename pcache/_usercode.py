@@ -50,6 +50,7 @@ from pcache._reflection import (
     REFLECTIVE_ATTRS,
     REFLECTIVE_BUILTINS,
     UNGUARDABLE,
+    format_reaches,
 )
 from pcache._usercode_imports import _ATTR_OPS, _MUTATORS, _constant_attr_call
 
@@ -646,7 +647,7 @@ def _reflective_const(c: Any) -> bool:
     if type(c) is str:
         if c in REFLECTIVE or c in _DUNDER_ATTRS or any(p in c for p in _REFLECTIVE_PARTS):
             return True  # (``case KeyError(__context__=...)``'s names: review 65)
-        return "{" in c and any(a in c for a in _DUNDER_ATTRS)  # "{0.__context__}"
+        return "{" in c and (any(a in c for a in _DUNDER_ATTRS) or format_reaches(c))
     if type(c) in (tuple, frozenset):
         return any(_reflective_const(x) for x in c)
     return False

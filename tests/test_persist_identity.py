@@ -3721,6 +3721,34 @@ def test_what_is_read_from_a_module_copied_by_hand_is_watched(tmp_path):
     assert b["stats"]["trace_persist_misses"].get("unstored:module-read:kthread.K"), b["stats"]
 
 
+FORMAT_FIELD = """
+import os
+
+import kholder
+
+if os.environ["PHASE"] == "B":
+    kholder.held.use_second()
+show("field", lambda: jax.jit(lambda a: a * float("{0.K}".format(kholder.get())))(x))
+show("spec", lambda: jax.jit(lambda a: a * float("{0:.1f}".format(2.5)))(x))
+"""
+
+
+def test_a_format_string_reading_a_field_s_attribute_is_refused(tmp_path):
+    """``"{0.K}".format(m)``: C code reads ``m.K`` for the program's frame, which the
+    module watch counts as a read by a module's name (review 224: a copy of the
+    module under another name served); such a format string is refused by the code
+    scan, a plain one (``"{0:.1f}"``) is not."""
+    from pcache._reflection import format_reaches
+
+    assert format_reaches("{0.K}") and format_reaches("{m[k]}") and format_reaches("{0:{1.K}}")
+    assert not format_reaches("{:.3f}") and not format_reaches("{") and not format_reaches("{x}")
+    site = libsite.install(tmp_path / "lib" / "site-packages", "kthread", KTHREAD)
+    libsite.install(site, "kholder", KHOLDER)
+    b = _as_stock_in_b(site, FORMAT_FIELD, tmp_path)
+    assert b["stats"]["trace_persist_misses"].get("reflection:constant"), b["stats"]
+    assert b["digests"]["served"]["prog.py"] == 1, b["stats"]  # ("spec")
+
+
 WATCH_ENDS = """
 import gc, json, sys, tempfile, types
 import jax, jax.numpy as jnp
