@@ -71,6 +71,10 @@ _MADE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 #: program took out (popped, replaced by a new import) is still one a library may
 #: hold and the program read through (review 222)
 _SEEN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_NOTED = [0]  # (one more for each module `_MADE` or `note` adds: `_loaded`'s memo)
+#: [``sys.modules``' values when `_loaded` last looked, `_NOTED` then, the modules
+#: beyond them to watch]
+_LOOKED: list = [None, -1, []]
 #: JAX's own modules are not watched: JAX reads them all the time it traces (five in
 #: six reads), what the program reads from them along the scan's routes is guarded,
 #: and their state is JAX's (its settings are keyed)
@@ -273,6 +277,7 @@ def _made(orig: Any) -> Any:
         m = orig(spec)
         try:
             _MADE[id(m)] = m
+            _NOTED[0] += 1
         except TypeError:  # (a loader's object that takes no weak reference)
             pass
         return m
@@ -331,16 +336,24 @@ def note(d: dict) -> None:
     for v in list(d.values()):
         if is_a(v, types.ModuleType) and _SEEN.get(id(v)) is not v:
             _SEEN[id(v)] = v
+            _NOTED[0] += 1
 
 
 def _loaded() -> list:
     """Every module to watch: those ``sys.modules`` holds, then those it held when
-    pcache looked before or that the import system made, while they live."""
+    pcache looked before or that the import system made, while they live (those
+    beyond ``sys.modules`` found again only when it or what pcache noted changed)."""
     now = list(sys.modules.values())
+    if _NOTED[0] == _LOOKED[1] and _same(now, _LOOKED[0]):
+        return [*now, *_LOOKED[2]]
+    noted = _NOTED[0]
     for m in now:
         if is_a(m, types.ModuleType) and _SEEN.get(id(m)) is not m:
             _SEEN[id(m)] = m
-    return [*now, *_MADE.values(), *_SEEN.values()]
+    held = {id(m) for m in now}
+    extra = [m for m in (*_MADE.values(), *_SEEN.values()) if id(m) not in held]
+    _LOOKED[:] = [now, noted, extra]
+    return [*now, *extra]
 
 
 def others(name: str, m: Any) -> bool:
