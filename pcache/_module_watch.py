@@ -61,6 +61,12 @@ _READS = frozenset(
     for n in ("LOAD_ATTR", "LOAD_METHOD", "IMPORT_FROM", "LOAD_SUPER_ATTR")
     if n in dis.opmap
 )
+#: the modules whose names C code the program calls reads by name (the import
+#: system's ``builtins.__import__``; numpy's ``ndarray.sum`` importing
+#: ``numpy._core._methods``): a read C code made of any other module is a read of the
+#: module object the program handed it (``"{0.K}".format(m)``, review 224), which no
+#: name describes across processes, as the program's own reads (`watched`)
+_C_READS_BY_NAME = ("builtins", "numpy._core.", "numpy.core.")
 #: [the modules when planned, `_plan`'s modules to watch, its problems]
 _PLAN: list = [None, [], []]
 _TRACKING: list = []  # (True once `_track_made` patched the import system)
@@ -238,6 +244,13 @@ def _direct(frame: Any) -> bool:
         return frame.f_code.co_code[frame.f_lasti] in _READS
     except IndexError:
         return True
+
+
+def _c_by_name(mod: Any) -> bool:
+    """Whether C code reads module ``mod`` by its name (`_C_READS_BY_NAME`)."""
+    return type(mod) is str and any(
+        mod == n or (n.endswith(".") and mod.startswith(n)) for n in _C_READS_BY_NAME
+    )
 
 
 def _library(m: Any) -> bool:
@@ -451,8 +464,9 @@ def watched(reads: list, known: set) -> tuple[list, str | None, str | None]:
     of `pcache._guards` (``kind``: "is" for a module, "attr" for another object,
     "absent"), each name once, but those ``known`` (``(id(namespace), name)``: the
     key's guards); or why the recording cannot be guarded so; and the first of them
-    the program's code read itself (``module.name``; None: only C code it called, as
-    by the module's name, read them), which no name describes across processes: by
+    the program's code read itself, or C code it called read of a module but those
+    C code reads by name (``module.name``; None: `_C_READS_BY_NAME`'s, as numpy's
+    ``ndarray.sum``), which no name describes across processes: by
     whatever route the program holds a module, a later process's may hold another of
     that name (reviews 221-223: a copy made by hand, renamed, the first of a module
     imported again)."""
@@ -479,7 +493,7 @@ def watched(reads: list, known: set) -> tuple[list, str | None, str | None]:
         seen[id(d), name] = v
         if (id(d), name) in known:
             continue
-        if direct is None and how and how[0]:
+        if direct is None and how and (how[0] or not _c_by_name(d.get("__name__"))):
             direct = f"{d.get('__name__')}.{name}"
         if before is not seen:
             continue  # (once)

@@ -3906,3 +3906,45 @@ def test_a_type_test_against_a_module_s_class_is_refused():
             _module_type_test(g, ("<type-is>", op, "B"))
     _module_type_test({"B": float}, ("<type-is>", "LOAD_GLOBAL", "B"))
     _module_type_test({}, ("<type-is>", "LOAD_GLOBAL", "float"))  # (a builtin)
+
+
+C_READER = """
+import importlib.util
+import os
+import sys
+
+import numpy as np
+
+import kthread
+
+if os.environ["PHASE"] == "B":  # (kholder holds a copy of kthread, named otherwise)
+    spec = importlib.util.spec_from_file_location("kthread_b", kthread.__file__)
+    copy = importlib.util.module_from_spec(spec)
+    sys.modules["kthread"] = sys.modules["kthread_b"] = copy
+    spec.loader.exec_module(copy)
+    import kholder
+
+    sys.modules["kthread"] = kthread
+    del sys.modules["kthread_b"]
+    copy.rebind_own(3.0)
+    del copy
+import kholder
+
+show("c_read", lambda: jax.jit(lambda a: a * float(kholder.FMT(kholder.get())))(x))
+h = np.arange(3.0, dtype=np.float32)
+show("numpy_sum", lambda: jax.jit(lambda a: a * h.sum())(x))
+"""
+
+
+def test_a_read_c_code_made_of_a_module_the_program_handed_it_is_not_stored(tmp_path):
+    """C code the program calls reads a module attribute by the module's name only
+    where it imports the module itself (numpy's ``ndarray.sum`` reading
+    ``numpy._core._methods._sum``: stored by name, served); a library's bound
+    ``"{0.K}".format`` the program calls with a module a library returned reads the
+    module object it is handed (review 224's hole around the code scan: in B a copy
+    of ``kthread`` under another name, served with A's ``K``): not stored."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "kthread", KTHREAD)
+    libsite.install(site, "kholder", KHOLDER + '\nFMT = "{0.K}".format\n')
+    b = _as_stock_in_b(site, C_READER, tmp_path)
+    assert b["stats"]["trace_persist_misses"].get("unstored:module-read:kthread_b.K")
+    assert b["digests"]["served"]["prog.py"] == 1, b["stats"]  # ("numpy_sum")
