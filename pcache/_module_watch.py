@@ -62,11 +62,12 @@ _READS = frozenset(
     if n in dis.opmap
 )
 #: the modules whose names C code the program calls reads by name (the import
-#: system's ``builtins.__import__``; numpy's ``ndarray.sum`` importing
-#: ``numpy._core._methods``): a read C code made of any other module is a read of the
+#: system's ``builtins.__import__`` and ``importlib._bootstrap._handle_fromlist``;
+#: numpy's ``ndarray.sum`` importing ``numpy._core._methods``): a read C code made
+#: of any other module is a read of the
 #: module object the program handed it (``"{0.K}".format(m)``, review 224), which no
 #: name describes across processes, as the program's own reads (`watched`)
-_C_READS_BY_NAME = ("builtins", "numpy._core.", "numpy.core.")
+_C_READS_BY_NAME = ("builtins", "importlib._bootstrap", "numpy._core.", "numpy.core.")
 #: [the modules when planned, `_plan`'s modules to watch, its problems]
 _PLAN: list = [None, [], []]
 _TRACKING: list = []  # (True once `_track_made` patched the import system)
