@@ -33,7 +33,7 @@ from operator import is_
 from time import perf_counter  # (no read of a watched module's attribute here)
 from typing import Any
 
-from pcache._introspect import POSING, is_a
+from pcache._introspect import POSING, is_a, subclass
 from pcache._memos import memo
 from pcache._usercode import is_library_code, is_library_module, module_dict
 
@@ -347,8 +347,13 @@ def note(d: dict) -> None:
     finished: `pcache._snapshots`): a module a library's import bound, which
     ``sys.modules`` may never hold when pcache looks (a copy the program made by hand
     and registered only while the library imported it: review 222)."""
+    kinds: dict = {}  # (id(a class) -> whether a module's: ~130 names a namespace, few classes)
     for v in list(d.values()):
-        if is_a(v, types.ModuleType) and _SEEN.get(id(v)) is not v:
+        t = type(v)
+        got = kinds.get(id(t))
+        if got is None:
+            got = kinds[id(t)] = subclass(t, types.ModuleType)
+        if got and _SEEN.get(id(v)) is not v:
             _SEEN[id(v)] = v
             _NOTED[0] += 1
 
