@@ -39,16 +39,20 @@ if os.environ.get("JAX_PCACHE_DIR"):
 """
 
 
-def _run(paths, env) -> list[str]:
-    out = subprocess.run(
+def _start(paths, env) -> subprocess.Popen:
+    return subprocess.Popen(
         [sys.executable, "-c", DRIVER, *map(str, paths)],
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=600,
     )
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout.splitlines()
+
+
+def _lines(proc: subprocess.Popen) -> list[str]:
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    return out.splitlines()
 
 
 def _base_env() -> dict:
@@ -61,9 +65,11 @@ def test_review_scenarios_match_stock(tmp_path):
     """The user's path (check mode off: check mode is run on the seed patterns and
     the property test; it caught most of these when they were found, not all)."""
     base = _base_env()
-    stock = _run(SCENARIOS, base)
-    cached = _run(
+    # (the two processes at once: CI's longest test, often its last)
+    stock = _start(SCENARIOS, base)
+    cached = _start(
         SCENARIOS, {**base, "JAX_PCACHE_DIR": str(tmp_path / "c"), "JAX_PCACHE_CHECK": "0"}
     )
+    stock, cached = _lines(stock), _lines(cached)
     assert cached[-1] == "trace_hits True"  # reuse happened where it may
     assert cached[:-1] == stock
