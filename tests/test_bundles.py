@@ -30,6 +30,7 @@ from pcache.store import Store
 
 from pcache import _bundle
 from pcache.cli import cli
+from tests import zygote
 
 ROOT = Path(__file__).resolve().parents[1]
 PROG = ROOT / "tests" / "fault_prog.py"
@@ -44,14 +45,7 @@ def run(cache: Path | None, n: int = N) -> dict:
     }
     if cache is not None:
         env["JAX_PCACHE_DIR"] = str(cache)
-    proc = subprocess.run(
-        [sys.executable, str(PROG), str(n)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc = zygote.run([str(PROG), str(n)], env, ROOT, 240)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -331,14 +325,7 @@ def child_cli(*args: str, limit_as: int | None = None) -> tuple[int, str, str, i
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE_")}
     if limit_as is not None:
         env["LIMIT_AS"] = str(limit_as)
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc = zygote.run(["-c", _CHILD, *args], env, ROOT, 240)
     lines = proc.stderr.splitlines()
     rss = [int(x.split()[1]) for x in lines if x.startswith("MAXRSS_KB ")]
     err = "\n".join(x for x in lines if not x.startswith("MAXRSS_KB "))

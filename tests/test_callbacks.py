@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import pcache
+from tests import zygote
 
 ROOT = Path(__file__).resolve().parents[1]
 PROG = ROOT / "tests" / "callback_prog.py"
@@ -39,14 +40,7 @@ def run(cache: Path | None, *argv: str) -> tuple[list[str], dict]:
         env["JAX_PCACHE_DIR"] = str(cache)
         env["JAX_PCACHE_RAISE_ERRORS"] = "1"
         env["JAX_PCACHE_TRACE_RECORD_AFTER"] = "1"
-    proc = subprocess.run(
-        [sys.executable, str(PROG), *argv],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = zygote.run([str(PROG), *argv], env, ROOT, 300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     *printed, last = proc.stdout.splitlines()
     return printed, json.loads(last)

@@ -27,6 +27,7 @@ from click.testing import CliRunner
 from pcache.store import Store
 
 from pcache.cli import cli
+from tests import zygote
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -44,14 +45,7 @@ def run(cache: Path | None, n: int = N, **env: str) -> dict:
     if cache is not None:
         full["JAX_PCACHE_DIR"] = str(cache)
     full.update(env)
-    proc = subprocess.run(
-        [sys.executable, str(PROG), str(n)],
-        cwd=ROOT,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc = zygote.run([str(PROG), str(n)], full, ROOT, 240)
     assert proc.returncode == 0, proc.stderr[-4000:]
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     return json.loads(line)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import zygote
+
 ROOT = Path(__file__).resolve().parents[1]
 PROG = ROOT / "tests" / "real_code_prog.py"
 
@@ -26,14 +28,7 @@ def run(cache: Path | None, *argv: str, extra_env: dict | None = None) -> dict:
         env["JAX_PCACHE_RAISE_ERRORS"] = "1"
         env["JAX_PCACHE_TRACE_RECORD_AFTER"] = "1"
     env.update(extra_env or {})
-    proc = subprocess.run(
-        [sys.executable, str(PROG), *argv],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = zygote.run([str(PROG), *argv], env, ROOT, 300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.splitlines()[-1])
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +27,7 @@ import pytest
 
 import pcache
 from pcache import _compat
+from tests import zygote
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDERED = _compat.UNSERIALIZABLE_ORDERED
@@ -175,14 +174,7 @@ def run(case: str, cache: Path | None = None, **env_extra: str) -> dict:
         env["JAX_PCACHE_RAISE_ERRORS"] = "1"
         env["JAX_PCACHE_TRACE_RECORD_AFTER"] = "1"
     env.update(env_extra)
-    proc = subprocess.run(
-        [sys.executable, "-c", PROG, case],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = zygote.run(["-c", PROG, case], env, ROOT, 300)
     assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stderr[-4000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from pcache import _compat
+from tests import zygote
 
 pytestmark = pytest.mark.skipif(not _compat.JIT_SEAM or _compat.LINE_09, reason="JAX 0.10 line")
 
@@ -40,12 +41,9 @@ def run(*args: str, cache: Path | None, **env: str) -> dict:
         # by what it changes there)
         e["JAX_PCACHE_TRACE_PERSIST_ENV_IGNORE"] = "PHASE"
     e.update(env)
-    out = subprocess.run(
-        [sys.executable, "-m", "tests.persist_prog", *args],
-        env=e, cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr[-4000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    got = zygote.run(["-m", "tests.persist_prog", *args], e, ROOT, 300)
+    assert got.returncode == 0, got.stderr[-4000:]
+    return json.loads(got.stdout.strip().splitlines()[-1])
 
 
 def phases(prog: Path, site: Path, cache: Path) -> tuple[dict, dict, dict]:
