@@ -19,16 +19,11 @@ code (``m.K``, ``getattr(m, name)``, ``from m import K``, ``vars(m)`` as a read 
 ``__dict__``, which refuses the recording) go through the module's type. Not seen:
 ``object.__getattribute__(m, ...)`` (the scan refuses it), what library code reads
 (its own state: documented), a module imported while the trace runs (not watched
-for it: the recording is refused, `stop`). The modules watched are those pcache
-knows of: ``sys.modules``' whenever it looked, what library namespaces held, what
-``module_from_spec`` made, and what the cyclic collector tracks (`_scan`: a module
-made by calling its class). JAX-free."""
+for it: the recording is refused, `stop`). JAX-free."""
 
 from __future__ import annotations
 
 import dis
-import functools
-import gc
 import os
 import sys
 import threading
@@ -83,14 +78,6 @@ _MADE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 #: program took out (popped, replaced by a new import) is still one a library may
 #: hold and the program read through (review 222)
 _SEEN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-#: [True once every module alive was noted (`_scan`) and the collector's callback set]
-_SCANNED: list = []
-#: weak references to modules the collector's callback found, not noted yet (`_drain`)
-_PENDING: list = []
-_BLIND: list = []  # ([True]: the callback failed; modules may have gone unseen)
-#: [collections of generations 1 and 2 when `_drain` last looked, those `_collecting`
-#: saw since, ``gc.get_freeze_count()`` then]
-_GC: list = [0, 0, 0]
 _NOTED = [0]  # (one more for each module `_MADE` or `note` adds: `_loaded`'s memo)
 #: [``sys.modules``' values when `_loaded` last looked, `_NOTED` then, the modules
 #: beyond them to watch]
@@ -348,97 +335,11 @@ def start() -> list:
 
 def note_loaded() -> None:
     """Note the modules loaded now (from pcache's start: `pcache._install`), so that
-    those the program takes out of ``sys.modules`` later are watched too, and every
-    module alive (`_scan`: one made by calling its class, which no import made), and
-    from now on those the collector finds young (`_collecting`)."""
+    those the program takes out of ``sys.modules`` later are watched too."""
     _track_made()
     for m in list(sys.modules.values()):
         if is_a(m, types.ModuleType):
             _SEEN[id(m)] = m
-    if not _SCANNED:
-        _SCANNED.append(True)
-        _GC[:] = [_old_collections(), 0, gc.get_freeze_count()]
-        _PENDING.extend(_scan(None))  # (~35 ms in a process with JAX loaded: once)
-        gc.callbacks.append(_collecting)
-        _track_freeze()
-
-
-def _old_collections() -> int:
-    s = gc.get_stats()
-    return s[1]["collections"] + s[2]["collections"]
-
-
-def _track_freeze() -> None:
-    """``gc.freeze`` moves every tracked object to a generation the collector no
-    longer lists: the young ones are looked at first (review 228: a module frozen,
-    then unfrozen into the oldest generation unseen)."""
-    freeze = gc.freeze
-
-    @functools.wraps(freeze)
-    def frozen() -> None:
-        _PENDING.extend([*_scan(0), *_scan(1)])
-        freeze()
-        _GC[2] = gc.get_freeze_count()
-
-    gc.freeze = frozen
-
-
-def _scan(generation: int | None) -> list:
-    """Weak references to the modules among the objects the cyclic collector tracks
-    in ``generation`` (None: all): a module made by calling its class
-    (``types.ModuleType("x")``, a subclass's constructor) that no import made and
-    ``sys.modules`` held, if ever, only between two looks of pcache's (review 227:
-    held in a library class's tuple, registered and removed within the library's
-    import). Modules are always tracked; not seen: those `gc.freeze` froze before."""
-    kinds: dict = {}  # (id(a class) -> whether a module's)
-    out = []
-    for x in gc.get_objects() if generation is None else gc.get_objects(generation):
-        t = type(x)
-        got = kinds.get(id(t))
-        if got is None:
-            got = kinds[id(t)] = subclass(t, types.ModuleType)
-        if got:
-            out.append(weakref.ref(x))
-    return out
-
-
-def _collecting(phase: str, info: dict) -> None:
-    """A collector callback: before a collection that moves young objects to the
-    oldest generation (one of generation 1 or 2), the modules among them are found;
-    those older were, by the first `_scan` or an earlier call. (Noted later, by
-    `_drain`: this runs inside whatever allocation collects, maybe as pcache
-    iterates `_SEEN`.)"""
-    if phase == "start" and info.get("generation") in (1, 2):
-        _GC[1] += 1
-        try:
-            _PENDING.extend([*_scan(0), *_scan(1)])
-        except Exception:  # (not the program's collection's failure: pcache's blind)
-            _PENDING.append(None)
-
-
-def _drain() -> None:
-    """The modules `_scan` found, and those young now, into `_SEEN`."""
-    pending = _PENDING[:]
-    del _PENDING[: len(pending)]  # (the callback only appends)
-    now, saw, frozen = _old_collections(), _GC[1], gc.get_freeze_count()
-    if frozen > _GC[2]:  # (frozen by a reference to ``gc.freeze`` taken before pcache
-        _BLIND[:] = [True]  # started: modules young then are listed nowhere)
-    if now != _GC[0] + saw or frozen < _GC[2]:
-        # (a collection the callback did not see: the program took it out of
-        # ``gc.callbacks`` meanwhile; or objects unfrozen into the oldest generation)
-        if not any(c is _collecting for c in gc.callbacks):
-            gc.callbacks.append(_collecting)
-        pending += _scan(None)
-    _GC[0], _GC[2] = now, frozen
-    _GC[1] -= saw
-    found = [*pending, *_scan(0), *_scan(1)]
-    for r in found:
-        m = r() if r is not None else None
-        if r is None:
-            _BLIND[:] = [True]  # (modules not seen: every recording refused)
-        elif m is not None and _SEEN.get(id(m)) is not m:
-            _SEEN[id(m)] = m
-            _NOTED[0] += 1
 
 
 def note(d: dict) -> None:
@@ -461,8 +362,6 @@ def _loaded() -> list:
     """Every module to watch: those ``sys.modules`` holds, then those it held when
     pcache looked before or that the import system made, while they live (those
     beyond ``sys.modules`` found again only when it or what pcache noted changed)."""
-    if _SCANNED:
-        _drain()
     now = list(sys.modules.values())
     if _NOTED[0] == _LOOKED[1] and _same(now, _LOOKED[0]):
         return [*now, *_LOOKED[2]]
@@ -577,8 +476,6 @@ def watched(reads: list, known: set) -> tuple[list, str | None, str | None]:
     whatever route the program holds a module, a later process's may hold another of
     that name (reviews 221-223: a copy made by hand, renamed, the first of a module
     imported again)."""
-    if _BLIND:
-        return [], "module-unwatched:<collector>", None
     out, seen, direct = [], {}, None
     for m, name, v, *how in reads:
         if name in ("<unreadable>", "<unwatched>"):
