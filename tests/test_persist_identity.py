@@ -26,7 +26,7 @@ from pcache import _out_tree, _snapshots
 from pcache._compat import jaxpr_codec
 from pcache._compat.jaxpr_arrays import Stale
 from pcache._usercode import NoReuse
-from tests import libsite
+from tests import libsite, zygote
 from tests.test_trace_persist import ROOT, phases
 from tests.test_trace_persist import pytestmark as _persist_mark
 
@@ -2158,9 +2158,9 @@ def test_a_library_function_may_rebind_a_class_name_before_pcache_starts(tmp_pat
     )
     got = []
     for phase, cache in (("A", str(tmp_path / "c")), ("B", ""), ("B", str(tmp_path / "c"))):
-        out = subprocess.run(
-            [sys.executable, "-c", prog + "print(json.dumps(got))\n"], env={**env, "PHASE": phase, "CACHE": cache},
-            capture_output=True, text=True, timeout=300,
+        out = zygote.run(
+            ["-c", prog + "print(json.dumps(got))\n"], {**env, "PHASE": phase, "CACHE": cache},
+            os.getcwd(), 300,
         )  # fmt: skip
         assert out.returncode == 0, out.stderr[-3000:]
         got.append(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -2849,9 +2849,8 @@ def test_a_library_module_s_getattr_is_part_of_a_name_it_lacks(tmp_path):
     got = []
     cache = str(tmp_path / "c")
     for phase, c in (("A", cache), ("B", ""), ("B", cache), ("A", cache)):
-        out = subprocess.run(
-            [sys.executable, "-c", GAPROG], env={**env, "PHASE": phase, "CACHE": c},
-            capture_output=True, text=True, timeout=300,
+        out = zygote.run(
+            ["-c", GAPROG], {**env, "PHASE": phase, "CACHE": c}, os.getcwd(), 300
         )  # fmt: skip
         assert out.returncode == 0, out.stderr[-3000:]
         got.append(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -3327,10 +3326,7 @@ def _stock_then_pcache(script: str, site: Path, **env: str) -> list:
     e.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu", **env)
     got = []
     for on in ("", "1"):
-        out = subprocess.run(
-            [sys.executable, "-c", script], env={**e, "ON": on},
-            capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        out = zygote.run(["-c", script], {**e, "ON": on}, os.getcwd(), 300)
         assert out.returncode == 0, out.stderr[-3000:]
         got.append(json.loads(out.stdout.strip().splitlines()[-1]))
     return got
@@ -3786,9 +3782,7 @@ def test_a_recording_watches_library_modules_only_while_it_traces(tmp_path):
     site = libsite.install(tmp_path / "lib" / "site-packages", "kread", KREAD)
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PCACHE")}
     env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu")
-    out = subprocess.run(
-        [sys.executable, "-c", WATCH_ENDS], env=env, capture_output=True, text=True, timeout=300
-    )
+    out = zygote.run(["-c", WATCH_ENDS], env, os.getcwd(), 300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [[True], True, True, True]
 
@@ -3823,10 +3817,7 @@ def test_a_trace_that_read_a_library_module_is_guarded_in_process(tmp_path):
     env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{site}", JAX_PLATFORMS="cpu")
     runs = []
     for _ in range(2):
-        out = subprocess.run(
-            [sys.executable, "-c", SERVED_THEN_REBOUND, str(tmp_path / "c")],
-            env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        out = zygote.run(["-c", SERVED_THEN_REBOUND, str(tmp_path / "c")], env, os.getcwd(), 300)
         assert out.returncode == 0, out.stderr[-3000:]
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     assert runs[1][1] == 0  # (nothing stored to serve)
