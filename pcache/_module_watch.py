@@ -17,7 +17,9 @@ library may rebind the name), beside the key's own.
 So a read is seen whatever object held the module: attribute reads by the program's
 code (``m.K``, ``getattr(m, name)``, ``from m import K``, ``vars(m)`` as a read of
 ``__dict__``, which refuses the recording) go through the module's type. Not seen:
-``object.__getattribute__(m, ...)`` (the scan refuses it), what library code reads
+``object.__getattribute__(m, ...)`` (the scan refuses it where the program's code
+or values hold it; one a library call returns while tracing is not seen, a
+documented blind spot: review 229), what library code reads
 (its own state: documented), a module imported while the trace runs (not watched
 for it: the recording is refused, `stop`). JAX-free."""
 
