@@ -62,87 +62,90 @@ from pcache._snapshots import unchanged
 from pcache._usercode import NoReuse, is_library_module, module_dict
 
 _FUNCTION = types.FunctionType
-_SHAPES: dict = memo("persist.class_shape", {})  # id -> (class, namespace, sizes, shape)
-_LOCAL = threading.local()  # .busy, .seen: what this thread reads (`shape`)
+#: id -> (class, its module's namespace, sizes, its own reading, the classes it names)
+_SHAPES: dict = memo("persist.class_shape", {})
+#: What this thread reads: .refs (the classes the reading in progress names, None
+#: outside one), .index (their ids -> place), .busy (functions being read), .held,
+#: .left (`_spend`)
+_LOCAL = threading.local()
 _SCALARS = frozenset({type(None), bool, int, str, bytes})
 
 
 def shape(cls: type, namespace: dict) -> str:
-    """``cls`` by its shape (module docstring); ``namespace``: its module's. Memoized
-    per class while its namespace and its module's hold as many names: what a library
-    binds before pcache starts is read at the first key (a change after that, to a
-    name, is `pcache._snapshots.unchanged`'s to see; to a class attribute, state).
+    """``cls`` by its shape (module docstring); ``namespace``: its module's.
 
-    A class or function met again below itself is described by how far up the path
-    of what is being read it is (a cycle: which one, review 191), so a shape read
-    inside another's depends on which of the classes and functions it meets were
-    being read then, and where: kept with those (its ``met`` and, of them, ``held``
-    ones with their distance from it), and used again only where exactly those of
-    them are being read, as far up."""
-    size = (len(cdict(cls)), len(namespace))
+    The classes a shape reads form a graph (a class holding an instance of another,
+    whose function's default holds the first: cycles, review 191), described whole:
+    each class reached from ``cls``, in the order first reached, by its name and
+    its own reading (`_local`), in which each class it names is its place in that
+    order. Two classes share a shape only if the graphs they reach are alike, which
+    of their classes are one class included; reading one is linear in the classes
+    it reaches, each read once per process (review 189's cycles were read again
+    along every path: seconds for a registry of equinox modules, session 36), and a
+    graph of more than `_BUDGET` classes is refused."""
     if fixed(cls, namespace):  # (by its name alone)
         return "fixed"
-    here = _LOCAL.__dict__
-    busy = here.setdefault("busy", {})  # (id -> place on the path of what is being read)
-    seen = here.setdefault("seen", [])  # (per read in progress: the ids it met)
+    order = {id(cls): 0}
+    todo = [(cls, namespace)]
+    out = []
+    for c, ns in todo:  # (grows as it goes: breadth first)
+        own, refs = _local(c, ns)
+        at = []
+        for d, dns in refs:
+            j = order.get(id(d))
+            if j is None:
+                if len(todo) >= _BUDGET:
+                    raise NoReuse("persist-library-value-too-large")
+                j = order[id(d)] = len(todo)
+                todo.append((d, dns))
+            at.append(j)
+        out.append((_name(c), own, tuple(at)))
+    return packed(b"pcache-class-graph\n", out)
+
+
+def _local(cls: type, namespace: dict) -> tuple:
+    """(what ``cls`` is, digested, each class it names by its place in the tuple
+    that comes with it: ``(class, namespace)`` in the order named), kept per class while its
+    namespace and its module's hold as many names: what a library binds before
+    pcache starts is read at the first key (a change after that, to a name, is
+    `pcache._snapshots.unchanged`'s to see; to a class attribute, state)."""
+    size = (len(cdict(cls)), len(namespace))
     e = _SHAPES.get(id(cls))
-    if e is not None and e[0] is cls and e[1] is namespace and e[2] == size and _same(e, busy):
-        if seen:
-            seen[-1].update(e[3])
-        return e[5]
-    if id(cls) in busy:  # (a class its own attribute holds, at any depth: how far up)
-        if seen:
-            seen[-1].add(id(cls))
-        return f"busy:{len(busy) - busy[id(cls)]}"
-    _spend(busy)
-    busy[id(cls)] = len(busy)
-    seen.append({id(cls)})
+    if e is not None and e[0] is cls and e[1] is namespace and e[2] == size:
+        return e[3], e[4]
+    here = _LOCAL.__dict__
+    saved = {k: here.get(k) for k in ("refs", "index", "busy", "held", "left")}
+    refs: list = []
+    here.update(refs=refs, index={}, busy={}, held=0, left=_BUDGET)
     try:
-        got = _shape(cls, namespace)
+        own = packed(b"pcache-class\n", _shape(cls, namespace))  # (digested once)
     except RecursionError:
         raise NoReuse("persist-library-value-too-deep") from None
     finally:
-        del busy[id(cls)]
-        met = seen.pop()
-    if seen:
-        seen[-1].update(met)
-    held = _held_here(met, busy)
-    if len(met) > 8192:  # (kept where nothing is being read)
-        met = None
+        for k, v in saved.items():
+            if v is None:
+                here.pop(k, None)
+            else:
+                here[k] = v
     if len(_SHAPES) > 8192:
         _SHAPES.clear()
-    _SHAPES[id(cls)] = (cls, namespace, size, met, held, got)  # (kept alive: ids stay)
-    return got
+    _SHAPES[id(cls)] = (cls, namespace, size, own, tuple(refs))  # (kept alive: ids stay)
+    return own, tuple(refs)
 
 
 def _spend(busy: dict) -> None:
-    """One more class or function read in this outermost read (``busy`` empty: one
-    begins); past `_BUDGET` the key is refused: a graph dense in cycles has paths
-    past counting, each a read (what each met differs), and the program must go on."""
+    """One more function read in this class's reading (or outermost read: ``busy``
+    empty outside a class's); past `_BUDGET` the key is refused: functions whose
+    closures and defaults hold each other have paths past counting, each a read."""
     here = _LOCAL.__dict__
-    left = _BUDGET if not busy else here.get("left", 0) - 1
+    fresh = not busy and here.get("refs") is None
+    left = _BUDGET if fresh else here.get("left", 0) - 1
     if left < 0:
         raise NoReuse("persist-library-value-too-large")
     here["left"] = left
 
 
 _BUDGET = 4096
-
-
-def _same(e: tuple, busy: dict) -> bool:
-    """Whether a kept shape is what reading it again here would give: the classes and
-    functions it met that are being read are those that were, as far up the path."""
-    met, held = e[3], e[4]
-    if met is None:
-        return not busy and not held
-    return _held_here(met, busy) == held
-
-
-def _held_here(met: set, busy: dict) -> frozenset:
-    """Of the ids ``met``, those being read, with how far up the path each is from
-    where the next read would begin."""
-    at = len(busy)
-    return frozenset((b, at - p) for b, p in busy.items() if b in met)
 
 
 def stamp(cls: type, module: str, qual: str) -> str | None:
@@ -161,17 +164,9 @@ def stamp(cls: type, module: str, qual: str) -> str | None:
     return shape(cls, d)
 
 
-def _shape(cls: type, namespace: dict) -> str:
-    here = _LOCAL.__dict__  # (what it holds read as from its own level: a shape kept
-    level = here.get("held", 0)  # is one reading it afresh anywhere gives, `_held`)
-    here["held"] = 0
-    try:
-        return _shape_now(cls, namespace)
-    finally:
-        here["held"] = level
-
-
-def _shape_now(cls: type, namespace: dict) -> str:
+def _shape(cls: type, namespace: dict) -> tuple:
+    """What ``cls`` itself is: the names its module holds it under, its own
+    attributes, its bases, metaclass and method resolution order."""
     holders = sorted(_key(k) for k, v in items(namespace) if v is cls)
     # (in its namespace's order, which code iterating ``vars(cls)`` sees: review 195)
     own = [(_key(k), _attr(_doc(k, v), 1)) for k, v in items(cdict(cls))]
@@ -182,18 +177,32 @@ def _shape_now(cls: type, namespace: dict) -> str:
     # than its bases say: review 189)
     order = [_class(b) for b in mro(cls)[1:]]
     # (and its own ``__name__``, which its qualified name does not say: review 193)
-    return packed(b"pcache-class-shape\n", (holders, own, kin, order, _TYPE_NAME(cls)))
+    return (holders, own, kin, order, _TYPE_NAME(cls))
 
 
 def _class(t: type) -> tuple:
     """A class by its name and shape: in the namespace of the module it names, or
-    none where that is not loaded (a public path: review 182); a builtin by name."""
+    none where that is not loaded (a public path: review 182); a builtin by name.
+    Inside a class's reading, a class is its place among those it names (`shape`
+    reads them)."""
     _, qual, mod = names(t)
     if not _FLAGS(t) & _HEAPTYPE:  # (a C type: what it is cannot change)
         return (*_name(t), "")
     m = sys.modules.get(mod) if type(mod) is str and mod != "builtins" else None
     d = module_dict(m) if m is not None else None
-    return (*_name(t), shape(t, d if type(d) is dict else _NOT_LOADED))
+    ns = d if type(d) is dict else _NOT_LOADED
+    here = _LOCAL.__dict__
+    refs = here.get("refs")
+    if refs is None:
+        return (*_name(t), shape(t, ns))
+    if fixed(t, ns):
+        return (*_name(t), "fixed")
+    index = here["index"]
+    j = index.get(id(t))
+    if j is None:
+        j = index[id(t)] = len(refs)
+        refs.append((t, ns))
+    return (*_name(t), ("at", j))
 
 
 _NOT_LOADED = types.MappingProxyType({})  # (a module not loaded: one namespace, so shapes memoize)
@@ -259,11 +268,8 @@ def _attr(v: Any, depth: int) -> tuple:
         return (_name(t), v.dtype.str, repr(v.dtype.descr), np.asarray(v).tobytes())
     if depth > 12:  # (not described past it: refused, review 190)
         raise NoReuse("persist-library-value-too-deep")
-    if t is _FUNCTION:  # (a function met again below itself: by that; a shape read
-        here = _LOCAL.__dict__  # below it depends on it, as on a class: `shape`)
-        busy, seen = here.setdefault("busy", {}), here.get("seen")
-        if seen:
-            seen[-1].add(id(v))
+    if t is _FUNCTION:  # (a function met again below itself: by that)
+        busy = _LOCAL.__dict__.setdefault("busy", {})
         if id(v) in busy:  # (which one: how far up the path, review 191)
             return ("again", len(busy) - busy[id(v)])
         _spend(busy)
