@@ -10,9 +10,11 @@ JAX-free.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.machinery import ModuleSpec
 from types import (
     BuiltinFunctionType,
@@ -26,7 +28,7 @@ from types import (
 from types import FunctionType as _FUNCTION
 from typing import Any
 
-from pcache._dictwatch import Watch
+from pcache._dictwatch import Watch, tagged, version
 from pcache._introspect import (
     POSING,
     Override,
@@ -204,9 +206,9 @@ def holders_index() -> dict:
 
 
 def _index() -> dict:
-    """id -> holders, each library module indexed once when first seen loaded (not
-    a walk of them all per value asked), looked for again whenever ``sys.modules``
-    was written (a module loaded as another was removed: review 89)."""
+    """id -> holders, each library module indexed when first seen loaded and again
+    whenever its namespace was written (not a walk of them all per value asked:
+    `_indexed`)."""
     return _indexed("", _index_module)
 
 
@@ -214,47 +216,125 @@ def _functions() -> dict:
     """id -> (module, attribute or ``Class.attribute``) of every function a library
     module holds there, under any name (`_index` leaves functions out: most module
     and class attributes are), as `_holding` finds them; made when a function is
-    first asked about, each module then indexed once, as `_index` (a scan of every
+    first asked about, each module then indexed as `_index` does (a scan of every
     library namespace per function asked cost ~30 ms: session 36, diffrax)."""
     return _indexed("fn:", _index_functions)
 
 
+def epoch(functions: bool = False) -> int:
+    """A count that moves whenever the index (of functions: ``functions``) takes in
+    a module again: what `library_holders` answers from it is the same while the
+    count is."""
+    _functions() if functions else _index()
+    return _HOLDERS.get(("fn:" if functions else "") + "epoch", 0)
+
+
 def _indexed(tag: str, index_module: Callable) -> dict:
+    """The index ``tag`` names, each library module indexed (``index_module``) when
+    first seen loaded and again after its namespace was written (a name a library
+    binds after its import, lazily or from a plugin's import: review 230; told by
+    the namespaces' version tags, `_dictwatch`, where this interpreter has them,
+    else only modules loaded anew are), looked for again whenever ``sys.modules``
+    or one of those namespaces was written."""
     ready = _HOLDERS.get(tag + "ready")  # (a watch published with the index it vouches for)
-    if ready is not None and ready[0].still((sys.modules,)):
+    looked = getattr(_SCOPE, "looked", None)
+    if ready is not None and (looked is not None and tag in looked or ready[0].still(ready[2])):
+        if looked is not None:
+            looked.add(tag)
         return ready[1]
     with _LOCK, collector_paused():  # (~70k holders: `_memos.collector_paused`)
         index = _HOLDERS.setdefault(tag + "index", {})
-        done = _HOLDERS.setdefault(tag + "done", {})
+        done = _HOLDERS.setdefault(tag + "done", {})  # name -> (module, version)
         classes = _HOLDERS.setdefault(tag + "classes", {})  # id -> class: each read once
+        loaded = [(name, m, module_dict(m)) for name, m in items(sys.modules)]
+        read = {n: got[2] for n, got in done.items()}  # (the class dicts each one read)
+        spaces = (sys.modules, *(
+            x for name, m, d in loaded if type(d) is dict and is_library_module(m)
+            for x in (d, *read.get(name, ()))
+        ))  # fmt: skip
         watch = Watch()
-        watch.start((sys.modules,))
-        complete = True
-        for name, m in items(sys.modules):
-            if done.get(name) is m:
+        watch.start(spaces if tagged() else (sys.modules,))  # (before it reads them)
+        complete, first, again = True, {}, {}  # (this pass's holders: modules new, again)
+        for name, m, d in loaded:
+            got = done.get(name)
+            if got is not None and got[0] is m and got[1] == _versions(d, got[2]):
                 continue
-            spec = (module_dict(m) or {}).get("__spec__")
+            spec = (d or {}).get("__spec__")
             if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
                 complete = False  # (still running its body: indexed next time)
                 continue
+            inner: tuple = ()
             if is_library_module(m):
-                index_module(index, name, module_dict(m), classes)
-            done[name] = m
-        _HOLDERS[tag + "ready"] = (watch, index) if complete else None
+                inner = index_module(first if got is None else again, name, d, classes) or ()
+            done[name] = (m, _versions(d, inner), inner)
+        for k, hs in first.items():
+            index.setdefault(k, []).extend(hs)
+        for k, hs in again.items():  # (what the index held of it already: not twice)
+            kept = index.setdefault(k, [])
+            have = {_same(h) for h in kept}
+            kept += [h for h in hs if _same(h) not in have and not have.add(_same(h))]
+        fresh = first or again
+        if fresh:
+            _HOLDERS[tag + "epoch"] = _HOLDERS.get(tag + "epoch", 0) + 1
+        _HOLDERS[tag + "ready"] = (
+            (watch, index, spaces if tagged() else (sys.modules,)) if complete else None
+        )
+        if complete and looked is not None:
+            looked.add(tag)
         return index
 
 
-def _index_functions(index: dict, name: str, d: dict | None, _classes: dict) -> None:
-    add = index.setdefault
+_SCOPE = threading.local()  # .looked: the indexes checked in this `one_look`
+
+
+@contextlib.contextmanager
+def one_look() -> Iterator[None]:
+    """Within it each index is checked for written namespaces once (~1000 version
+    tags, ~60 us, asked per walk and per name otherwise): for pcache's own reading
+    of a call, which runs no program or library code; a write by another thread
+    meanwhile is seen at the next call's."""
+    outer = getattr(_SCOPE, "looked", None)
+    if outer is None:
+        _SCOPE.looked = set()
+    try:
+        yield
+    finally:
+        if outer is None:
+            _SCOPE.looked = None
+
+
+def _versions(d: Any, inner: tuple) -> tuple | None:
+    """The version tags of namespace ``d`` and of the class namespaces ``inner``
+    (None where this interpreter has none: `_dictwatch`)."""
+    if type(d) is not dict or not tagged():
+        return None
+    return (version(d), *map(version, inner))
+
+
+def _same(h: tuple) -> tuple:
+    """A holder by identity, a name by its text (no ``__eq__`` of a library's object
+    runs)."""
+    return tuple(x if type(x) is str else id(x) for x in h)
+
+
+def _index_functions(index: dict, name: str, d: dict | None, _classes: dict) -> tuple:
+    """Functions of namespace ``d`` and of the classes it holds; returns those classes'
+    own dicts (watched: ``H.CUR = FA`` after the index was made, review 230)."""
+    add, inner = index.setdefault, []
     for k, x in dict.copy(d or {}).items():  # (a private copy, made in C)
         if type(k) is not str:
             continue
         if type(x) is _FUNCTION:
             add(id(x), []).append((name, k))
         elif flags(type(x)) & _TYPE_SUBCLASS:
-            for a, y in items(cdict(x)):
+            space = cdict(x)
+            held = gc.get_referents(space)  # (the dict a class's mapping proxy shows)
+            if len(held) == 1 and type(held[0]) is dict:
+                inner.append(held[0])
+            for a, y in items(space):
                 if type(y) is _FUNCTION and type(a) is str:
                     add(id(y), []).append((name, f"{k}.{a}"))
+    return tuple(inner)
 
 
 def _index_module(index: dict, name: str, d: dict | None, classes: dict) -> None:

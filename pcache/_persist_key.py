@@ -58,7 +58,7 @@ from pcache import (
 )
 from pcache._class_shape import shape
 from pcache._errors import Uncacheable
-from pcache._holders import library_holders
+from pcache._holders import library_holders, one_look
 from pcache._holders import resolve as _resolve
 from pcache._introspect import cdict, is_a, items, names
 from pcache._persist_abcs import abc_registrations, library_rules
@@ -550,7 +550,8 @@ def trace_key(
     key is the digest of the named parts' digests (each part serialized once).
     ``env_ignore``: the environment variables the user says change nothing
     (`_persist_env.keyed_environ`)."""
-    parts, walks = key_parts(fun, jit_info, signature, in_avals, ctx_mesh, env_ignore)
+    with one_look():  # (its walks run no program code: the indexes checked once)
+        parts, walks = key_parts(fun, jit_info, signature, in_avals, ctx_mesh, env_ignore)
     named_digests = tuple((n, p if type(p) is str else digest((n, p))) for n, p in parts)
     return digest(("key", named_digests)), named_digests, walks
 

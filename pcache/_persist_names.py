@@ -10,10 +10,12 @@ JAX-free but for the primitive type (`pcache._compat`).
 from __future__ import annotations
 
 import sys
+import types
 from typing import Any
 
 from pcache import _compat, _memos
 from pcache._class_shape import looks
+from pcache._holders import epoch as holders_epoch
 from pcache._holders import library_holders
 from pcache._holders import resolve as _resolve
 from pcache._introspect import is_a, items, mro, names
@@ -33,8 +35,12 @@ def _provider(module: str) -> str:
 def _library_names(v: Any, any_module: bool = False) -> tuple:
     """Every (module, attribute) under which a loaded library module (or any module)
     holds ``v`` now, each read back to ``v``, sorted (`_lib_node` picks one)."""
+    # (what the indexes answer is the same while they took in no module anew: review
+    # 230, a library binding a name after the first key; any module's, while as many
+    # are loaded)
+    now = (holders_epoch(type(v) is types.FunctionType), len(sys.modules) if any_module else 0)
     e = _LIB_NAMES.get((id(v), any_module))
-    if e is not None and e[0] is v and e[2] == len(sys.modules):  # (a module's holders)
+    if e is not None and e[0] is v and e[2] == now:
         if all(_resolve(*h) is v for h in e[1]):
             return e[1]
     found = library_holders(v)
@@ -50,7 +56,7 @@ def _library_names(v: Any, any_module: bool = False) -> tuple:
         found = [h for h in found if _resolve(*h) is v]  # (``globals()["a.b"]``: review 143)
     got = tuple(sorted(set(found)))
     if got or not any_module:  # (library namespaces are taken as fixed; a program's are not)
-        _LIB_NAMES[(id(v), any_module)] = (v, got, len(sys.modules))
+        _LIB_NAMES[(id(v), any_module)] = (v, got, now)
     return got
 
 

@@ -52,6 +52,7 @@ from pcache import (
     _state,
 )
 from pcache._errors import CheckError, Uncacheable
+from pcache._holders import one_look
 from pcache._recording import Recorder, left_behind, read_guards
 from pcache._trace_memo import (
     ENTRY_COST,
@@ -225,7 +226,8 @@ def infer_params_cached_wrapper(*args, **kwargs):
     if _compat.recording() and not left_behind():
         return entry  # (inside a recording: traced afresh, never served nor recorded)
     try:
-        return _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh)
+        with one_look():  # (it runs no program code: its walks check the indexes once)
+            return _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh)
     except CheckError:
         raise
     except Exception as exc:  # never the user's program: trace as without pcache

@@ -4063,3 +4063,86 @@ def test_a_module_made_by_calling_its_class_is_watched(tmp_path):
     (stock, _), (cached, hits) = _stock_then_pcache(MADE_IN_PROCESS, site)
     assert stock[3] == stock[7] == [0.0, 2.0, 4.0], stock
     assert cached == stock and hits > 0, (cached, hits)  # (reused before the change)
+
+
+KLATE = """
+import functools
+
+FA = lambda a: a + 1.0
+FB = lambda a: a + 1.0
+FC = lambda a: a + 1.0
+SPECIAL = FB
+OTHER = lambda a: a - 1.0
+
+
+class H:
+    CUR = FB
+
+
+def use(f):
+    global SPECIAL
+    SPECIAL = f
+
+
+def apply(f, a):
+    return a * 100.0 if f is SPECIAL else f(a)
+
+
+def apply_h(f, a):
+    return a * 100.0 if f is H.CUR else f(a)
+
+
+def _f(a):
+    return a + 1.0
+
+
+_TOK = None
+
+
+def token():
+    global _TOK
+    if _TOK is None:
+        _TOK = functools.partial(_f)
+    return _TOK
+
+
+def pick(v, d):
+    return v * 100.0 if d is _TOK else d(v)
+"""
+
+KLATE_PLUG = """
+import os
+
+import klate
+
+if os.environ.get("PHASE") == "B":
+    klate.H.CUR = klate.FC
+"""
+
+LATE_NAMES = """
+import functools, os
+import klate
+o = klate.OTHER
+show("first key", lambda: jax.jit(lambda a: klate.apply(o, a))(x))
+if os.environ["PHASE"] == "B":
+    klate.use(klate.FA)
+f, g = klate.FA, klate.FC
+show("alias", lambda: jax.jit(lambda a: klate.apply(f, a))(x))
+import klateplug
+show("class attribute", lambda: jax.jit(lambda a: klate.apply_h(g, a))(x))
+d = klate.token() if os.environ["PHASE"] == "A" else functools.partial(klate._f)
+show("bound lazily", lambda: jax.jit(lambda a: klate.pick(a, d))(x))
+show("control", lambda: jax.jit(lambda a: klate.apply(o, a))(x))
+"""
+
+
+def test_a_name_a_library_binds_after_the_first_key_is_seen(tmp_path):
+    """The names of library objects come from indexes of library namespaces made at
+    the first key; a library that binds a name after it (its function's ``global``
+    statement, a plugin's import writing a class attribute, a token made on first
+    use) is indexed again (review 230: B was served A's trace where the library's
+    ``is`` test told B's object apart, as stock JAX does)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "klate", KLATE)
+    libsite.install(site, "klateplug", KLATE_PLUG)
+    b = _as_stock_in_b(site, LATE_NAMES, tmp_path)
+    assert b["digests"]["served"]["prog.py"] >= 2, b["stats"]  # (the first key, the control)
