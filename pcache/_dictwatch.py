@@ -294,6 +294,16 @@ def _same_entries(a: tuple, b: tuple) -> bool:
     )
 
 
+def tag_cells(dicts: tuple) -> tuple:
+    """What reads the version tags of ``dicts`` (`read_tags`), made once and read
+    often (the caller keeps the dicts alive); () where there are no tags."""
+    return tuple(_cell(d, 1) for d in dicts) if _TAGGED else ()
+
+
+def read_tags(cells: tuple) -> tuple:
+    return tuple(map(_VALUE, cells))
+
+
 def tagged() -> bool:
     """Whether dicts' version tags are read (else every entry is compared)."""
     return _TAGGED

@@ -28,7 +28,7 @@ from types import (
 from types import FunctionType as _FUNCTION
 from typing import Any
 
-from pcache._dictwatch import Watch, tagged, version
+from pcache._dictwatch import Watch, read_tags, tag_cells, tagged
 from pcache._introspect import (
     POSING,
     Override,
@@ -231,57 +231,71 @@ def epoch(functions: bool = False) -> int:
 
 def _indexed(tag: str, index_module: Callable) -> dict:
     """The index ``tag`` names, each library module indexed (``index_module``) when
-    first seen loaded and again after its namespace was written (a name a library
-    binds after its import, lazily or from a plugin's import: review 230; told by
-    the namespaces' version tags, `_dictwatch`, where this interpreter has them,
-    else only modules loaded anew are), looked for again whenever ``sys.modules``
-    or one of those namespaces was written."""
-    ready = _HOLDERS.get(tag + "ready")  # (a watch published with the index it vouches for)
+    first seen loaded and again after its namespace, or a class namespace the
+    indexing read, was written (a name a library binds after its import, lazily or
+    from a plugin's import: review 230; told by version tags, `_dictwatch`, where
+    this interpreter has them, else only modules loaded anew are), looked for again
+    whenever ``sys.modules`` or one of those namespaces was written."""
+    ready = _HOLDERS.get(tag + "ready")  # (index, tag cells, their tags when read)
     looked = getattr(_SCOPE, "looked", None)
-    if ready is not None and (looked is not None and tag in looked or ready[0].still(ready[2])):
+    if ready is not None and (
+        (looked is not None and tag in looked) or _still(ready)
+    ):  # fmt: skip
         if looked is not None:
             looked.add(tag)
-        return ready[1]
+        return ready[0]
     with _LOCK, collector_paused():  # (~70k holders: `_memos.collector_paused`)
         index = _HOLDERS.setdefault(tag + "index", {})
-        done = _HOLDERS.setdefault(tag + "done", {})  # name -> (module, version)
+        # name -> (module, tags when indexed, class dicts read, tag cells, a library's?)
+        done = _HOLDERS.setdefault(tag + "done", {})
         classes = _HOLDERS.setdefault(tag + "classes", {})  # id -> class: each read once
-        loaded = [(name, m, module_dict(m)) for name, m in items(sys.modules)]
-        read = {n: got[2] for n, got in done.items()}  # (the class dicts each one read)
-        spaces = (sys.modules, *(
-            x for name, m, d in loaded if type(d) is dict and is_library_module(m)
-            for x in (d, *read.get(name, ()))
-        ))  # fmt: skip
-        watch = Watch()
-        watch.start(spaces if tagged() else (sys.modules,))  # (before it reads them)
+        head = tag_cells((sys.modules,))
+        watch = None if tagged() else Watch()
+        if watch is not None:
+            watch.start((sys.modules,))
+        cells, last = [*head], [*read_tags(head)]  # (read before the namespaces are)
         complete, first, again = True, {}, {}  # (this pass's holders: modules new, again)
-        for name, m, d in loaded:
+        for name, m in items(sys.modules):
             got = done.get(name)
-            if got is not None and got[0] is m and got[1] == _versions(d, got[2]):
+            if got is not None and got[0] is m and read_tags(got[3]) == got[1]:
+                if got[4]:
+                    cells += got[3]
+                    last += got[1]
                 continue
+            d = module_dict(m)
             spec = (d or {}).get("__spec__")
             if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
                 complete = False  # (still running its body: indexed next time)
                 continue
-            inner: tuple = ()
-            if is_library_module(m):
-                inner = index_module(first if got is None else again, name, d, classes) or ()
-            done[name] = (m, _versions(d, inner), inner)
+            lib = is_library_module(m)
+            own = tag_cells((d,)) if type(d) is dict else ()
+            now = read_tags(own)
+            held = index_module(first if got is None else again, name, d, classes) if lib else ()
+            held = tuple(held or ())  # (kept alive here: their memory stays theirs)
+            inner = tag_cells(held)
+            done[name] = (m, now + read_tags(inner), held, own + inner, lib)
+            if lib:
+                cells += own + inner
+                last += done[name][1]
         for k, hs in first.items():
             index.setdefault(k, []).extend(hs)
         for k, hs in again.items():  # (what the index held of it already: not twice)
             kept = index.setdefault(k, [])
             have = {_same(h) for h in kept}
             kept += [h for h in hs if _same(h) not in have and not have.add(_same(h))]
-        fresh = first or again
-        if fresh:
+        if first or again:
             _HOLDERS[tag + "epoch"] = _HOLDERS.get(tag + "epoch", 0) + 1
-        _HOLDERS[tag + "ready"] = (
-            (watch, index, spaces if tagged() else (sys.modules,)) if complete else None
-        )
+        _HOLDERS[tag + "ready"] = (index, tuple(cells), tuple(last), watch) if complete else None
         if complete and looked is not None:
             looked.add(tag)
         return index
+
+
+def _still(ready: tuple) -> bool:
+    """Whether nothing an index was read from was written since (where there are no
+    version tags: ``sys.modules``, entry by entry)."""
+    watch = ready[3]
+    return read_tags(ready[1]) == ready[2] if watch is None else watch.still((sys.modules,))
 
 
 _SCOPE = threading.local()  # .looked: the indexes checked in this `one_look`
@@ -301,14 +315,6 @@ def one_look() -> Iterator[None]:
     finally:
         if outer is None:
             _SCOPE.looked = None
-
-
-def _versions(d: Any, inner: tuple) -> tuple | None:
-    """The version tags of namespace ``d`` and of the class namespaces ``inner``
-    (None where this interpreter has none: `_dictwatch`)."""
-    if type(d) is not dict or not tagged():
-        return None
-    return (version(d), *map(version, inner))
 
 
 def _same(h: tuple) -> tuple:
