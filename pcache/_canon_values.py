@@ -25,7 +25,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pcache import _canon_rules, _compat, _memos
+from pcache import _canon_rules, _compat, _introspect, _memos
 from pcache._canon_memo import IdMemo, local_eq_token, local_token
 from pcache._canon_rules import is_jax_module
 from pcache._errors import Uncacheable
@@ -476,7 +476,7 @@ def enc(obj: Any, ctx: Ctx) -> str:
         return f"M:{qual(t)}{{" + ",".join(f"{k}:{v}" for k, v in items) + "}"
     fields = class_attr(t, "__dataclass_fields__")
     if type(fields) is dict and not is_a(obj, type):  # a dataclass (its class's own record)
-        if not getattr(class_attr(t, "__dataclass_params__"), "frozen", False):
+        if not _introspect.dataclass_frozen(class_attr(t, "__dataclass_params__")):
             ctx.volatile = True
         # (every entry: its ClassVar and InitVar pseudo-fields too, "-" where unset)
         body = ",".join(

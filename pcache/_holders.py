@@ -305,16 +305,17 @@ _SCOPE = threading.local()  # .looked: the indexes checked in this `one_look`
 def one_look() -> Iterator[None]:
     """Within it each index is checked for written namespaces once (~1000 version
     tags, ~60 us, asked per walk and per name otherwise): for pcache's own reading
-    of a call, which runs no program or library code; a write by another thread
-    meanwhile is seen at the next call's."""
+    of one call, which runs no program or library code. Each is a look of its own,
+    also inside another (review 231: a jit call made by program code that ran
+    inside another call's walk, a property, a collector's callback, read the index
+    as the outer call had first read it: a name bound in between was missed); a
+    write by another thread meanwhile is seen at the next look."""
     outer = getattr(_SCOPE, "looked", None)
-    if outer is None:
-        _SCOPE.looked = set()
+    _SCOPE.looked = set()
     try:
         yield
     finally:
-        if outer is None:
-            _SCOPE.looked = None
+        _SCOPE.looked = outer
 
 
 def _same(h: tuple) -> tuple:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import dataclasses
 import functools
 import gc
 import struct
@@ -24,6 +25,7 @@ import types
 from typing import Any
 
 __all__ = [
+    "dataclass_frozen",
     "POSING",
     "Override",
     "cell_bound",
@@ -337,3 +339,14 @@ def own_method(v: Any, bound: Any) -> bool:
             except Exception:
                 return False
     return False
+
+
+_DC_PARAMS = dataclasses._DataclassParams
+_DC_FROZEN = _DC_PARAMS.__dict__["frozen"].__get__  # (its slot: nothing of the program's runs)
+
+
+def dataclass_frozen(params: Any) -> bool:
+    """Whether a class's ``__dataclass_params__`` says frozen: read only from the
+    record ``dataclasses`` makes (review 231: a property ``frozen`` on another object
+    ran program code inside the walk, a whole jit call)."""
+    return type(params) is _DC_PARAMS and _DC_FROZEN(params) is True

@@ -516,7 +516,8 @@ def _added() -> tuple:
 
 def _pytree_nodes() -> str:
     """The digest of every entry of JAX's pytree registry by content, memoized per
-    registry state."""
+    registry state, and each entry's description per entry (its type and rules the
+    same objects: a registration in a trace describes the one it adds)."""
     tree = _compat.pytree_registry()
     snapshot = tuple(tree.items())
     e = _NODES.get("nodes")
@@ -526,14 +527,18 @@ def _pytree_nodes() -> str:
         and all(a[0] is b[0] and a[1] is b[1] for a, b in zip(e[0], snapshot, strict=True))
     ):
         return e[1]
+    kept = _NODES.setdefault("entries", {})  # id(type) -> (type, entry, its description)
     out = []
     for t, entry in snapshot:
-        w = ContentWalker()
-        w.registry = True  # (rules JAX made: `register_pytree_node_class`'s methodcaller)
-        try:
-            out.append((named(t), tuple(w.value(f) for f in entry)))
-        except NoReuse as exc:
-            raise NoReuse(f"persist-pytree-node:{qualname(t)}:{exc.reason}") from None
+        got = kept.get(id(t))
+        if got is None or got[0] is not t or got[1] is not entry:
+            w = ContentWalker()
+            w.registry = True  # (rules JAX made: `register_pytree_node_class`'s methodcaller)
+            try:
+                got = kept[id(t)] = (t, entry, (named(t), tuple(w.value(f) for f in entry)))
+            except NoReuse as exc:
+                raise NoReuse(f"persist-pytree-node:{qualname(t)}:{exc.reason}") from None
+        out.append(got[2])
     enc = digest(("nodes", tuple(sorted(out, key=repr))))
     _NODES["nodes"] = (snapshot, enc)
     return enc

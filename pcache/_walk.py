@@ -376,7 +376,7 @@ class Walker:
             node = ("T", self.klass(t), *[self.value(x) for x in items])
             return (*node, self.class_code(t)) if user else node
         params = class_attr(t, "__dataclass_params__")
-        if params is not None and getattr(params, "frozen", False):
+        if _introspect.dataclass_frozen(params):
             return self._frozen_dataclass(v, t, user)
         if params is not None and (eqx := equinox_module(t)) is not None:
             return self._frozen_dataclass(v, t, user, eqx)  # (frozen by its __setattr__)

@@ -7,6 +7,9 @@ bitwise against stock JAX; in process, the encodings themselves."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import importlib
 import importlib.machinery
 import json
@@ -4146,3 +4149,53 @@ def test_a_name_a_library_binds_after_the_first_key_is_seen(tmp_path):
     libsite.install(site, "klateplug", KLATE_PLUG)
     b = _as_stock_in_b(site, LATE_NAMES, tmp_path)
     assert b["digests"]["served"]["prog.py"] >= 2, b["stats"]  # (the first key, the control)
+
+
+def test_a_look_inside_another_sees_a_name_bound_in_between(tmp_path, monkeypatch):
+    """pcache reads the holders index once per keyed call (`_holders.one_look`);
+    program code can run inside a call's walk (a collector's callback, review 231)
+    and make a whole jit call: that call looks again, and sees a name the library
+    bound since (it was keyed by content, as the outer call had first read the
+    index: a false hit across processes)."""
+    from pcache import _holders
+
+    site = libsite.install(tmp_path / "lib" / "site-packages", "klook", "X = None\n")
+    klook = next(libsite.imported(site, "klook", monkeypatch))
+    tok = functools.partial(print)
+    with _holders.one_look():
+        assert _holders.library_holders(tok) == []
+        klook.X = tok  # (a library's function would: ``global X; X = ...``)
+        assert _holders.library_holders(tok) == []  # (the outer look's reading)
+        with _holders.one_look():
+            assert _holders.library_holders(tok) == [("klook", "X")]
+    assert _holders.library_holders(tok) == [("klook", "X")]
+
+
+def test_a_dataclass_s_params_are_read_from_the_record_alone():
+    """The walks ask a dataclass's ``__dataclass_params__`` whether it is frozen only
+    where it is the record ``dataclasses`` makes (review 231: a ``frozen`` property on
+    another object ran the program's code inside the walk, a jit call of its own);
+    anything else is no frozen dataclass."""
+    from pcache._canon import canonicalize
+    from pcache._persist_key import ContentWalker
+    from pcache._walk import Walker
+
+    ran = []
+
+    class Hook:
+        @property
+        def frozen(self):
+            ran.append(1)
+            return True
+
+    @dataclasses.dataclass(frozen=True)
+    class Box:
+        v: float = 1.0
+
+    Box.__dataclass_params__ = Hook()
+    for walker in (Walker, ContentWalker):
+        with pytest.raises(NoReuse):
+            walker().value(Box())
+    with contextlib.suppress(Exception):
+        canonicalize(Box())
+    assert ran == []
