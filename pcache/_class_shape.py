@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from pcache._class_homes import fixed, holds, lru_parts
+from pcache._dictwatch import read_tags, tag_cells
 from pcache._introspect import (
     Override,
     cdict,
@@ -105,14 +106,14 @@ def shape(cls: type, namespace: dict) -> str:
 
 def _local(cls: type, namespace: dict) -> tuple:
     """(what ``cls`` is, digested, each class it names by its place in the tuple
-    that comes with it: ``(class, namespace)`` in the order named), kept per class while its
-    namespace and its module's hold as many names: what a library binds before
-    pcache starts is read at the first key (a change after that, to a name, is
-    `pcache._snapshots.unchanged`'s to see; to a class attribute, state)."""
-    size = (len(cdict(cls)), len(namespace))
+    that comes with it: ``(class, namespace)`` in the order named), kept per class
+    while neither its namespace nor its module's was written (`_token`: a name or
+    attribute rebound; what an object it holds holds is state)."""
     e = _SHAPES.get(id(cls))
-    if e is not None and e[0] is cls and e[1] is namespace and e[2] == size:
-        return e[3], e[4]
+    if e is not None and e[0] is cls and e[1] is namespace and _token(e[2], cls, namespace) == e[3]:
+        return e[4], e[5]
+    cells = tag_cells(_spaces(cls, namespace))
+    token = _token(cells, cls, namespace)  # (before it is read: a write meanwhile, next time)
     here = _LOCAL.__dict__
     saved = {k: here.get(k) for k in ("refs", "index", "busy", "held", "left")}
     refs: list = []
@@ -129,8 +130,23 @@ def _local(cls: type, namespace: dict) -> tuple:
                 here[k] = v
     if len(_SHAPES) > 8192:
         _SHAPES.clear()
-    _SHAPES[id(cls)] = (cls, namespace, size, own, tuple(refs))  # (kept alive: ids stay)
+    _SHAPES[id(cls)] = (cls, namespace, cells, token, own, tuple(refs))  # (kept alive)
     return own, tuple(refs)
+
+
+def _spaces(cls: type, namespace: Any) -> tuple:
+    """The dicts a class's reading is kept while unwritten: its own (under the
+    mapping proxy) and its module's namespace."""
+    held = gc.get_referents(cdict(cls))
+    own = held[0] if len(held) == 1 and type(held[0]) is dict else None
+    return tuple(d for d in (own, namespace) if type(d) is dict)
+
+
+def _token(cells: tuple, cls: type, namespace: Any) -> tuple:
+    """What tells a class's reading still holds: its dict's and its module's version
+    tags (review 232: a method rebound in place, ``Mode.scale = other``, kept the
+    sizes the reading was kept by), and their sizes (where there are no tags)."""
+    return (read_tags(cells), len(cdict(cls)), len(namespace))
 
 
 def _spend(busy: dict) -> None:

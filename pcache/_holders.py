@@ -14,7 +14,9 @@ import contextlib
 import gc
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator
+from importlib import _bootstrap
 from importlib.machinery import ModuleSpec
 from types import (
     BuiltinFunctionType,
@@ -255,6 +257,7 @@ def _indexed(tag: str, index_module: Callable) -> dict:
             watch.start((sys.modules,))
         cells, last = [*head], [*read_tags(head)]  # (read before the namespaces are)
         complete, first, again = True, {}, {}  # (this pass's holders: modules new, again)
+        pending = False  # (a library module among those left for later)
         for name, m in items(sys.modules):
             got = done.get(name)
             if got is not None and got[0] is m and read_tags(got[3]) == got[1]:
@@ -266,6 +269,7 @@ def _indexed(tag: str, index_module: Callable) -> dict:
             spec = (d or {}).get("__spec__")
             if type(spec) is ModuleSpec and vars(spec).get("_initializing"):
                 complete = False  # (still running its body: indexed next time)
+                pending = pending or (is_library_module(m) and _importing_here(name))
                 continue
             lib = is_library_module(m)
             own = tag_cells((d,)) if type(d) is dict else ()
@@ -286,9 +290,31 @@ def _indexed(tag: str, index_module: Callable) -> dict:
         if first or again:
             _HOLDERS[tag + "epoch"] = _HOLDERS.get(tag + "epoch", 0) + 1
         _HOLDERS[tag + "ready"] = (index, tuple(cells), tuple(last), watch) if complete else None
+        _HOLDERS[tag + "pending"] = pending
         if complete and looked is not None:
             looked.add(tag)
         return index
+
+
+def indexed_whole() -> bool:
+    """Whether the holders index holds every loaded library module: not while this
+    thread runs one's body (it is left for later; a program module's body, or one
+    another thread imports, is none of this call's business), whose objects no key could then name by
+    identity (review 232: a library's import made a jit call over its own token,
+    keyed by content, and B's equal object was served A's trace)."""
+    _index()
+    return not _HOLDERS.get("pending")
+
+
+def _importing_here(name: str) -> bool:
+    """Whether this thread runs module ``name``'s body (it holds the import system's
+    lock of that module; where that cannot be told, yes): a call another thread makes
+    meanwhile is not inside it (pcache's own preload imports beside the program)."""
+    locks = getattr(_bootstrap, "_module_locks", None)
+    ref = locks.get(name) if type(locks) is dict else None
+    lock = ref() if type(ref) is weakref.ref else None
+    owner = getattr(lock, "owner", _HOLDERS) if lock is not None else _HOLDERS
+    return owner is _HOLDERS or owner == threading.get_ident()
 
 
 def _still(ready: tuple) -> bool:

@@ -52,7 +52,7 @@ from pcache import (
     _state,
 )
 from pcache._errors import CheckError, Uncacheable
-from pcache._holders import one_look
+from pcache._holders import indexed_whole, one_look
 from pcache._recording import Recorder, left_behind, read_guards
 from pcache._trace_memo import (
     ENTRY_COST,
@@ -260,6 +260,8 @@ def _reuse(rt, entry, fun, jit_info, signature, in_avals, ctx_mesh):
     tabs = _guards.tables()  # (read once for this call)
     if blocked is None and _guards.user_type_handler(tabs):
         blocked = "user-type-handler"
+    if blocked is None and not indexed_whole():  # (review 232: its objects unnamed)
+        blocked = "library-initializing"
     if blocked is not None:
         return _missed(rt, entry, fun, blocked)
     persist, persisted = None, None

@@ -4199,3 +4199,65 @@ def test_a_dataclass_s_params_are_read_from_the_record_alone():
     with contextlib.suppress(Exception):
         canonicalize(Box())
     assert ran == []
+
+
+KINIT = """
+import functools
+
+import jax
+import jax.numpy as jnp
+
+
+def _f(a):
+    return a + 1.0
+
+
+_TOK = functools.partial(_f)
+
+
+def pick(v, d):
+    return v * 100.0 if d is _TOK else d(v)
+
+
+WARM = jax.jit(functools.partial(pick, d=_TOK))(jnp.arange(3, dtype=jnp.float32))
+"""
+
+INITIALIZING = """
+import functools, os
+import kinit
+show("during its import", lambda: kinit.WARM)
+if os.environ["PHASE"] == "B":
+    show("equal", lambda: jax.jit(functools.partial(kinit.pick, d=functools.partial(kinit._f)))(x))
+"""
+
+
+def test_a_call_made_while_a_library_runs_its_body_is_not_reused(tmp_path):
+    """A library module running its body is not in the holders index yet: a jit call
+    its import makes over its own token was keyed by content and stored, and B's
+    equal object was served it (review 232). While the index is not whole, reuse is
+    off (`library-initializing`)."""
+    site = libsite.install(tmp_path / "lib" / "site-packages", "kinit", KINIT)
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(INITIALIZING))
+    a, stock, b = phases(prog, site, tmp_path / "c")
+    assert b["digests"]["shown"] == stock["digests"]["shown"], b["stats"]
+    assert a["stats"]["trace_miss_reasons"].get("library-initializing"), a["stats"]
+
+
+def test_a_class_s_reading_is_kept_only_while_its_namespace_is_unwritten():
+    """A class's shape is kept per class; a method rebound in place (its dict keeps
+    its size) is read again (review 232: the shape kept across the rebinding, and a
+    trace of the new method was stored under the old one's key)."""
+    from pcache import _class_shape
+
+    class Mode:
+        def scale(self, a):
+            return a * 2.0
+
+    def other(self, a):
+        return a * 3.0
+
+    first = _class_shape.looks(Mode)
+    assert _class_shape.looks(Mode) == first
+    Mode.scale = other
+    assert _class_shape.looks(Mode) != first
