@@ -135,17 +135,17 @@ def _local(cls: type, namespace: dict) -> tuple:
 
 
 def _spaces(cls: type, namespace: Any) -> tuple:
-    """The dicts a class's reading is kept while unwritten: its own (under the
-    mapping proxy) and its module's namespace."""
+    """The dict a class's reading is kept while unwritten: its own (under the mapping
+    proxy); its module's namespace by its size (pcache's own patches write JAX's at
+    every served call; a name rebound there is `pcache._snapshots.unchanged`'s)."""
     held = gc.get_referents(cdict(cls))
-    own = held[0] if len(held) == 1 and type(held[0]) is dict else None
-    return tuple(d for d in (own, namespace) if type(d) is dict)
+    return (held[0],) if len(held) == 1 and type(held[0]) is dict else ()
 
 
 def _token(cells: tuple, cls: type, namespace: Any) -> tuple:
-    """What tells a class's reading still holds: its dict's and its module's version
-    tags (review 232: a method rebound in place, ``Mode.scale = other``, kept the
-    sizes the reading was kept by), and their sizes (where there are no tags)."""
+    """What tells a class's reading still holds: its dict's version tag (review 232:
+    a method rebound in place, ``Mode.scale = other``, kept the sizes the reading was
+    kept by) and its and its module's sizes."""
     return (read_tags(cells), len(cdict(cls)), len(namespace))
 
 
